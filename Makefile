@@ -1,0 +1,25 @@
+# The two commands of the README:
+#   make campaign   a real fuzzing campaign on the embedded backend with the shipped seeds (offline)
+#   make test       the test suite
+VENV ?= .venv
+BUDGET ?= 2000
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install campaign test lint bench
+
+install:
+	UFUZZ_VENV=$(VENV) bash scripts/install.sh
+
+campaign: install
+	$(VENV)/bin/ufuzz run --backend embedded --budget $(BUDGET) --seed 1 --out reports/campaign
+	$(VENV)/bin/ufuzz status reports/campaign
+
+test: install
+	bash scripts/test.sh $(VENV)
+
+lint: install
+	$(VENV)/bin/ruff check ufuzz tests benchmarks
+
+bench: install
+	$(VENV)/bin/python benchmarks/bench_engine.py

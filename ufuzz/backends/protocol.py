@@ -1,0 +1,158 @@
+"""The backend protocol every memory-system adapter implements.
+
+A backend holds any number of *states*, each named by an opaque ``StateHandle`` string. ``build`` ingests a
+checkpoint into a fresh state; ``fork`` gives an independent copy of a state (writes to either never reach
+the other); ``release`` frees one. All ids crossing this interface are the checkpoint's memory ids (or the
+ids ufuzz passed to ``add``/``update``): an adapter keeps its own mapping to native ids.
+
+Backends that cannot copy a state (``capabilities.copyable`` False) still implement ``fork`` by the
+executor's fallback: ``ufuzz.engine.executor`` rebuilds the checkpoint in a new namespace and replays the
+state's operations, so adapters may simply raise ``NotImplementedError`` from ``fork``.
+
+Errors from the memory system are raised as :class:`BackendError`; the campaign turns them into error
+records, never failures.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ufuzz.seeds.model import Checkpoint, Memory
+
+StateHandle = str
+
+
+class BackendError(RuntimeError):
+    """A fault of the memory system under test (or its adapter), not a finding."""
+
+
+class BackendUnavailable(BackendError):
+    """The backend's library is not installed or cannot start; ``hint`` says how to fix it."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message + (f" ({hint})" if hint else ""))
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    visible_retrieval: bool = True  # retrieve() returns ordered ids/scores; False = only answer() is seen
+    copyable: bool = True  # fork() is native (snapshot/copy-on-write)
+    native_update: bool = True
+    native_delete: bool = True
+    observable_state: bool = True  # get()/list() reflect stored state independently of retrieval
+    answers: bool = False  # answer() is the system's own answerer
+    deterministic: bool = True
+    abstain_threshold: float | None = None  # score below which the offline reader abstains
+    notes: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    id: str
+    text: str
+    score: float
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    """A memory as the backend reports it through get/list (independent of retrieval)."""
+
+    id: str
+    text: str
+    timestamp: str
+    active: bool = True  # False for a tombstoned or explicitly superseded entry still stored
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OpResult:
+    """Result of a native memory operation as reported by the backend.
+
+    ``written`` are ids that now hold the operation's new content; ``superseded`` ids remain stored
+    but were marked old by the backend; ``removed`` ids were deleted or overwritten in place.
+    """
+
+    op: str  # add | update | delete
+    ok: bool
+    target: str | None = None
+    written: tuple[str, ...] = ()
+    superseded: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    detail: str = ""
+
+
+class MemoryBackend(ABC):
+    """Abstract base of all adapters. Constructed with a working directory and an options mapping."""
+
+    name: str = "abstract"
+    #: pip extra that installs the backend's dependencies, shown by ``ufuzz backends``
+    extra: str | None = None
+
+    def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
+        self.workdir = Path(workdir)
+        self.options = dict(options or {})
+
+    # -- description -----------------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def capabilities(self) -> Capabilities: ...
+
+    @classmethod
+    def dependencies_installed(cls) -> tuple[bool, str]:
+        """(installed?, install hint). Adapters with optional dependencies override this."""
+        return True, ""
+
+    def describe(self) -> dict[str, Any]:
+        """Configuration facts recorded with every campaign (retrieval mode, policies, versions)."""
+        return {"backend": self.name, **{k: v for k, v in self.options.items() if "key" not in k.lower()}}
+
+    # -- states ----------------------------------------------------------------------------------------
+    @abstractmethod
+    def build(self, checkpoint: Checkpoint) -> StateHandle:
+        """Ingest ``checkpoint`` into a new state and return its handle."""
+
+    def fork(self, state: StateHandle) -> StateHandle:
+        """An independent copy of ``state``. Backends that cannot copy raise NotImplementedError."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def release(self, state: StateHandle) -> None:
+        """Free a state. Releasing a state must not affect any other state."""
+
+    # -- memory use ------------------------------------------------------------------------------------
+    @abstractmethod
+    def retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:
+        """Ordered top-k (best first). Ties must be broken deterministically."""
+
+    def answer(self, state: StateHandle, query: str, retrieved: list[Retrieved]) -> str | None:
+        """The system's own response, or None when it has no answerer (the fuzzer's reader is used)."""
+        return None
+
+    # -- native memory operations ------------------------------------------------------------------------
+    @abstractmethod
+    def add(self, state: StateHandle, memory: Memory) -> OpResult: ...
+
+    @abstractmethod
+    def update(self, state: StateHandle, memory_id: str, new: Memory) -> OpResult:
+        """Record ``new`` (text/timestamp; ``new.id`` is the id to use if the backend appends) as the later,
+        active version of ``memory_id`` through the backend's own update mechanism."""
+
+    @abstractmethod
+    def delete(self, state: StateHandle, memory_id: str) -> OpResult: ...
+
+    # -- observation (independent of retrieval) ------------------------------------------------------------
+    @abstractmethod
+    def get(self, state: StateHandle, memory_id: str) -> StoredMemory | None: ...
+
+    @abstractmethod
+    def list(self, state: StateHandle) -> list[StoredMemory]: ...
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release every resource (files, connections)."""

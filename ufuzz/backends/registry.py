@@ -1,0 +1,63 @@
+"""Backend registry: adapters are found through the ``ufuzz.backends`` entry-point group.
+
+An outside package registers its own backend in its pyproject::
+
+    [project.entry-points."ufuzz.backends"]
+    mystore = "mystore_ufuzz:MyStoreBackend"
+
+``register`` adds one at run time (tests, notebooks). Built-in adapters are also listed here so that a
+source checkout without installed metadata still finds them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from ufuzz.backends.protocol import BackendUnavailable, MemoryBackend
+
+GROUP = "ufuzz.backends"
+
+BUILTIN: dict[str, str] = {
+    "embedded": "ufuzz.backends.embedded:EmbeddedBackend",
+}
+
+_runtime: dict[str, type[MemoryBackend]] = {}
+
+
+def register(name: str, cls: type[MemoryBackend]) -> None:
+    _runtime[name] = cls
+
+
+def available() -> dict[str, str]:
+    """name -> 'module:Class' for every known backend (entry points override built-ins)."""
+    found = dict(BUILTIN)
+    for ep in entry_points(group=GROUP):
+        found[ep.name] = ep.value
+    for name, cls in _runtime.items():
+        found[name] = f"{cls.__module__}:{cls.__qualname__}"
+    return dict(sorted(found.items()))
+
+
+def load(name: str) -> type[MemoryBackend]:
+    if name in _runtime:
+        return _runtime[name]
+    spec = available().get(name)
+    if spec is None:
+        raise KeyError(f"unknown backend {name!r}; known: {', '.join(available())}")
+    module, _, attr = spec.partition(":")
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:  # the adapter module itself imports its library lazily; this is a bug
+        raise BackendUnavailable(f"backend {name!r} could not be imported: {exc}") from exc
+    return getattr(mod, attr)
+
+
+def create(name: str, workdir: Path, options: dict[str, Any] | None = None) -> MemoryBackend:
+    cls = load(name)
+    ok, hint = cls.dependencies_installed()
+    if not ok:
+        raise BackendUnavailable(f"backend {name!r} needs packages that are not installed", hint)
+    return cls(Path(workdir), options or {})

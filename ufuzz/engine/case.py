@@ -1,0 +1,93 @@
+"""Test cases, state operations and executions: the units the engine moves around.
+
+A :class:`FuzzCase` is a seed or a mutant: a query on a memory state. The memory state is described by a
+*recipe* — the checkpoint id plus the ordered native operations applied to it — so any backend can
+reproduce it (fork where it can copy, rebuild-and-replay where it cannot). A case never carries its
+reference; references live on the oracle side (``ufuzz.oracles``), keyed by case id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ufuzz.seeds.model import Memory, MutationDescriptor, Query
+from ufuzz.seeds.provenance import Provenance
+
+
+@dataclass(frozen=True)
+class StateOp:
+    """One native memory operation of a state recipe."""
+
+    op: str  # add | update | delete
+    target: str | None = None  # memory id updated/deleted
+    memory: Memory | None = None  # content written by add/update
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "target": self.target, "memory": self.memory.to_dict() if self.memory else None}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StateOp:
+        return cls(op=d["op"], target=d.get("target"),
+                   memory=Memory.from_dict(d["memory"]) if d.get("memory") else None)
+
+
+def state_key(checkpoint_id: str, ops: tuple[StateOp, ...]) -> str:
+    """A stable name for the memory state reached by applying ``ops`` to the checkpoint."""
+    payload = json.dumps([checkpoint_id, [o.to_dict() for o in ops]], sort_keys=True)
+    return hashlib.sha1(payload.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Obligation:
+    """One seed–operator–target test obligation."""
+
+    seed_id: str
+    operator: str
+    target: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.seed_id}|{self.operator}|{self.target}"
+
+
+@dataclass(frozen=True)
+class FuzzCase:
+    id: str
+    seed_id: str
+    checkpoint_id: str
+    query: Query
+    descriptor: MutationDescriptor
+    provenance: Provenance
+    ops: tuple[StateOp, ...] = ()
+    parent_id: str | None = None
+    operator: str | None = None  # operator that produced this case (None for a seed)
+    obligation: Obligation | None = None
+    depth: int = 0
+    detail: str = ""
+
+    @property
+    def state_key(self) -> str:
+        return state_key(self.checkpoint_id, self.ops)
+
+
+@dataclass
+class Execution:
+    """The observed memory-use behaviour U(q, M) of one case."""
+
+    case_id: str
+    state_key: str
+    query: str
+    top_ids: list[str] = field(default_factory=list)
+    top_scores: list[float] = field(default_factory=list)
+    top_texts: list[str] = field(default_factory=list)
+    response: str | None = None
+    abstained: bool = False
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def signature(self) -> tuple[str, ...]:
+        return tuple(self.top_ids)

@@ -1,0 +1,95 @@
+"""Operator interface: each operator is bound to seed–operator–target obligations and has a validator.
+
+An operator ``mutate``s a parent case for one target and then ``validate``s its own output. Validators
+see only query fields, checkpoint provenance, backend *state* (get/list) and the results of the native
+operations the operator itself issued — never retrieval results or responses. This is enforced by the type
+of what they are handed: a :class:`StateView`, which exposes add/update/delete/get/list and nothing else.
+
+State operators run against a fork of the parent state that the executor prepared; a state mutant whose
+validation fails is discarded and is not counted as a test.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from ufuzz.backends.protocol import MemoryBackend, OpResult, StateHandle, StoredMemory
+from ufuzz.engine.case import FuzzCase, StateOp
+from ufuzz.seeds.model import Memory, Query, Reference
+from ufuzz.seeds.provenance import Provenance
+
+
+class StateView:
+    """The part of a backend a state operator and its validator may touch: ops and observation only."""
+
+    def __init__(self, backend: MemoryBackend, state: StateHandle) -> None:
+        self._backend = backend
+        self._state = state
+
+    def add(self, memory: Memory) -> OpResult:
+        return self._backend.add(self._state, memory)
+
+    def update(self, memory_id: str, new: Memory) -> OpResult:
+        return self._backend.update(self._state, memory_id, new)
+
+    def delete(self, memory_id: str) -> OpResult:
+        return self._backend.delete(self._state, memory_id)
+
+    def get(self, memory_id: str) -> StoredMemory | None:
+        return self._backend.get(self._state, memory_id)
+
+    def list(self) -> list[StoredMemory]:
+        return self._backend.list(self._state)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """An operator's proposed mutant: new query and/or state, with the reference derived for it."""
+
+    query: Query
+    provenance: Provenance
+    reference: Reference
+    ops: tuple[StateOp, ...] = ()  # native ops this mutation applied (state operators)
+    results: tuple[OpResult, ...] = ()
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    reason: str = ""
+    checks: tuple[str, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def accept(cls, *checks: str) -> Verdict:
+        return cls(True, "", tuple(checks))
+
+    @classmethod
+    def reject(cls, reason: str) -> Verdict:
+        return cls(False, reason)
+
+
+class Rejected(Exception):
+    """Raised by ``mutate`` when no mutant can be produced for this target (not a test)."""
+
+
+class Operator(ABC):
+    name: str = "abstract"
+    kind: str = "query"  # "query" or "state"
+    #: True when the mutant must behave like its parent (paraphrase, unrelated edit)
+    meaning_preserving: bool = False
+
+    @abstractmethod
+    def targets(self, case: FuzzCase) -> list[str]:
+        """Obligation targets this operator has on ``case`` (deterministic order)."""
+
+    @abstractmethod
+    def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
+               view: StateView | None = None) -> Mutation:
+        """Produce a mutant for ``target``. State operators issue native ops through ``view``."""
+
+    @abstractmethod
+    def validate(self, case: FuzzCase, mutation: Mutation, view: StateView | None = None) -> Verdict:
+        """Independent check that ``mutation`` is what the operator claims."""
