@@ -204,7 +204,8 @@ class Reference:
 
     ``answer`` is None exactly when ``abstain`` is True. ``supporting`` are the memory ids whose use is
     required; ``invalidated`` are ids (stale, superseded, deleted) whose use is a failure.
-    ``aliases`` are accepted alternative surface forms of the answer.
+    ``aliases`` are accepted alternative surface forms of the answer; ``stale_answers`` are values that are
+    wrong *because* they are out of date or deleted (their appearance in a response is a stale answer).
     """
 
     query_id: str
@@ -213,6 +214,7 @@ class Reference:
     supporting: tuple[str, ...] = ()
     invalidated: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
+    stale_answers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.abstain and self.answer is not None:
@@ -223,14 +225,15 @@ class Reference:
     def to_dict(self) -> dict[str, Any]:
         return {"query_id": self.query_id, "answer": self.answer, "abstain": self.abstain,
                 "supporting": list(self.supporting), "invalidated": list(self.invalidated),
-                "aliases": list(self.aliases)}
+                "aliases": list(self.aliases), "stale_answers": list(self.stale_answers)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Reference:
         return cls(query_id=str(d["query_id"]), answer=d.get("answer"), abstain=bool(d.get("abstain", False)),
                    supporting=tuple(str(x) for x in d.get("supporting", ())),
                    invalidated=tuple(str(x) for x in d.get("invalidated", ())),
-                   aliases=tuple(str(x) for x in d.get("aliases", ())))
+                   aliases=tuple(str(x) for x in d.get("aliases", ())),
+                   stale_answers=tuple(str(x) for x in d.get("stale_answers", ())))
 
     def with_(self, **kw: Any) -> Reference:
         return replace(self, **kw)

@@ -105,10 +105,14 @@ class Provenance:
             invalid_ids = tuple(sorted(cur.evidence)) if cur else ()
         else:
             fact = self.active(fields.entity, fields.attribute)
+        answer = fact.value if fact else None
+        stale = tuple(sorted({f.value for f in facts if f.value != answer and (f.valid is False or
+                                                                          fields.scope == "previous")}))
         if fact is None:
-            return Reference(query_id=query_id, answer=None, abstain=True, invalidated=invalid_ids)
+            return Reference(query_id=query_id, answer=None, abstain=True, invalidated=invalid_ids,
+                             stale_answers=stale)
         return Reference(query_id=query_id, answer=fact.value, supporting=tuple(sorted(fact.evidence)),
-                         invalidated=tuple(i for i in invalid_ids if i not in fact.evidence))
+                         invalidated=tuple(i for i in invalid_ids if i not in fact.evidence), stale_answers=stale)
 
     # -- derivation for memory-state operators ---------------------------------------------------------
     def with_memory(self, memory_id: str, text: str) -> Provenance:
