@@ -65,7 +65,7 @@ def agreements_of(S: list, T: list, n: int) -> list[float]:
 
 
 def extrapolated_agreements(S: list, T: list, n: int) -> list[float]:
-    """The agreement the extrapolation assumes at every depth, term by term (section 4.3 of the paper):
+    """The agreement the extrapolation assumes at every depth, term by term:
     the short list's unseen items at depths s+1..l each count X_s/s, and past l agreement stays A_l."""
     short, long_ = (S, T) if len(S) <= len(T) else (T, S)
     s, lg = len(short), len(long_)
@@ -126,10 +126,10 @@ def test_overlaps_matches_definition_on_uneven_lists() -> None:
 
 
 def test_hand_computed_swap_of_two() -> None:
-    # S = a b, T = b a, p = 1/2: X = [0, 2]. Equal lengths, eq. 30:
+    # S = a b, T = b a, p = 1/2: X = [0, 2]. Equal lengths, so eq. 32 reduces to
     # RBO_ext = (1-p)/p * (0/1 * p + 2/2 * p^2) + X_2/2 * p^2 = 1/4 + 1/4 = 1/2
     assert rbo_ext(["a", "b"], ["b", "a"], 0.5) == pytest.approx(0.5, abs=1e-12)
-    # RBO_min (eq. 11) = (1-p)/p * ((0-2) p + 0 - 2 ln(1-p)) = -1 + 2 ln 2
+    # RBO_min = (1-p)/p * ((0-2) p + 0 - 2 ln(1-p)) = -1 + 2 ln 2
     assert rbo_min(["a", "b"], ["b", "a"], 0.5) == pytest.approx(2 * math.log(2) - 1, abs=1e-12)
     # Full overlap at depth 2: any continuation can at best agree fully from depth 3, which is what the
     # extrapolation assumes, so min + res = ext here.
@@ -248,7 +248,7 @@ def test_any_continuation_lies_within_bounds(S: list, T: list, p: float, rnd) ->
 @given(nonempty, nonempty, ps)
 def test_ext_equals_definition_with_extrapolated_agreement(S: list, T: list, p: float) -> None:
     # Equal or uneven lengths: eq. 32 must equal the infinite sum of the definition in which the agreement
-    # is the extrapolated one (eq. 30's assumption for equal lengths: A_d = A_k for all d > k).
+    # is the extrapolated one (for equal lengths: A_d = A_k for all d > k).
     n = depth_for(p)
     assert rbo_ext(S, T, p) == pytest.approx(truncated_rbo(extrapolated_agreements(S, T, n), p), abs=1e-9)
 

@@ -10,12 +10,12 @@ list contributes only its ``s`` seen items. The agreement at depth ``d`` is ``A_
 
 Over the seen prefix this sum is only partly known; the paper gives three ways to close it:
 
-* ``rbo_min`` (eq. 16; eq. 11 for equal lengths): the unseen items never match, so ``X_d = X_l`` for
+* ``rbo_min`` (the paper's lower bound, section 4): the unseen items never match, so ``X_d = X_l`` for
   ``d > l``::
 
       RBO_min = (1-p)/p * ( sum_{d=1}^{l} (X_d - X_l) p^d / d  -  X_l ln(1 - p) )
 
-* ``rbo_res`` (eq. 17; eq. 13 for equal lengths): the residual up to the largest value any continuation
+* ``rbo_res`` (the paper's residual, section 4): the residual up to the largest value any continuation
   could reach. With ``f = l + s - X_l`` (the depth from which a continuation can agree fully)::
 
       RBO_res = p^s + p^l - p^f - (1-p)/p * ( sum_{d=s+1}^{f} s p^d / d + sum_{d=l+1}^{f} l p^d / d
@@ -24,7 +24,7 @@ Over the seen prefix this sum is only partly known; the paper gives three ways t
   It follows from the largest overlap any continuation can have: ``X_d + (d - s)`` for ``s < d <= l``,
   ``X_l + 2d - s - l`` for ``l < d <= f`` and ``d`` beyond ``f``.
 
-* ``rbo_ext`` (eq. 32; eq. 30 for equal lengths): the point estimate that assumes the agreement seen
+* ``rbo_ext`` (eq. 32): the point estimate that assumes the agreement seen
   so far continues. Each unseen item of the short list at depths ``s+1 .. l`` is counted as matching with
   probability ``X_s / s``, and beyond ``l`` the agreement stays at its extrapolated value at ``l``::
 
@@ -103,7 +103,7 @@ def _clamp(v: float) -> float:
 
 
 def rbo_ext(S: Sequence[Hashable], T: Sequence[Hashable], p: float = 0.9) -> float:
-    """Extrapolated RBO (eq. 32 of the paper; eq. 30 when the lists have equal length)."""
+    """Extrapolated RBO (eq. 32 of the paper)."""
     _check(S, T, p)
     e = _empty_case(S, T)
     if e is not None:
@@ -123,7 +123,7 @@ def rbo_ext(S: Sequence[Hashable], T: Sequence[Hashable], p: float = 0.9) -> flo
 
 
 def rbo_min(S: Sequence[Hashable], T: Sequence[Hashable], p: float = 0.9) -> float:
-    """Lower bound of RBO over every continuation of the lists (eq. 16; eq. 11 for equal lengths)."""
+    """Lower bound of RBO over every continuation of the lists."""
     _check(S, T, p)
     e = _empty_case(S, T)
     if e is not None:
@@ -140,7 +140,7 @@ def rbo_min(S: Sequence[Hashable], T: Sequence[Hashable], p: float = 0.9) -> flo
 
 
 def rbo_res(S: Sequence[Hashable], T: Sequence[Hashable], p: float = 0.9) -> float:
-    """Residual: how much RBO could still grow over ``rbo_min`` (eq. 17; eq. 13 for equal lengths).
+    """Residual: how much RBO could still grow over ``rbo_min`` (the best continuation minus the worst).
 
     Zero when both lists are empty or exactly one is (the conventions above are exact).
     """
