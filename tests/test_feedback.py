@@ -1,0 +1,258 @@
+"""Feedback signals: coverage, top-k novelty, hidden-retrieval response novelty, divergence, ablation."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ufuzz.engine.case import Execution
+from ufuzz.engine.feedback import Ablation, Feedback, FeedbackState, normalize_response, response_hash
+from ufuzz.engine.rbo import rbo_ext
+from ufuzz.seeds.model import Checkpoint, Memory
+
+
+def ex(top: list[str], response: str | None = "ok", *, error: str | None = None, abstained: bool = False,
+       case_id: str = "c") -> Execution:
+    return Execution(case_id=case_id, state_key="s", query="q", top_ids=list(top),
+                     top_scores=[1.0 / (i + 1) for i in range(len(top))], response=response,
+                     abstained=abstained, error=error)
+
+
+def checkpoint(cid: str, n: int) -> Checkpoint:
+    return Checkpoint(id=cid, memories=tuple(Memory(f"m{i}", f"text {i}", f"2024-01-{i + 1:02d}")
+                                             for i in range(n)), facts=())
+
+
+# ---------------------------------------------------------------- examples
+
+
+def test_first_observation_gains_coverage_and_signature() -> None:
+    fs = FeedbackState()
+    fb = fs.observe("s1", "cp", ex(["m1", "m2"]), None, False, 0.9)
+    assert fb == Feedback(coverage_gain=2, new_signature=True, new_response=False, divergence=None, retained=True)
+    assert fs.coverage_of("cp").reached == 2
+
+
+def test_reordering_is_a_new_signature_but_no_coverage() -> None:
+    fs = FeedbackState()
+    fs.observe("s1", "cp", ex(["m1", "m2"]), None, False, 0.9)
+    fb = fs.observe("s1", "cp", ex(["m2", "m1"]), None, False, 0.9)
+    assert fb.coverage_gain == 0 and fb.new_signature and fb.retained
+
+
+def test_signatures_are_per_seed_and_coverage_per_checkpoint() -> None:
+    fs = FeedbackState()
+    fs.observe("s1", "cp", ex(["m1"]), None, False, 0.9)
+    other_seed = fs.observe("s2", "cp", ex(["m1"]), None, False, 0.9)
+    assert other_seed.coverage_gain == 0 and other_seed.new_signature
+    other_cp = fs.observe("s2", "cp2", ex(["m1"]), None, False, 0.9)
+    assert other_cp.coverage_gain == 1 and not other_cp.new_signature
+    assert fs.covered() == {("cp", "m1"), ("cp2", "m1")}
+
+
+def test_divergence_is_one_minus_rbo_ext_against_parent() -> None:
+    fs = FeedbackState()
+    parent = ex(["m1", "m2", "m3"])
+    child = ex(["m2", "m1", "m4"])
+    fb = fs.observe("s1", "cp", child, parent, False, 0.8)
+    assert fb.divergence == pytest.approx(1 - rbo_ext(parent.top_ids, child.top_ids, 0.8))
+    assert 0 < fb.divergence < 1
+    same = fs.observe("s1", "cp", ex(["m2", "m1", "m4"]), ex(["m2", "m1", "m4"]), False, 0.8)
+    assert same.divergence == pytest.approx(0.0, abs=1e-12)
+    assert not same.retained  # divergence never retains on its own
+
+
+def test_divergence_none_without_parent_errored_parent_or_hidden() -> None:
+    fs = FeedbackState()
+    assert fs.observe("s", "cp", ex(["m1"]), None, False, 0.9).divergence is None
+    assert fs.observe("s", "cp", ex(["m1"]), ex([], error="boom"), False, 0.9).divergence is None
+    assert fs.observe("s", "cp", ex([]), ex(["m1"]), True, 0.9).divergence is None
+
+
+def test_divergence_alone_does_not_retain() -> None:
+    fs = FeedbackState()
+    fs.observe("s", "cp", ex(["m1", "m2"]), None, False, 0.9)
+    fs.observe("s", "cp", ex(["m9"]), None, False, 0.9)
+    fb = fs.observe("s", "cp", ex(["m9"]), ex(["m1", "m2"]), False, 0.9)
+    assert fb.divergence == pytest.approx(1.0)
+    assert not fb.retained
+
+
+def test_errored_execution_gives_no_feedback_and_changes_nothing() -> None:
+    fs = FeedbackState()
+    fb = fs.observe("s", "cp", ex(["m1"], error="BackendError: down"), None, False, 0.9)
+    assert fb == Feedback() and not fb.retained
+    assert fs.coverage_of("cp").reached == 0
+    assert fs.totals()["errored"] == 1 and fs.totals()["observed"] == 0
+    # The same top-k without the error is still new afterwards.
+    assert fs.observe("s", "cp", ex(["m1"]), None, False, 0.9).retained
+
+
+def test_hidden_retrieval_uses_normalised_response_novelty() -> None:
+    fs = FeedbackState()
+    first = fs.observe("s", "cp", ex([], "Paris."), None, True, 0.9)
+    assert first == Feedback(new_response=True, retained=True)
+    again = fs.observe("s", "cp", ex([], "  paris "), None, True, 0.9)
+    assert not again.new_response and not again.retained
+    other = fs.observe("s", "cp", ex([], "Lyon"), None, True, 0.9)
+    assert other.new_response and other.retained
+    abstain = fs.observe("s", "cp", ex([], None, abstained=True), None, True, 0.9)
+    assert abstain.new_response
+    assert fs.responses_of("s") == 3
+    # Hidden retrieval never touches coverage or signatures, even if ids leak into the execution.
+    leaky = fs.observe("s", "cp", ex(["m1"], "Lyon"), None, True, 0.9)
+    assert leaky.coverage_gain == 0 and not leaky.new_signature and not leaky.retained
+    assert fs.coverage_of("cp").reached == 0
+
+
+def test_response_normalisation() -> None:
+    assert normalize_response("  The  Answer:\tParis!! ") == "the answer: paris"
+    assert normalize_response("ＰＡＲＩＳ") == "paris"  # NFKC folds full-width forms
+    assert normalize_response(None) != normalize_response("")
+    assert normalize_response("x", abstained=True) != normalize_response("x")
+    assert response_hash("Paris") == response_hash("paris.")
+    assert response_hash("Paris") != response_hash("Lyon")
+
+
+def test_coverage_of_checkpoint_counts_totals_and_extra_ids() -> None:
+    fs = FeedbackState()
+    cp = checkpoint("cp", 4)
+    fs.observe("s", "cp", ex(["m0", "m1"]), None, False, 0.9)
+    fs.observe("s", "cp", ex(["m1", "added-1"]), None, False, 0.9)
+    cov = fs.coverage_of(cp)
+    assert (cov.reached, cov.total, cov.extra) == (2, 4, 1)
+    assert cov.ratio == 0.5
+    assert fs.coverage_of("cp").reached == 3 and fs.coverage_of("cp").ratio is None
+    assert fs.coverage_of(checkpoint("never", 2)).ratio == 0.0
+    t = fs.totals()
+    assert t["coverage"] == 3 and t["signatures"] == 2 and t["observed"] == 2 and t["retained"] == 2
+
+
+def test_p_is_validated() -> None:
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        FeedbackState().observe("s", "cp", ex(["m1"]), ex(["m1"]), False, 1.0)
+
+
+# ---------------------------------------------------------------- ablation
+
+
+def test_ablate_coverage() -> None:
+    fs = FeedbackState(Ablation(use_coverage=False))
+    fs.observe("s", "cp", ex(["m1"]), None, False, 0.9)
+    fb = fs.observe("s2", "cp", ex(["m1", "m2"]), None, False, 0.9)
+    assert fb.coverage_gain == 0  # m2 is new, but coverage is switched off
+    assert fb.retained and fb.new_signature  # novelty still retains
+    assert fs.coverage_of("cp").reached == 2  # what was reached is still measured
+
+
+def test_ablate_novelty() -> None:
+    fs = FeedbackState(Ablation(use_novelty=False))
+    fs.observe("s", "cp", ex(["m1", "m2"]), None, False, 0.9)
+    fb = fs.observe("s", "cp", ex(["m2", "m1"]), None, False, 0.9)
+    assert not fb.new_signature and not fb.retained
+    hidden = fs.observe("s", "cp", ex([], "new answer"), None, True, 0.9)
+    assert not hidden.new_response and not hidden.retained
+
+
+def test_ablate_divergence() -> None:
+    fs = FeedbackState(Ablation(use_divergence=False))
+    fb = fs.observe("s", "cp", ex(["m1"]), ex(["m2"]), False, 0.9)
+    assert fb.divergence is None and fb.retained
+
+
+def test_all_signals_off_never_retains() -> None:
+    fs = FeedbackState(Ablation(False, False, False))
+    for top in (["m1"], ["m2", "m3"], ["m3", "m2"]):
+        fb = fs.observe("s", "cp", ex(top), ex(["m1"]), False, 0.9)
+        assert fb == Feedback()
+
+
+# ---------------------------------------------------------------- properties
+
+ids = st.sampled_from([f"m{i}" for i in range(8)])
+topk = st.lists(ids, unique=True, max_size=5)
+step = st.tuples(st.sampled_from(["s1", "s2", "s3"]), st.sampled_from(["cpA", "cpB"]), topk,
+                 st.one_of(st.none(), topk), st.booleans())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(step, max_size=30), st.sampled_from([Ablation(), Ablation(use_divergence=False),
+                                                     Ablation(use_coverage=False), Ablation(use_novelty=False)]))
+def test_retained_iff_gain_or_new_signature_against_a_model(steps, ablation: Ablation) -> None:
+    fs = FeedbackState(ablation)
+    model_cov: set[tuple[str, str]] = set()
+    model_sigs: set[tuple[str, tuple[str, ...]]] = set()
+    for seed, cp, top, parent_top, errored in steps:
+        before = len(fs.covered())
+        fb = fs.observe(seed, cp, ex(top, error="x" if errored else None),
+                        None if parent_top is None else ex(parent_top), False, 0.9)
+        if errored:
+            assert fb == Feedback()
+            continue
+        new_pairs = {(cp, m) for m in top} - model_cov
+        new_sig = (seed, tuple(top)) not in model_sigs
+        model_cov |= new_pairs
+        model_sigs.add((seed, tuple(top)))
+        assert fb.coverage_gain == (len(new_pairs) if ablation.use_coverage else 0)
+        assert fb.new_signature == (new_sig and ablation.use_novelty)
+        assert fb.retained == (fb.coverage_gain > 0 or fb.new_signature)
+        assert not fb.new_response
+        if parent_top is None or not ablation.use_divergence:
+            assert fb.divergence is None
+        else:
+            assert 0.0 <= fb.divergence <= 1.0
+        # Coverage is monotone and equals the model.
+        assert len(fs.covered()) >= before
+        assert fs.covered() == model_cov
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(step, max_size=20), step)
+def test_same_execution_twice_never_retains_the_second_time(history, repeat) -> None:
+    fs = FeedbackState()
+    for seed, cp, top, _parent, hidden in history:
+        fs.observe(seed, cp, ex(top, response=" ".join(top)), None, hidden, 0.9)
+    seed, cp, top, parent_top, hidden = repeat
+    parent = None if parent_top is None else ex(parent_top)
+    fs.observe(seed, cp, ex(top, response=" ".join(top)), parent, hidden, 0.9)
+    second = fs.observe(seed, cp, ex(top, response=" ".join(top)), parent, hidden, 0.9)
+    assert not second.retained
+    assert second.coverage_gain == 0 and not second.new_signature and not second.new_response
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["cpA", "cpB"]), topk), max_size=25))
+def test_coverage_counts_are_monotone(observations) -> None:
+    fs = FeedbackState()
+    cps = {"cpA": checkpoint("cpA", 8), "cpB": checkpoint("cpB", 8)}
+    last = {k: 0 for k in cps}
+    for cp, top in observations:
+        fs.observe("s", cp, ex(top), None, False, 0.9)
+        for k, c in cps.items():
+            now = fs.coverage_of(c).reached
+            assert now >= last[k]
+            assert now <= 8
+            last[k] = now
+    assert sum(last.values()) == fs.totals()["coverage"]
+
+
+def test_concurrent_observers_count_each_pair_once() -> None:
+    fs = FeedbackState()
+    gains: list[int] = []
+    lock = threading.Lock()
+
+    def worker(offset: int) -> None:
+        for i in range(200):
+            fb = fs.observe(f"s{offset}", "cp", ex([f"m{(i + offset) % 50}"]), None, False, 0.9)
+            with lock:
+                gains.append(fb.coverage_gain)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(gains) == 50 == fs.coverage_of("cp").reached

@@ -1,0 +1,214 @@
+"""Feedback signals that decide which mutants the fuzzer keeps and how it prioritises them.
+
+Per campaign, a :class:`FeedbackState` tracks:
+
+* **retrieval coverage** — the set of ``(checkpoint_id, memory_id)`` pairs that appeared in any observed
+  top-k;
+* **top-k novelty** — per seed id, the set of ordered top-k signatures seen (a signature is the tuple of
+  retrieved ids in rank order);
+* **response novelty** (only for backends whose retrieval is *hidden*, i.e. that expose a response but no
+  top-k) — per seed id, the set of hashes of normalised responses seen.
+
+A mutant is *retained* when it gained coverage or showed a new signature (for hidden retrieval: a new
+response). Rank-biased-overlap divergence from the parent's top-k is reported to prioritise retained
+mutants; it never retains by itself.
+
+Ablation flags switch the *guidance* of a signal off: a switched-off signal never retains and is reported
+as zero / False / None. What was reached is still recorded, so an ablated campaign's coverage can be
+measured (``coverage_of``, ``totals``) on the same footing as a full one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import unicodedata
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from ufuzz.engine.case import Execution
+from ufuzz.engine.rbo import rbo_divergence
+from ufuzz.seeds.model import Checkpoint
+
+__all__ = ["Ablation", "Coverage", "Feedback", "FeedbackState", "normalize_response", "response_hash"]
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """Which signals guide the campaign. All on by default."""
+
+    use_coverage: bool = True
+    use_novelty: bool = True
+    use_divergence: bool = True
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What one execution contributed."""
+
+    coverage_gain: int = 0
+    new_signature: bool = False
+    new_response: bool = False
+    divergence: float | None = None
+    retained: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"coverage_gain": self.coverage_gain, "new_signature": self.new_signature,
+                "new_response": self.new_response, "divergence": self.divergence, "retained": self.retained}
+
+
+#: The feedback of an execution that gives none (it errored).
+NO_FEEDBACK = Feedback()
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Retrieval coverage of one checkpoint.
+
+    ``reached`` counts distinct memory ids seen in any top-k; when the checkpoint itself was given,
+    ``reached`` counts only its own memories (so ``reached <= total``) and ``extra`` counts ids reached that
+    the checkpoint does not have (memories added by state mutants).
+    """
+
+    checkpoint_id: str
+    reached: int
+    total: int | None = None
+    extra: int = 0
+
+    @property
+    def ratio(self) -> float | None:
+        if self.total is None:
+            return None
+        return self.reached / self.total if self.total else 0.0
+
+
+_PUNCT_EDGES = re.compile(r"^[\W_]+|[\W_]+$")
+_SPACES = re.compile(r"\s+")
+ABSTAIN_TOKEN = "\x00abstain"
+NO_RESPONSE_TOKEN = "\x00none"
+
+
+def normalize_response(response: str | None, abstained: bool = False) -> str:
+    """Unicode-compatible, case-folded, whitespace-collapsed text without leading/trailing punctuation.
+
+    An abstention and a missing response are distinct from every text.
+    """
+    if abstained:
+        return ABSTAIN_TOKEN
+    if response is None:
+        return NO_RESPONSE_TOKEN
+    text = unicodedata.normalize("NFKC", response).casefold()
+    text = _SPACES.sub(" ", text).strip()
+    return _PUNCT_EDGES.sub("", text)
+
+
+def response_hash(response: str | None, abstained: bool = False) -> str:
+    return hashlib.sha256(normalize_response(response, abstained).encode("utf-8")).hexdigest()
+
+
+class FeedbackState:
+    """Coverage and novelty sets of one campaign. Safe to call from several worker threads."""
+
+    def __init__(self, ablate: Ablation | None = None, *, p: float = 0.9) -> None:
+        self.ablate = ablate or Ablation()
+        self.p = p
+        self._lock = threading.Lock()
+        self._covered: dict[str, set[str]] = defaultdict(set)  # checkpoint id -> memory ids reached
+        self._signatures: dict[str, set[tuple[str, ...]]] = defaultdict(set)  # seed id -> signatures
+        self._responses: dict[str, set[str]] = defaultdict(set)  # seed id -> normalised response hashes
+        self._observed = 0
+        self._retained = 0
+        self._errored = 0
+
+    # ------------------------------------------------------------------ observing
+
+    def observe(self, seed_id: str, checkpoint_id: str, execution: Execution,
+                parent_execution: Execution | None = None, hidden: bool = False,
+                p: float | None = None) -> Feedback:
+        """Fold one execution into the state and say what it contributed.
+
+        ``hidden`` means the backend does not expose its top-k: only response novelty applies, and
+        coverage, signatures and divergence are not computed. ``p`` is the RBO persistence for the
+        divergence (default: the state's ``p``). An execution with ``error`` set gives no feedback and
+        leaves the state unchanged.
+        """
+        p = self.p if p is None else p
+        if not 0.0 < p < 1.0:
+            raise ValueError(f"RBO persistence p must lie strictly between 0 and 1, got {p!r}")
+        with self._lock:
+            if execution.error is not None:
+                self._errored += 1
+                return NO_FEEDBACK
+            self._observed += 1
+            if hidden:
+                fb = self._observe_hidden(seed_id, execution)
+            else:
+                fb = self._observe_visible(seed_id, checkpoint_id, execution, parent_execution, p)
+            self._retained += fb.retained
+            return fb
+
+    def _observe_hidden(self, seed_id: str, execution: Execution) -> Feedback:
+        seen = self._responses[seed_id]
+        h = response_hash(execution.response, execution.abstained)
+        new = h not in seen
+        seen.add(h)
+        new_response = new and self.ablate.use_novelty
+        return Feedback(new_response=new_response, retained=new_response)
+
+    def _observe_visible(self, seed_id: str, checkpoint_id: str, execution: Execution,
+                         parent: Execution | None, p: float) -> Feedback:
+        covered = self._covered[checkpoint_id]
+        before = len(covered)
+        covered.update(execution.top_ids)
+        gain = len(covered) - before if self.ablate.use_coverage else 0
+
+        sigs = self._signatures[seed_id]
+        sig = execution.signature
+        new_sig = sig not in sigs
+        sigs.add(sig)
+        new_sig = new_sig and self.ablate.use_novelty
+
+        divergence = None
+        if self.ablate.use_divergence and parent is not None and parent.error is None:
+            divergence = rbo_divergence(parent.top_ids, execution.top_ids, p)
+        return Feedback(coverage_gain=gain, new_signature=new_sig, divergence=divergence,
+                        retained=gain > 0 or new_sig)
+
+    # ------------------------------------------------------------------ reading
+
+    def coverage_of(self, checkpoint: Checkpoint | str) -> Coverage:
+        """Coverage of one checkpoint (by object, for a total, or by id, for a count only)."""
+        with self._lock:
+            if isinstance(checkpoint, Checkpoint):
+                reached = self._covered.get(checkpoint.id, set())
+                own = {m.id for m in checkpoint.memories}
+                return Coverage(checkpoint.id, len(reached & own), len(own), len(reached - own))
+            return Coverage(str(checkpoint), len(self._covered.get(str(checkpoint), set())))
+
+    def covered(self) -> frozenset[tuple[str, str]]:
+        """Every ``(checkpoint_id, memory_id)`` pair reached so far."""
+        with self._lock:
+            return frozenset((c, m) for c, ids in self._covered.items() for m in ids)
+
+    def signatures_of(self, seed_id: str) -> frozenset[tuple[str, ...]]:
+        with self._lock:
+            return frozenset(self._signatures.get(seed_id, set()))
+
+    def responses_of(self, seed_id: str) -> int:
+        """How many distinct normalised responses were seen for the seed (hidden retrieval)."""
+        with self._lock:
+            return len(self._responses.get(seed_id, set()))
+
+    def totals(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "observed": self._observed,
+                "errored": self._errored,
+                "retained": self._retained,
+                "coverage": sum(len(v) for v in self._covered.values()),
+                "checkpoints_reached": sum(1 for v in self._covered.values() if v),
+                "signatures": sum(len(v) for v in self._signatures.values()),
+                "responses": sum(len(v) for v in self._responses.values()),
+            }
