@@ -1,0 +1,131 @@
+"""The executor: runs parents and mutants on independent copies of the parent's memory state.
+
+Every mutant runs on its own fork of its parent's state (a native copy where the backend can copy; otherwise
+the checkpoint is rebuilt in a fresh namespace and the parent's operations replayed), so writes of a mutant
+never reach its parent, its siblings or the checkpoint. Parent executions are cached per (state, query).
+An execution records the memory-use behaviour U(q, M): ordered top-k ids, scores, texts and the response.
+Backend faults become ``Execution.error`` (never exceptions out of ``execute``).
+"""
+
+from __future__ import annotations
+
+import time
+
+from ufuzz.backends.protocol import BackendError, MemoryBackend, StateHandle
+from ufuzz.engine.case import Execution, FuzzCase, StateOp
+from ufuzz.oracles.matching import is_abstention
+from ufuzz.oracles.reader import TopEvidenceReader
+from ufuzz.seeds.model import Checkpoint
+
+
+class Executor:
+    def __init__(self, backend: MemoryBackend, checkpoints: dict[str, Checkpoint], k: int = 5,
+                 reader: TopEvidenceReader | None = None) -> None:
+        self.backend = backend
+        self.checkpoints = checkpoints
+        self.k = k
+        caps = backend.capabilities
+        self.copyable = caps.copyable
+        self.hidden = not caps.visible_retrieval
+        self.reader = reader or TopEvidenceReader(caps.abstain_threshold)
+        self._states: dict[str, StateHandle] = {}
+        self._cache: dict[tuple[str, str], Execution] = {}
+        self.forks = 0
+        self.rebuilds = 0
+
+    # -- states ----------------------------------------------------------------------------------------
+    def _build(self, checkpoint_id: str) -> StateHandle:
+        return self.backend.build(self.checkpoints[checkpoint_id])
+
+    def _replay(self, state: StateHandle, ops: tuple[StateOp, ...]) -> None:
+        for op in ops:
+            if op.op == "add" and op.memory is not None:
+                res = self.backend.add(state, op.memory)
+            elif op.op == "update" and op.target and op.memory is not None:
+                res = self.backend.update(state, op.target, op.memory)
+            elif op.op == "delete" and op.target:
+                res = self.backend.delete(state, op.target)
+            else:
+                raise BackendError(f"cannot replay malformed op {op}")
+            if not res.ok:
+                raise BackendError(f"replaying {op.op} {op.target or ''} failed: {res.detail}")
+
+    def state_of(self, case: FuzzCase) -> StateHandle:
+        """The live state of ``case`` (built or reconstructed on first use, then kept)."""
+        key = case.state_key
+        if key not in self._states:
+            handle = self._build(case.checkpoint_id)
+            if case.ops:
+                self.rebuilds += 1
+                self._replay(handle, case.ops)
+            self._states[key] = handle
+        return self._states[key]
+
+    def fork(self, case: FuzzCase) -> StateHandle:
+        """An independent copy of ``case``'s state for a mutant to write to and run on."""
+        if self.copyable:
+            self.forks += 1
+            return self.backend.fork(self.state_of(case))
+        self.rebuilds += 1
+        handle = self._build(case.checkpoint_id)
+        self._replay(handle, case.ops)
+        return handle
+
+    def adopt(self, case: FuzzCase, handle: StateHandle) -> None:
+        """Keep ``handle`` as the live state of ``case`` (a retained state mutant may become a parent)."""
+        if case.state_key in self._states and self._states[case.state_key] != handle:
+            self.release(handle)
+            return
+        self._states[case.state_key] = handle
+
+    def release(self, handle: StateHandle) -> None:
+        if handle in self._states.values():
+            return
+        try:
+            self.backend.release(handle)
+        except BackendError:
+            pass
+
+    # -- executions --------------------------------------------------------------------------------------
+    def execute(self, case: FuzzCase, state: StateHandle) -> Execution:
+        ex = Execution(case_id=case.id, state_key=case.state_key, query=case.query.text)
+        t0 = time.perf_counter()
+        try:
+            got = self.backend.retrieve(state, case.query.text, self.k)
+            ex.top_ids = [r.id for r in got]
+            ex.top_scores = [float(r.score) for r in got]
+            ex.top_texts = [r.text for r in got]
+            resp = self.backend.answer(state, case.query.text, got)
+            ex.response = resp if resp is not None else self.reader.read(case.query.text, got)
+        except BackendError as exc:
+            ex.error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # an adapter bug is still the backend's fault, not the fuzzer's
+            ex.error = f"{type(exc).__name__}: {exc}"
+        ex.seconds = time.perf_counter() - t0
+        ex.abstained = ex.error is None and is_abstention(ex.response)
+        if self.hidden:
+            ex.top_ids, ex.top_scores, ex.top_texts = [], [], []
+        return ex
+
+    def execute_parent(self, case: FuzzCase) -> tuple[Execution, bool]:
+        """(execution, fresh): cached per (state, query text); ``fresh`` is False on a cache hit."""
+        key = (case.state_key, case.query.text)
+        if key in self._cache:
+            return self._cache[key], False
+        ex = self.execute(case, self.state_of(case))
+        if ex.error is None:
+            self._cache[key] = ex
+        return ex, True
+
+    def remember(self, case: FuzzCase, ex: Execution) -> None:
+        """Cache a mutant's execution: when it becomes a parent it is not re-run."""
+        if ex.error is None:
+            self._cache[(case.state_key, case.query.text)] = ex
+
+    def close(self) -> None:
+        for handle in list(self._states.values()):
+            try:
+                self.backend.release(handle)
+            except BackendError:
+                pass
+        self._states.clear()

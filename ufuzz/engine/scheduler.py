@@ -1,0 +1,165 @@
+"""The scheduler: uncovered obligations first, then retained mutants compete for the remaining budget.
+
+It sees only ids, operator names, obligation targets and feedback numbers — never queries' references,
+oracle verdicts or failures. By construction it cannot: this module imports nothing from ``ufuzz.oracles``
+or ``ufuzz.corpus`` and none of its methods takes a failure or a reference (``tests/test_separation.py``
+checks both).
+
+Phase 1 walks the seeds' obligations (seed × operator × target) in a seeded shuffled round-robin over
+operators; each obligation gets up to ``attempts`` tries until one produces a valid, executed mutant.
+Phase 2 picks a pool entry (retained mutants, and the seeds themselves) with probability proportional to
+its energy — 1 + coverage gain + (for meaning-preserving mutants) ``divergence_weight`` × RBO divergence —
+divided by (1 + times picked), then a uniformly chosen (operator, target) available on it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass
+
+from ufuzz.engine.case import Obligation
+
+
+@dataclass(frozen=True)
+class Task:
+    case_id: str
+    operator: str
+    target: str
+    obligation: Obligation
+    phase: int  # 1: uncovered obligation, 2: retained-mutant competition
+
+
+@dataclass
+class PoolEntry:
+    case_id: str
+    seed_id: str
+    moves: list[tuple[str, str]]
+    energy: float
+    picks: int = 0
+
+
+@dataclass
+class SchedulerConfig:
+    attempts: int = 3  # tries per obligation in phase 1
+    obligation_first: bool = True
+    retain: bool = True  # False: no mutant ever joins the pool (no-feedback / random strategies)
+    divergence_weight: float = 2.0
+    use_divergence: bool = True
+    operators: tuple[str, ...] | None = None  # None = all
+
+
+@dataclass
+class _Pending:
+    case_id: str
+    obligation: Obligation
+    tries: int = 0
+
+
+class Scheduler:
+    def __init__(self, rng: random.Random, config: SchedulerConfig | None = None) -> None:
+        self.rng = rng
+        self.config = config or SchedulerConfig()
+        self._queue: deque[_Pending] = deque()
+        self._pool: list[PoolEntry] = []
+        self._covered: set[str] = set()
+        self._known: set[str] = set()
+        self.phase2_picks = 0
+        self._pending_by_seed: list[dict[str, list[_Pending]]] = []
+
+    # -- input ------------------------------------------------------------------------------------------
+    def _allowed(self, operator: str) -> bool:
+        ops = self.config.operators
+        return ops is None or operator in ops
+
+    def add_seed(self, case_id: str, seed_id: str, moves: list[tuple[str, str]]) -> None:
+        """A seed case and its obligations (operator, target)."""
+        moves = [(o, t) for o, t in moves if self._allowed(o)]
+        by_op: dict[str, list[_Pending]] = {}
+        for op, target in moves:
+            ob = Obligation(seed_id, op, target)
+            if ob.key in self._known:
+                continue
+            self._known.add(ob.key)
+            by_op.setdefault(op, []).append(_Pending(case_id, ob))
+        self._pool.append(PoolEntry(case_id, seed_id, moves, energy=1.0))
+        self._pending_by_seed.append(by_op)
+
+    def seal(self) -> None:
+        """Fix the phase-1 order once all seeds are added: shuffled round-robin over operators and seeds."""
+        lanes: dict[str, list[_Pending]] = {}
+        for by_op in self._pending_by_seed:
+            for op, items in by_op.items():
+                lanes.setdefault(op, []).extend(items)
+        for items in lanes.values():
+            self.rng.shuffle(items)
+        names = sorted(lanes)
+        order: list[_Pending] = []
+        while any(lanes[n] for n in names):
+            for n in names:
+                if lanes[n]:
+                    order.append(lanes[n].pop())
+        if not self.config.obligation_first:
+            self.rng.shuffle(order)
+        self._queue = deque(order)
+        self._pending_by_seed = []
+
+    # -- output -----------------------------------------------------------------------------------------
+    def next(self) -> Task | None:
+        if self.config.obligation_first:
+            while self._queue:
+                p = self._queue[0]
+                if p.obligation.key in self._covered or p.tries >= self.config.attempts:
+                    self._queue.popleft()
+                    continue
+                p.tries += 1
+                return Task(p.case_id, p.obligation.operator, p.obligation.target, p.obligation, 1)
+        return self._pick_pool()
+
+    def _pick_pool(self) -> Task | None:
+        pool = [e for e in self._pool if e.moves]
+        if not pool:
+            return None
+        if not self.config.obligation_first and not self.config.retain:
+            # random strategy: uniform over seed × operator × target
+            moves = [(e, m) for e in pool for m in e.moves]
+            entry, (op, target) = moves[self.rng.randrange(len(moves))]
+        else:
+            weights = [e.energy / (1.0 + e.picks) for e in pool]
+            entry = self.rng.choices(pool, weights=weights, k=1)[0]
+            op, target = entry.moves[self.rng.randrange(len(entry.moves))]
+        entry.picks += 1
+        self.phase2_picks += 1
+        return Task(entry.case_id, op, target, Obligation(entry.seed_id, op, target), 2)
+
+    # -- feedback ---------------------------------------------------------------------------------------
+    def report(self, task: Task, valid: bool, *, retained: bool = False, new_case_id: str | None = None,
+               moves: list[tuple[str, str]] | None = None, coverage_gain: int = 0,
+               divergence: float | None = None, meaning_preserving: bool = False) -> None:
+        """Outcome of a task: whether a valid mutant ran, and its feedback numbers if it was retained."""
+        if valid:
+            self._covered.add(task.obligation.key)
+        if not (valid and retained and self.config.retain and new_case_id and moves):
+            return
+        moves = [(o, t) for o, t in moves if self._allowed(o)]
+        energy = 1.0 + float(coverage_gain)
+        if meaning_preserving and divergence is not None and self.config.use_divergence:
+            energy += self.config.divergence_weight * divergence
+        seed_id = task.obligation.seed_id
+        self._pool.append(PoolEntry(new_case_id, seed_id, moves, energy=energy))
+
+    # -- introspection ------------------------------------------------------------------------------------
+    @property
+    def covered(self) -> frozenset[str]:
+        return frozenset(self._covered)
+
+    @property
+    def obligations(self) -> frozenset[str]:
+        return frozenset(self._known)
+
+    def uncovered(self) -> int:
+        return len(self._known - self._covered)
+
+    def pool_size(self) -> int:
+        return len(self._pool)
+

@@ -1,0 +1,88 @@
+"""Delete: remove the queried fact's evidence through the backend's native delete.
+
+Targets: ``all`` (every memory evidencing any value of the queried entity–attribute) or ``active`` (only the
+current value's evidence, leaving superseded history behind). Deletion is verified independently through
+get/list: each deleted id is gone or inactive, and exactly those ids left the active set. The reference is
+derived from the provenance after deletion (usually abstention); deleted ids are invalidated and their values
+are stale answers.
+"""
+
+from __future__ import annotations
+
+import random
+
+from ufuzz.engine.case import FuzzCase, StateOp
+from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
+from ufuzz.seeds.model import Reference
+
+
+class Delete(Operator):
+    name = "delete"
+    kind = "state"
+
+    def targets(self, case: FuzzCase) -> list[str]:
+        if "delete" not in case.descriptor.memory_ops:
+            return []
+        f = case.query.fields
+        facts = case.provenance.facts_for(f.entity, f.attribute)
+        if not facts:
+            return []
+        out = ["all"]
+        if any(not x.valid for x in facts) and any(x.valid for x in facts):
+            out.append("active")
+        return out
+
+    def _ids(self, case: FuzzCase, target: str) -> list[str]:
+        f = case.query.fields
+        if target == "all":
+            return sorted(case.provenance.relevant_ids(f.entity, f.attribute))
+        if target == "active":
+            fact = case.provenance.active(f.entity, f.attribute)
+            return sorted(fact.evidence) if fact else []
+        raise Rejected(f"unknown delete target {target!r}")
+
+    def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
+               view: StateView | None = None) -> Mutation:
+        if view is None:
+            raise Rejected("delete needs a state")
+        ids = self._ids(case, target)
+        if not ids:
+            raise Rejected("nothing to delete")
+        f = case.query.fields
+        deleted_values = {x.value for x in case.provenance.facts_for(f.entity, f.attribute)
+                          if set(x.evidence) & set(ids)}
+        results = []
+        for mid in ids:
+            res = view.delete(mid)
+            if not res.ok:
+                raise Rejected(f"backend refused delete of {mid}: {res.detail}")
+            results.append(res)
+        prov = case.provenance.with_deletion(ids)
+        ref = prov.reference_for(case.query.id, f)
+        ref = ref.with_(invalidated=tuple(sorted(set(ref.invalidated) | set(ids))),
+                        stale_answers=tuple(sorted((set(ref.stale_answers) | deleted_values) - {ref.answer})))
+        return Mutation(query=case.query, provenance=prov, reference=ref,
+                        ops=tuple(StateOp("delete", mid) for mid in ids), results=tuple(results),
+                        detail=f"deleted {','.join(ids)}")
+
+    def validate(self, case: FuzzCase, mutation: Mutation, view: StateView | None = None) -> Verdict:
+        if view is None or not mutation.ops:
+            return Verdict.reject("no verified operation")
+        ids = [op.target for op in mutation.ops]
+        if any(not r.ok or r.op != "delete" for r in mutation.results):
+            return Verdict.reject("backend did not report successful deletes")
+        for mid in ids:
+            got = view.get(mid)
+            if got is not None and got.active:
+                return Verdict.reject(f"deleted memory {mid} is still stored as active")
+        listed = view.list()
+        active = {m.id for m in listed if m.active}
+        if set(ids) & active:
+            return Verdict.reject("deleted memory still listed as active")
+        expected = set(case.provenance.memory_ids) - set(ids)
+        missing = expected - {m.id for m in listed}
+        if missing:
+            return Verdict.reject(f"delete removed other memories too: {sorted(missing)[:3]}")
+        if any(i in mutation.reference.supporting for i in ids):
+            return Verdict.reject("reference is supported by deleted memory")
+        return Verdict.accept("deleted ids gone from get and list", "no collateral deletion")

@@ -1,0 +1,92 @@
+"""Re-wording a query for new field values (shared by target-change and unsupported).
+
+Templated queries are re-realized from their template; free-text queries (imported benchmarks) allow only
+an entity substitution where the entity is written out in the text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import replace
+
+from ufuzz.engine.case import FuzzCase
+from ufuzz.operators.base import Rejected
+from ufuzz.seeds import wording
+from ufuzz.seeds.model import Query, QueryFields
+
+
+def stable_index(n: int, *parts: str) -> int:
+    """A deterministic choice among ``n`` that depends only on ``parts`` (not on iteration order)."""
+    h = hashlib.sha1("|".join(parts).encode()).hexdigest()
+    return int(h[:8], 16) % n
+
+
+def known_entities(case: FuzzCase) -> list[str]:
+    names = set(case.provenance.entity_names())
+    for field in ("entity",):
+        names.update(case.descriptor.replacement_targets.get(field, ()))
+        names.update(case.descriptor.absent_targets.get(field, ()))
+    names.add(case.query.fields.entity)
+    return sorted(names)
+
+
+def entity_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w])" + re.escape(name) + r"(?![\w])")
+
+
+def requery(case: FuzzCase, new_fields: QueryFields, query_id: str) -> Query:
+    q = case.query
+    if q.template is not None:
+        if new_fields.attribute == q.fields.attribute:
+            template = q.template
+        else:
+            ids = wording.template_ids(new_fields.attribute)
+            if not ids:
+                raise Rejected(f"no template for attribute {new_fields.attribute!r}")
+            template = ids[stable_index(len(ids), q.template, new_fields.attribute)]
+        etype = case.provenance.entity_type(new_fields.entity)
+        try:
+            text = wording.realize(new_fields, template=template, form=q.form, context=q.context,
+                                   entity_type=etype)
+        except KeyError as exc:
+            raise Rejected(f"cannot realize {new_fields} with template {template!r}: {exc}") from None
+        return replace(q, id=query_id, text=text, fields=new_fields, template=template)
+    # free text: only an entity written out in the text can be swapped
+    changed = [f for f in ("entity", "attribute", "scope") if getattr(new_fields, f) != getattr(q.fields, f)]
+    if changed != ["entity"]:
+        raise Rejected(f"free-text query: cannot re-word field(s) {changed}")
+    pat = entity_pattern(q.fields.entity)
+    if not pat.search(q.text):
+        raise Rejected(f"free-text query does not spell out entity {q.fields.entity!r}")
+    text = pat.sub(new_fields.entity, q.text)
+    return replace(q, id=query_id, text=text, fields=new_fields)
+
+
+def fields_match(case: FuzzCase, query: Query, expected: QueryFields,
+                 lexicon: bool | None = None) -> tuple[bool, str]:
+    """Independent re-extraction of the fields a query text expresses, compared with ``expected``.
+
+    ``lexicon`` (default: the query is templated) re-extracts all fields with the wording lexicon; otherwise
+    (free text) the expected entity must be spelled out and no other known entity mentioned.
+    """
+    ents = known_entities(case)
+    if lexicon is None:
+        lexicon = query.template is not None
+    if lexicon:
+        got = wording.fields_of(query.text, ents, default_scope=expected.scope if expected.scope == "any"
+                                else "current")
+        if got is None:
+            return False, "fields cannot be re-extracted from the text"
+        for f in ("entity", "attribute", "scope"):
+            if getattr(got, f) != getattr(expected, f):
+                return False, f"text expresses {f}={getattr(got, f)!r}, expected {getattr(expected, f)!r}"
+        return True, "fields re-extracted from text"
+    # free text: the expected entity is spelled out and no other known entity is
+    m = wording.extract(query.text, ents)
+    if expected.entity not in m.entities and not entity_pattern(expected.entity).search(query.text):
+        return False, f"entity {expected.entity!r} not in text"
+    others = set(m.entities) - {expected.entity}
+    if others:
+        return False, f"text mentions other entities {sorted(others)}"
+    return True, "entity spelled out, no other entity"

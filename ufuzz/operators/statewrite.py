@@ -1,0 +1,32 @@
+"""Helpers shared by the memory-state operators: later timestamps and value substitution in memory text."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from ufuzz.operators.base import StateView
+
+
+def later_timestamp(view: StateView, days: int = 1) -> str:
+    """An ISO timestamp strictly later than every memory stored in the state."""
+    stamps = []
+    for m in view.list():
+        try:
+            stamps.append(datetime.fromisoformat(m.timestamp))
+        except ValueError:
+            continue
+    base = max(stamps) if stamps else datetime(2024, 1, 1)
+    return (base.replace(tzinfo=None) + timedelta(days=days)).replace(microsecond=0).isoformat()
+
+
+def substitute(text: str, old: str, new: str) -> str | None:
+    """``text`` with the value ``old`` replaced by ``new`` (whole words), or None if ``old`` is absent."""
+    pat = re.compile(r"(?<![\w])" + re.escape(old) + r"(?![\w])", re.IGNORECASE)
+    if not pat.search(text):
+        return None
+    return pat.sub(new, text)
+
+
+def mentions_value(text: str, value: str) -> bool:
+    return re.search(r"(?<![\w])" + re.escape(value) + r"(?![\w])", text, re.IGNORECASE) is not None

@@ -1,0 +1,72 @@
+"""Target-change: replace one answer-affecting field with a checkpoint-supported target.
+
+The replacement comes from the descriptor's ``replacement_targets`` (entity, attribute or scope). The new
+reference is derived independently from the state's provenance, never from the parent's reference or from
+any retrieval. The validator re-extracts the fields from the new text and checks that provenance supports
+the new target with a type-compatible entity.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from ufuzz.engine.case import FuzzCase
+from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
+from ufuzz.operators.requery import fields_match, requery
+from ufuzz.seeds.model import Reference
+
+
+def parse_target(target: str) -> tuple[str, str]:
+    field, sep, value = target.partition("=")
+    if not sep or field not in ("entity", "attribute", "scope") or not value:
+        raise Rejected(f"malformed target {target!r}")
+    return field, value
+
+
+class TargetChange(Operator):
+    name = "target_change"
+    kind = "query"
+
+    def targets(self, case: FuzzCase) -> list[str]:
+        out = []
+        for field in ("entity", "attribute", "scope"):
+            for value in case.descriptor.replacement_targets.get(field, ()):
+                if value != getattr(case.query.fields, field):
+                    out.append(f"{field}={value}")
+        return out
+
+    def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
+               view: StateView | None = None) -> Mutation:
+        field, value = parse_target(target)
+        new_fields = replace(case.query.fields, **{field: value}, answerable=True)
+        ref = case.provenance.reference_for("", new_fields)
+        if ref.abstain:
+            raise Rejected(f"{target}: the state does not support {new_fields.entity}.{new_fields.attribute}")
+        qid = f"{case.query.id}~t{rng.randrange(1 << 30):x}"
+        query = requery(case, new_fields, qid)
+        return Mutation(query=query, provenance=case.provenance, reference=ref.with_(query_id=qid), detail=target)
+
+    def validate(self, case: FuzzCase, mutation: Mutation, view: StateView | None = None) -> Verdict:
+        parent, child = case.query.fields, mutation.query.fields
+        changed = [f for f in ("entity", "attribute", "scope") if getattr(parent, f) != getattr(child, f)]
+        if len(changed) != 1:
+            return Verdict.reject(f"exactly one field must change, changed {changed}")
+        ok, why = fields_match(case, mutation.query, child)
+        if not ok:
+            return Verdict.reject(why)
+        prov = case.provenance
+        fact = prov.previous(child.entity, child.attribute) if child.scope == "previous" else \
+            prov.active(child.entity, child.attribute)
+        if fact is None:
+            return Verdict.reject("provenance has no supported value for the new target")
+        if changed == ["entity"]:
+            t_old, t_new = prov.entity_type(parent.entity), prov.entity_type(child.entity)
+            if t_old and t_new and t_old != t_new:
+                return Verdict.reject(f"entity type {t_new} is not compatible with {t_old}")
+        expected = prov.reference_for(mutation.query.id, child)
+        if expected != mutation.reference:
+            return Verdict.reject("reference is not the one provenance derives")
+        if not set(mutation.reference.supporting) <= prov.memory_ids:
+            return Verdict.reject("supporting evidence is not in the state")
+        return Verdict.accept("one field changed", "fields re-extracted", "provenance supports target")

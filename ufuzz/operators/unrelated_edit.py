@@ -1,0 +1,157 @@
+"""Unrelated edit: change the memory state without touching any query-relevant evidence.
+
+Targets: ``add`` (a new memory about nothing the query asks), ``update`` (a new value for a fact of another
+entity) and ``delete`` (a memory that evidences nothing about the queried entity). The validator checks through
+get/list that every memory evidencing the queried entity–attribute (any value, any time) is still stored with
+its exact text, and that the edited memory neither evidences nor mentions the queried entity or its values.
+The expected behaviour is the parent's: same reference.
+"""
+
+from __future__ import annotations
+
+import random
+
+from ufuzz.engine.case import FuzzCase, StateOp
+from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
+from ufuzz.operators.requery import entity_pattern
+from ufuzz.operators.statewrite import later_timestamp, mentions_value, substitute
+from ufuzz.seeds.model import Memory, Reference
+
+#: neutral memories an ``add`` may write: they mention no person, pet, place or value of any seed
+NEUTRAL = (
+    "I finally fixed the squeaky hinge on the hallway cupboard.",
+    "The weather was grey all weekend, so I stayed in and read.",
+    "I reorganised my bookshelf by colour this afternoon.",
+    "I tried a new breathing exercise before bed and slept well.",
+    "The kettle broke, so I have been boiling water in a pan.",
+    "I spent the evening sorting old photos into albums.",
+    "My phone screen cracked when it slipped off the table.",
+    "I started keeping a small notebook for daily to-do lists.",
+)
+
+
+class UnrelatedEdit(Operator):
+    name = "unrelated_edit"
+    kind = "state"
+    meaning_preserving = True
+
+    def targets(self, case: FuzzCase) -> list[str]:
+        if "unrelated_edit" not in case.descriptor.memory_ops:
+            return []
+        out = ["add"]
+        if self._update_candidates(case):
+            out.append("update")
+        if self._unrelated_memories(case):
+            out.append("delete")
+        return out
+
+    # -- candidates -------------------------------------------------------------------------------------
+    def _protected_values(self, case: FuzzCase) -> set[str]:
+        f = case.query.fields
+        return {x.value for x in case.provenance.facts_for(f.entity, f.attribute)}
+
+    def _unrelated(self, case: FuzzCase, mid: str, text: str) -> bool:
+        f = case.query.fields
+        if mid in case.provenance.relevant_ids(f.entity, f.attribute):
+            return False
+        if any(e == f.entity for e, _ in case.provenance.mentions(mid)):
+            return False
+        if entity_pattern(f.entity).search(text):
+            return False
+        return not any(mentions_value(text, v) for v in self._protected_values(case))
+
+    def _unrelated_memories(self, case: FuzzCase) -> list[str]:
+        return sorted(mid for mid, text in case.provenance.memory_texts if self._unrelated(case, mid, text))
+
+    def _update_candidates(self, case: FuzzCase):
+        f = case.query.fields
+        texts = dict(case.provenance.memory_texts)
+        out = []
+        for fact in case.provenance.facts:
+            if not fact.valid or fact.entity == f.entity or not fact.evidence:
+                continue
+            mid = sorted(fact.evidence)[-1]
+            if mid not in texts or not self._unrelated(case, mid, texts[mid]):
+                continue
+            alts = sorted(case.provenance.values_of_type(fact.value_type) - {fact.value} -
+                          self._protected_values(case))
+            alts = [a for a in alts if not mentions_value(texts[mid], a)]
+            if alts and substitute(texts[mid], fact.value, alts[0]) is not None:
+                out.append((fact, mid, alts))
+        return out
+
+    # -- mutation ---------------------------------------------------------------------------------------
+    def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
+               view: StateView | None = None) -> Mutation:
+        if view is None:
+            raise Rejected("unrelated edit needs a state")
+        tag = f"{case.depth + 1}{rng.randrange(1 << 16):04x}"
+        if target == "add":
+            text = rng.choice(NEUTRAL)
+            mem = Memory(id=f"{case.checkpoint_id}~a{tag}", text=text, timestamp=later_timestamp(view),
+                         metadata={"ufuzz_op": "unrelated_add"})
+            res = view.add(mem)
+            if not res.ok:
+                raise Rejected(f"backend refused add: {res.detail}")
+            prov = case.provenance
+            for wid in res.written or (mem.id,):
+                prov = prov.with_memory(wid, text)
+            ops, detail = (StateOp("add", None, mem),), f"added {mem.id}"
+        elif target == "update":
+            cands = self._update_candidates(case)
+            if not cands:
+                raise Rejected("no unrelated fact to update")
+            fact, mid, alts = cands[rng.randrange(len(cands))]
+            value = alts[rng.randrange(len(alts))]
+            text = substitute(dict(case.provenance.memory_texts)[mid], fact.value, value)
+            ts = later_timestamp(view)
+            mem = Memory(id=f"{mid}~e{tag}", text=text, timestamp=ts, metadata={"ufuzz_op": "unrelated_update"})
+            res = view.update(mid, mem)
+            if not res.ok:
+                raise Rejected(f"backend refused update: {res.detail}")
+            written = res.written or (mem.id,)
+            prov = case.provenance.with_update(fact.entity, fact.attribute, value, written, ts,
+                                               removed_ids=res.removed)
+            for wid in written:
+                prov = prov.with_memory(wid, text)
+            ops, detail = (StateOp("update", mid, mem),), f"{fact.entity}.{fact.attribute} -> {value}"
+        elif target == "delete":
+            cands = self._unrelated_memories(case)
+            if not cands:
+                raise Rejected("no unrelated memory to delete")
+            mid = cands[rng.randrange(len(cands))]
+            res = view.delete(mid)
+            if not res.ok:
+                raise Rejected(f"backend refused delete: {res.detail}")
+            prov = case.provenance.with_deletion([mid])
+            ops, detail = (StateOp("delete", mid),), f"deleted {mid}"
+        else:
+            raise Rejected(f"unknown unrelated-edit target {target!r}")
+        return Mutation(query=case.query, provenance=prov, reference=parent_ref, ops=ops, results=(res,),
+                        detail=detail)
+
+    def validate(self, case: FuzzCase, mutation: Mutation, view: StateView | None = None) -> Verdict:
+        if view is None or not mutation.results or not mutation.results[0].ok:
+            return Verdict.reject("no verified operation")
+        f = case.query.fields
+        texts = dict(case.provenance.memory_texts)
+        for mid in sorted(case.provenance.relevant_ids(f.entity, f.attribute)):
+            got = view.get(mid)
+            if got is None:
+                return Verdict.reject(f"query-relevant memory {mid} is gone")
+            if mid in texts and got.text != texts[mid]:
+                return Verdict.reject(f"query-relevant memory {mid} changed")
+        op = mutation.ops[0]
+        touched = [op.target] if op.target else []
+        written = [(op.memory.id, op.memory.text)] if op.memory else []
+        for mid in touched:
+            if not self._unrelated(case, mid, texts.get(mid, "")):
+                return Verdict.reject(f"edited memory {mid} is query-relevant")
+        for mid, text in written:
+            if entity_pattern(f.entity).search(text) or any(
+                    mentions_value(text, v) for v in self._protected_values(case)):
+                return Verdict.reject(f"written memory {mid} mentions the queried entity or its values")
+        for wid in mutation.results[0].written:
+            if view.get(wid) is None:
+                return Verdict.reject(f"written memory {wid} is not stored")
+        return Verdict.accept("query-relevant evidence untouched", "edited memory unrelated")

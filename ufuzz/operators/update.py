@@ -1,0 +1,95 @@
+"""Update: record a new value for the queried fact as later/active through the backend's native update.
+
+The target is a fresh type-compatible value from the descriptor's ``value_pool``. The operator rewrites the
+latest evidence memory of the active fact with the new value and hands it to ``backend.update`` with a
+timestamp later than anything in the state. The validator checks through get/list only — never retrieval —
+that the written memory exists, is active, carries the new value and is the latest evidence; that whatever
+the backend reported as superseded or removed is as reported. The reference (new value; new evidence
+supports it; superseded evidence is invalidated; the old value is a stale answer) is derived from the
+provenance updated with the *verified* operation result.
+"""
+
+from __future__ import annotations
+
+import random
+
+from ufuzz.engine.case import FuzzCase, StateOp
+from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
+from ufuzz.operators.statewrite import later_timestamp, mentions_value, substitute
+from ufuzz.seeds.model import Memory, Reference
+
+
+class Update(Operator):
+    name = "update"
+    kind = "state"
+
+    def targets(self, case: FuzzCase) -> list[str]:
+        if "update" not in case.descriptor.memory_ops:
+            return []
+        f = case.query.fields
+        if case.provenance.active(f.entity, f.attribute) is None:
+            return []
+        current = case.provenance.active(f.entity, f.attribute).value
+        return [f"value={v}" for v in case.descriptor.value_pool if v != current][:3]
+
+    def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
+               view: StateView | None = None) -> Mutation:
+        if view is None:
+            raise Rejected("update needs a state")
+        value = target.partition("=")[2]
+        f = case.query.fields
+        fact = case.provenance.active(f.entity, f.attribute)
+        if fact is None or not value:
+            raise Rejected("no active fact to update")
+        old_id = sorted(fact.evidence)[-1]
+        old_text = view.get(old_id)
+        if old_text is None:
+            raise Rejected(f"evidence {old_id} not stored")
+        new_text = substitute(old_text.text, fact.value, value) or \
+            f"Update: {f.entity}'s {f.attribute.replace('_', ' ')} is now {value}."
+        ts = later_timestamp(view)
+        new_id = f"{old_id}~u{case.depth + 1}{rng.randrange(1 << 16):04x}"
+        new = Memory(id=new_id, text=new_text, timestamp=ts, metadata={"ufuzz_op": "update", "of": old_id})
+        res = view.update(old_id, new)
+        if not res.ok:
+            raise Rejected(f"backend refused update: {res.detail}")
+        written = res.written or (new_id,)
+        prov = case.provenance.with_update(f.entity, f.attribute, value, written, ts, removed_ids=res.removed)
+        for wid in written:
+            prov = prov.with_memory(wid, new_text)
+        ref = prov.reference_for(case.query.id, f)
+        ref = ref.with_(stale_answers=tuple(sorted(set(ref.stale_answers) | {fact.value})))
+        return Mutation(query=case.query, provenance=prov, reference=ref,
+                        ops=(StateOp("update", old_id, new),), results=(res,),
+                        detail=f"{f.entity}.{f.attribute}: {fact.value} -> {value}")
+
+    def validate(self, case: FuzzCase, mutation: Mutation, view: StateView | None = None) -> Verdict:
+        if view is None or not mutation.results:
+            return Verdict.reject("no verified operation")
+        res = mutation.results[0]
+        op = mutation.ops[0]
+        value = mutation.reference.answer
+        if not res.ok or res.op != "update" or not res.written or value is None:
+            return Verdict.reject("backend did not report a successful update")
+        stored = {m.id: m for m in view.list()}
+        for wid in res.written:
+            got = view.get(wid)
+            if got is None or not got.active:
+                return Verdict.reject(f"written memory {wid} is not stored as active")
+            if not mentions_value(got.text, value):
+                return Verdict.reject(f"written memory {wid} does not carry the new value")
+            later = [m for m in stored.values() if m.id != wid and m.timestamp > got.timestamp]
+            if later:
+                return Verdict.reject(f"written memory {wid} is not the latest ({later[0].id} is later)")
+        for sid in res.superseded:
+            if view.get(sid) is None:
+                return Verdict.reject(f"superseded memory {sid} vanished")
+        for rid in res.removed:
+            got = view.get(rid)
+            if got is not None and got.active and rid not in res.written:
+                return Verdict.reject(f"removed memory {rid} is still active")
+        if op.target not in res.written and op.target not in res.superseded and op.target not in res.removed:
+            return Verdict.reject("backend did not say what happened to the old memory")
+        if set(mutation.reference.supporting) != set(res.written):
+            return Verdict.reject("reference support is not the written evidence")
+        return Verdict.accept("written memory active with new value", "latest timestamp", "old memory as reported")
