@@ -1,0 +1,119 @@
+"""Scheduler invariants (property tests): obligation-first, bounded attempts, determinism, retention."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ufuzz.engine.scheduler import Scheduler, SchedulerConfig
+
+OPS = ("paraphrase", "target_change", "unsupported", "update", "delete", "unrelated_edit")
+
+seeds_strategy = st.lists(
+    st.lists(st.tuples(st.sampled_from(OPS), st.sampled_from(["a", "b", "c", "d"])), min_size=0, max_size=8,
+             unique=True),
+    min_size=1, max_size=6)
+
+
+def build(seed_moves, rng_seed=0, **cfg) -> Scheduler:
+    s = Scheduler(random.Random(rng_seed), SchedulerConfig(**cfg))
+    for i, moves in enumerate(seed_moves):
+        s.add_seed(f"s{i}", f"s{i}", list(moves))
+    s.seal()
+    return s
+
+
+@settings(max_examples=60, deadline=None)
+@given(seeds_strategy, st.integers(0, 3), st.lists(st.booleans(), min_size=200, max_size=200))
+def test_every_obligation_is_tried_before_phase_two(seed_moves, rng_seed, validity):
+    s = build(seed_moves, rng_seed, attempts=2)
+    all_obs = {f"s{i}|{o}|{t}" for i, moves in enumerate(seed_moves) for o, t in moves}
+    tried: dict[str, int] = {}
+    covered: set[str] = set()
+    for step in range(200):
+        task = s.next()
+        if task is None:
+            break
+        if task.phase == 2:
+            # phase 2 only once every obligation was covered or exhausted its attempts
+            assert all(k in covered or tried.get(k, 0) >= 2 for k in all_obs)
+            break
+        key = task.obligation.key
+        assert key not in covered, "a covered obligation is never scheduled again in phase 1"
+        tried[key] = tried.get(key, 0) + 1
+        assert tried[key] <= 2
+        ok = validity[step]
+        s.report(task, ok)
+        if ok:
+            covered.add(key)
+    assert s.obligations == frozenset(all_obs)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seeds_strategy, st.integers(0, 1000))
+def test_same_seed_same_schedule(seed_moves, rng_seed):
+    def trace():
+        s = build(seed_moves, rng_seed)
+        out = []
+        for i in range(60):
+            t = s.next()
+            if t is None:
+                break
+            out.append((t.case_id, t.operator, t.target, t.phase))
+            s.report(t, i % 3 != 0, retained=i % 2 == 0, new_case_id=f"m{i}", moves=[("paraphrase", "a")],
+                     coverage_gain=i % 4)
+        return out
+    assert trace() == trace()
+
+
+@settings(max_examples=40, deadline=None)
+@given(seeds_strategy)
+def test_no_retention_never_grows_pool(seed_moves):
+    s = build(seed_moves, retain=False)
+    start = s.pool_size()
+    for i in range(80):
+        t = s.next()
+        if t is None:
+            break
+        s.report(t, True, retained=True, new_case_id=f"m{i}", moves=[("delete", "all")], coverage_gain=3)
+    assert s.pool_size() == start
+
+
+def test_operator_filter_is_respected():
+    s = build([[("paraphrase", "a"), ("update", "v"), ("delete", "all")]], operators=("update",))
+    ops = set()
+    for _ in range(10):
+        t = s.next()
+        if t is None:
+            break
+        ops.add(t.operator)
+        s.report(t, True)
+    assert ops == {"update"}
+
+
+def test_retained_mutant_competes_in_phase_two_and_energy_prefers_divergence():
+    s = build([[("paraphrase", "a")]])
+    t = s.next()
+    s.report(t, True, retained=True, new_case_id="hot", moves=[("paraphrase", "b")], coverage_gain=0,
+             divergence=1.0, meaning_preserving=True)
+    s.report(t, True, retained=True, new_case_id="cold", moves=[("paraphrase", "b")], coverage_gain=0,
+             divergence=0.0, meaning_preserving=True)
+    picks = {"hot": 0, "cold": 0, "s0": 0}
+    for _ in range(300):
+        t2 = s.next()
+        assert t2.phase == 2
+        picks[t2.case_id] += 1
+    assert picks["hot"] > picks["cold"]
+
+
+def test_random_strategy_samples_uniformly_without_phase_one():
+    s = build([[("paraphrase", "a"), ("update", "v")], [("delete", "all")]], obligation_first=False, retain=False)
+    seen = set()
+    for _ in range(200):
+        t = s.next()
+        assert t.phase == 2
+        seen.add((t.case_id, t.operator))
+        s.report(t, True)
+    assert seen == {("s0", "paraphrase"), ("s0", "update"), ("s1", "delete")}

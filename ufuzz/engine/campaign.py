@@ -1,0 +1,311 @@
+"""A fuzzing campaign: seeds → obligations → mutants → isolated executions → feedback → oracles.
+
+Budget: the number of executions of U(q, M) on the backend — every retrieval (+ response) of a parent or a
+mutant counts one. Cached parent executions are not re-run and not re-counted; mutants that their validator
+rejects are never executed and not counted (they are recorded as rejected). A campaign stops when the budget
+is spent, when no obligation or pool entry is left, or on Ctrl-C (the summary is still written).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from ufuzz.backends import registry
+from ufuzz.backends.protocol import BackendError, MemoryBackend
+from ufuzz.engine.case import Execution, FuzzCase
+from ufuzz.engine.executor import Executor
+from ufuzz.engine.feedback import Ablation, FeedbackState
+from ufuzz.engine.scheduler import Scheduler, SchedulerConfig
+from ufuzz.operators import all_operators
+from ufuzz.operators.base import Rejected, StateView
+from ufuzz.oracles.expectations import Failure
+from ufuzz.oracles.oracle import Oracle
+from ufuzz.seeds.io import load_suite
+from ufuzz.seeds.model import Reference, SeedSuite
+from ufuzz.seeds.provenance import Provenance
+
+DEFAULT_SEEDS = Path(__file__).resolve().parents[2] / "seeds" / "default.jsonl"
+
+
+@dataclass
+class CampaignConfig:
+    backend: str = "embedded"
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    seeds: str | None = None  # path to a JSONL suite; None = the shipped default suite
+    budget: int = 2000
+    seed: int = 0
+    k: int = 5
+    out: str = "campaigns/run"
+    db: str | None = None  # SQLAlchemy URL; None = sqlite file in the campaign directory
+    p: float = 0.9  # RBO persistence
+    max_depth: int = 3
+    attempts: int = 3
+    strategy: str = "full"
+    operators: tuple[str, ...] | None = None
+    ablation: dict[str, bool] = field(default_factory=dict)
+    retain: bool = True
+    obligation_first: bool = True
+    fork_queries: bool = True  # run query mutants on their own fork too (where the backend can copy)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["backend_options"] = {k: v for k, v in self.backend_options.items() if "key" not in k.lower()}
+        return d
+
+
+@dataclass
+class Progress:
+    executions: int = 0
+    budget: int = 0
+    mutants_valid: int = 0
+    mutants_rejected: int = 0
+    retained: int = 0
+    coverage: int = 0
+    coverage_total: int = 0
+    unique_failures: int = 0
+    errors: int = 0
+    uncovered_obligations: int = 0
+    phase: int = 1
+
+
+def resolve_seeds(path: str | None) -> Path:
+    return Path(path) if path else DEFAULT_SEEDS
+
+
+class Campaign:
+    def __init__(self, config: CampaignConfig, suite: SeedSuite | None = None,
+                 backend: MemoryBackend | None = None) -> None:
+        self.config = config
+        self.out = Path(config.out)
+        self.suite = suite if suite is not None else load_suite(resolve_seeds(config.seeds))
+        self._backend = backend
+        self.progress = Progress(budget=config.budget)
+        self.unique_keys: set[str] = set()
+        self.failure_log: list[tuple[int, Failure]] = []  # (execution number, failure) in discovery order
+
+    # -- set-up ------------------------------------------------------------------------------------------
+    def _open(self):
+        from ufuzz.corpus.store import CorpusStore, FailureStore
+
+        self.out.mkdir(parents=True, exist_ok=True)
+        url = self.config.db or f"sqlite:///{(self.out / 'corpus.sqlite').resolve()}"
+        self.store = CorpusStore(url)
+        self.backend = self._backend or registry.create(self.config.backend, self.out / "backend",
+                                                        self.config.backend_options)
+        self.campaign_id = self.store.start_campaign(config=self.config.to_dict(),
+                                                     backend=self.backend.describe(), seed=self.config.seed,
+                                                     budget=self.config.budget)
+        self.failures = FailureStore(url, self.campaign_id)
+        log_file = (self.out / "campaign.log").open("a", encoding="utf-8")
+        self._log_file = log_file
+        self.log = structlog.wrap_logger(
+            structlog.WriteLogger(log_file),
+            processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"),
+                        structlog.processors.JSONRenderer(sort_keys=True)],
+        ).bind(campaign=self.campaign_id)
+
+    def _sink(self, failure: Failure, reference: Reference) -> None:
+        self.failures.record(failure, reference, seq=self.progress.executions)
+        if failure.key not in self.unique_keys:
+            self.unique_keys.add(failure.key)
+            self.failure_log.append((self.progress.executions, failure))
+            self.log.info("failure", key=failure.key, operator=failure.operator, kind=failure.kind,
+                          stage=failure.stage, case=failure.case_id)
+
+    # -- run ---------------------------------------------------------------------------------------------
+    def run(self, on_progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
+        self._open()
+        cfg = self.config
+        status = "finished"
+        try:
+            self._loop(on_progress)
+        except KeyboardInterrupt:
+            status = "interrupted"
+            self.log.warning("interrupted", executions=self.progress.executions)
+        finally:
+            self.executor.close() if hasattr(self, "executor") else None
+            self.store.finish_campaign(self.campaign_id, status=status)
+            summary = self.summary(status)
+            (self.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+            self.log.info("finished", status=status, **{k: v for k, v in summary.items() if k != "failures"})
+            self._log_file.close()
+            try:
+                self.backend.close()
+            except BackendError:
+                pass
+        del cfg
+        return summary
+
+    def _record_exec(self, ex: Execution, is_parent: bool) -> None:
+        self.progress.executions += 1
+        self.store.record_execution(self.campaign_id, seq=self.progress.executions, execution=ex,
+                                    is_parent=is_parent)
+        if ex.error is not None:
+            self.progress.errors += 1
+            self.store.record_error(self.campaign_id, seq=self.progress.executions, case_id=ex.case_id,
+                                    operation="execute", message=ex.error)
+            self.log.warning("backend_error", case=ex.case_id, error=ex.error)
+
+    def _error(self, case_id: str, operation: str, exc: Exception) -> None:
+        self.progress.errors += 1
+        self.store.record_error(self.campaign_id, seq=self.progress.executions, case_id=case_id,
+                                operation=operation, message=f"{type(exc).__name__}: {exc}")
+        self.log.warning("backend_error", case=case_id, operation=operation, error=str(exc))
+
+    def _moves(self, case: FuzzCase) -> list[tuple[str, str]]:
+        return [(name, t) for name, op in self.operators.items() for t in op.targets(case)]
+
+    def _loop(self, on_progress: Callable[[Progress], None] | None) -> None:
+        cfg = self.config
+        self.operators = all_operators(realizer=cfg.backend_options.get("_realizer"))
+        if cfg.operators:
+            self.operators = {k: v for k, v in self.operators.items() if k in cfg.operators}
+        self.executor = ex_ = Executor(self.backend, self.suite.checkpoints, k=cfg.k)
+        hidden = ex_.hidden
+        self.oracle = Oracle(self._sink, hidden=hidden)
+        ab = Ablation(**{k: bool(v) for k, v in cfg.ablation.items()})
+        self.feedback = FeedbackState(ab, p=cfg.p)
+        self.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
+            attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
+            use_divergence=ab.use_divergence, operators=tuple(self.operators)))
+        self.cases: dict[str, FuzzCase] = {}
+        self.progress.coverage_total = sum(len(c.memories) for c in self.suite.checkpoints.values())
+        for cp in self.suite.checkpoints.values():
+            self.store.record_checkpoint(self.campaign_id, cp)
+        for seed in sorted(self.suite.seeds, key=lambda s: s.id):
+            cp = self.suite.checkpoint_of(seed)
+            case = FuzzCase(id=seed.id, seed_id=seed.id, checkpoint_id=cp.id, query=seed.query,
+                            descriptor=seed.descriptor, provenance=Provenance.of(cp))
+            self.cases[case.id] = case
+            self.oracle.register(case.id, self.suite.reference_of(seed))
+            self.store.record_seed(self.campaign_id, seed)
+            self.scheduler.add_seed(case.id, seed.id, self._moves(case))
+        self.scheduler.seal()
+        self.progress.uncovered_obligations = self.scheduler.uncovered()
+        self.log.info("started", seeds=len(self.cases), obligations=len(self.scheduler.obligations),
+                      backend=self.backend.describe())
+        counter = 0
+        while self.progress.executions < cfg.budget:
+            task = self.scheduler.next()
+            if task is None:
+                break
+            counter += 1
+            self._step(task, counter, hidden)
+            self.progress.phase = task.phase
+            self.progress.uncovered_obligations = self.scheduler.uncovered()
+            self.progress.coverage = len(self.feedback.covered())
+            self.progress.unique_failures = len(self.unique_keys)
+            if on_progress is not None:
+                on_progress(self.progress)
+
+    def _parent_execution(self, parent: FuzzCase, hidden: bool) -> Execution:
+        ex, fresh = self.executor.execute_parent(parent)
+        if fresh:
+            self._record_exec(ex, is_parent=True)
+            if ex.error is None:
+                self.feedback.observe(parent.seed_id, parent.checkpoint_id, ex, None, hidden=hidden)
+        return ex
+
+    def _step(self, task, counter: int, hidden: bool) -> None:
+        cfg = self.config
+        parent = self.cases[task.case_id]
+        op = self.operators[task.operator]
+        parent_ex = self._parent_execution(parent, hidden)
+        if parent_ex.error is not None or self.progress.executions >= cfg.budget:
+            self.scheduler.report(task, False)
+            return
+        rng = random.Random(f"{cfg.seed}:{counter}")
+        handle = None
+        mutation, reason = None, ""
+        try:
+            if op.kind == "state" or (cfg.fork_queries and self.executor.copyable):
+                handle = self.executor.fork(parent)
+            view = StateView(self.backend, handle) if op.kind == "state" else None
+            mutation = op.mutate(parent, self.oracle.reference_of(parent.id), task.target, rng, view)
+            verdict = op.validate(parent, mutation, view)
+            reason = verdict.reason
+            ok = verdict.ok
+        except Rejected as exc:
+            ok, reason = False, str(exc)
+        except (BackendError, NotImplementedError) as exc:
+            self._error(parent.id, f"{op.name}:{task.target}", exc)
+            if handle is not None:
+                self.executor.release(handle)
+            self.scheduler.report(task, False)
+            return
+        mid = f"x{counter:06d}"
+        if mutation is not None:
+            mutant = FuzzCase(id=mid, seed_id=parent.seed_id, checkpoint_id=parent.checkpoint_id,
+                              query=mutation.query, descriptor=parent.descriptor, provenance=mutation.provenance,
+                              ops=parent.ops + mutation.ops, parent_id=parent.id, operator=op.name,
+                              obligation=task.obligation, depth=parent.depth + 1, detail=mutation.detail)
+        else:
+            mutant = None
+        self.store.record_mutant(self.campaign_id, case=mutant, case_id=mid, parent_id=parent.id,
+                                 seed_id=parent.seed_id, operator=op.name, target=task.target,
+                                 obligation=task.obligation.key, valid=ok, reason=reason)
+        if not ok or mutant is None or mutation is None:
+            self.progress.mutants_rejected += 1
+            if handle is not None:
+                self.executor.release(handle)
+            self.scheduler.report(task, False)
+            return
+        self.progress.mutants_valid += 1
+        state = handle if handle is not None else self.executor.state_of(parent)
+        ex = self.executor.execute(mutant, state)
+        self._record_exec(ex, is_parent=False)
+        if ex.error is not None:
+            if handle is not None:
+                self.executor.release(handle)
+            self.scheduler.report(task, False)
+            return
+        self.oracle.register(mid, mutation.reference)
+        self.store.record_reference(self.campaign_id, mid, mutation.reference) if hasattr(
+            self.store, "record_reference") else None
+        self.failures.record_reference(mid, mutation.reference)
+        fb = self.feedback.observe(mutant.seed_id, mutant.checkpoint_id, ex, parent_ex, hidden=hidden, p=cfg.p)
+        self.store.record_feedback(self.campaign_id, mid, fb)
+        self.oracle.check(mutant, ex, parent, parent_ex)
+        retained = fb.retained and cfg.retain and mutant.depth < cfg.max_depth
+        if retained:
+            self.progress.retained += 1
+            self.cases[mid] = mutant
+            self.executor.remember(mutant, ex)
+            if handle is not None:
+                self.executor.adopt(mutant, handle)
+        else:
+            self.oracle.forget(mid)
+            if handle is not None:
+                self.executor.release(handle)
+        self.scheduler.report(task, True, retained=retained, new_case_id=mid if retained else None,
+                              moves=self._moves(mutant) if retained else None, coverage_gain=fb.coverage_gain,
+                              divergence=fb.divergence, meaning_preserving=op.meaning_preserving)
+
+    # -- results -----------------------------------------------------------------------------------------
+    def summary(self, status: str = "finished") -> dict[str, Any]:
+        by_op: dict[str, int] = {}
+        by_kind: dict[str, int] = {}
+        for _, f in self.failure_log:
+            by_op[f.operator] = by_op.get(f.operator, 0) + 1
+            by_kind[f"{f.stage}:{f.kind}"] = by_kind.get(f"{f.stage}:{f.kind}", 0) + 1
+        p = self.progress
+        return {
+            "campaign": getattr(self, "campaign_id", None), "status": status, "executions": p.executions,
+            "budget": p.budget, "mutants_valid": p.mutants_valid, "mutants_rejected": p.mutants_rejected,
+            "retained": p.retained, "coverage": p.coverage, "coverage_total": p.coverage_total,
+            "obligations": len(self.scheduler.obligations) if hasattr(self, "scheduler") else 0,
+            "obligations_covered": len(self.scheduler.covered) if hasattr(self, "scheduler") else 0,
+            "unique_failures": len(self.unique_keys), "failures_by_operator": by_op, "failures_by_kind": by_kind,
+            "errors": p.errors, "seed_baseline_failures": len(self.oracle.seed_baseline_failures)
+            if hasattr(self, "oracle") else 0,
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "failures": sorted(f.key for _, f in self.failure_log),
+        }

@@ -1,0 +1,42 @@
+"""Search strategies: the full method, its baselines and its ablations (``--strategy``).
+
+* ``full`` — obligation-first scheduling, retention on coverage gain or a new top-k signature, divergence
+  prioritisation, all six operators;
+* ``random`` — uniform seed × operator × target, no obligation ordering, no retention;
+* ``query-only`` / ``state-only`` — the full method restricted to query or memory-state operators;
+* ``no-feedback`` — obligation-first mutation of the seeds without retention;
+* ``no-<operator>`` — the full method without one operator (e.g. ``no-paraphrase``);
+* ``no-coverage`` / ``no-novelty`` / ``no-divergence`` — the full method without one feedback signal.
+"""
+
+from __future__ import annotations
+
+from ufuzz.operators import OPERATOR_NAMES, QUERY_OPERATORS, STATE_OPERATORS
+
+BASE = ("full", "random", "query-only", "state-only", "no-feedback")
+SIGNALS = ("coverage", "novelty", "divergence")
+
+
+def strategy_names() -> list[str]:
+    return [*BASE, *(f"no-{op.replace('_', '-')}" for op in OPERATOR_NAMES), *(f"no-{s}" for s in SIGNALS)]
+
+
+def apply_strategy(cfg, name: str):
+    """Set ``cfg``'s scheduling fields for strategy ``name`` (a CampaignConfig); returns ``cfg``."""
+    if name not in strategy_names():
+        raise ValueError(f"unknown strategy {name!r}; one of: {', '.join(strategy_names())}")
+    cfg.strategy = name
+    if name == "random":
+        cfg.obligation_first, cfg.retain = False, False
+    elif name == "query-only":
+        cfg.operators = QUERY_OPERATORS
+    elif name == "state-only":
+        cfg.operators = STATE_OPERATORS
+    elif name == "no-feedback":
+        cfg.retain = False
+    elif name.startswith("no-") and name[3:] in SIGNALS:
+        cfg.ablation = {**cfg.ablation, f"use_{name[3:]}": False}
+    elif name.startswith("no-"):
+        op = name[3:].replace("-", "_")
+        cfg.operators = tuple(o for o in OPERATOR_NAMES if o != op)
+    return cfg
