@@ -1,0 +1,703 @@
+"""A generic adapter for a memory product's REST API (``--backend http --config product.toml``).
+
+Everything product-specific lives in a TOML file (``options["config"]``); see ``examples/product.toml``.
+
+Top level: ``base_url`` (required), ``name``, ``timeout`` (seconds, default 10), ``retries`` (default 0:
+a failed request is reported at once; retrying a non-idempotent POST may duplicate a memory),
+``retry_backoff`` (seconds), ``deterministic`` (default true), ``abstain_threshold``, ``headers`` (a table of
+extra headers; values may use placeholders).
+
+``[auth]``: ``header`` (e.g. ``Authorization``), ``env`` (the environment variable holding the secret) and
+``scheme`` (``Bearer`` by default; ``""`` sends the secret alone). The secret is read once, sent only in that
+header and masked (``***``) in every error message; ``describe()`` names the header and variable only.
+
+``[namespace]``: ``prefix`` of the namespace names the adapter invents for its states (one namespace per
+state handle); use ``{namespace}`` in paths, bodies or headers to send it.
+
+One table per operation: ``[add]``, ``[search]``, ``[get]``, ``[list]`` (required), ``[update]``,
+``[delete]`` (optional: the capability turns off without them), ``[snapshot]`` (optional: copies one
+namespace into ``{target}``; with it ``fork`` is native and ``copyable`` is true), ``[create]`` and ``[drop]``
+(optional: called when a state is built or released). Each has ``method`` (default GET, or POST for add,
+search and snapshot), ``path`` (a template, e.g. ``/v1/{namespace}/memories/{id}``, values URL-quoted), an
+optional ``body`` (a TOML value sent as JSON; a string that is exactly one placeholder, such as ``"{k}"``,
+is replaced by the typed value) and JSON paths to the response fields:
+
+* add: ``id`` (the product's id of the new memory; without it the ufuzz id is the product id)
+* search: ``ids`` (required), ``texts``, ``scores`` (all wildcard paths, e.g. ``$.results[*].id``)
+* get: ``text`` (required), ``timestamp``, ``active``; ``not_found`` statuses (default ``[404]``) mean None
+* list: ``ids``, ``texts`` (required), ``timestamps``, ``actives``
+* update: ``policy`` = ``rewrite`` (in place, the default) or ``append`` (``{new_id}`` holds the new
+  version, the old one stays as superseded), ``id`` (the product's id of the written memory)
+
+Placeholders: ``namespace``, ``id`` (product id), ``uid`` (ufuzz id), ``text``, ``timestamp``, ``query``,
+``k``, ``new_id``, ``target``. JSON paths are a small subset: ``$``, ``.name``, ``['name']``, ``[3]``, ``[*]``.
+
+Malformed configuration raises ``ValueError`` naming the file and key (``product.toml: [search] missing
+'path'``); HTTP errors, timeouts and unreadable responses raise ``BackendError`` naming the operation and
+the status.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import string
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from ufuzz.backends.protocol import (
+    BackendError,
+    Capabilities,
+    MemoryBackend,
+    OpResult,
+    Retrieved,
+    StateHandle,
+    StoredMemory,
+)
+from ufuzz.seeds.model import Checkpoint, Memory
+
+# -- a small JSON-path subset ----------------------------------------------------------------------------
+
+_WILD = object()
+_SEG = re.compile(r"""\.(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)|\[(?:(?P<idx>-?\d+)|(?P<star>\*)|'(?P<sq>[^']*)'|"(?P<dq>[^"]*)")\]""")
+
+
+@dataclass(frozen=True)
+class JsonPath:
+    """``$.results[*].id`` style paths: names, quoted names, integer indexes and the ``[*]`` wildcard."""
+
+    text: str
+    segments: tuple[Any, ...]
+
+    @property
+    def multi(self) -> bool:
+        return any(s is _WILD for s in self.segments)
+
+    @classmethod
+    def parse(cls, text: str) -> JsonPath:
+        if not isinstance(text, str) or not text.startswith("$"):
+            raise ValueError(f"bad JSON path {text!r}: must start with '$'")
+        pos, segs = 1, []
+        while pos < len(text):
+            m = _SEG.match(text, pos)
+            if not m:
+                raise ValueError(f"bad JSON path {text!r}: cannot read from position {pos} ({text[pos:]!r}); "
+                                 "supported: .name, ['name'], [0], [*]")
+            if m.group("name") is not None:
+                segs.append(m.group("name"))
+            elif m.group("idx") is not None:
+                segs.append(int(m.group("idx")))
+            elif m.group("star") is not None:
+                segs.append(_WILD)
+            else:
+                segs.append(m.group("sq") if m.group("sq") is not None else m.group("dq"))
+            pos = m.end()
+        return cls(text, tuple(segs))
+
+    def prefix_found(self, doc: Any) -> bool:
+        """Whether the part before the first ``[*]`` reaches a list or object (a wildcard path over a
+        missing key is a misconfiguration, not an empty result)."""
+        first = self.segments.index(_WILD) if self.multi else len(self.segments)
+        head = JsonPath(self.text, self.segments[:first]).find(doc)
+        return bool(head) and (not self.multi or all(isinstance(v, list | dict) for v in head))
+
+    def find(self, doc: Any) -> list[Any]:
+        """Every value the path reaches (missing keys and out-of-range indexes reach nothing)."""
+        vals = [doc]
+        for seg in self.segments:
+            nxt: list[Any] = []
+            for v in vals:
+                if seg is _WILD:
+                    if isinstance(v, list):
+                        nxt.extend(v)
+                    elif isinstance(v, dict):
+                        nxt.extend(v.values())
+                elif isinstance(seg, int):
+                    if isinstance(v, list) and -len(v) <= seg < len(v):
+                        nxt.append(v[seg])
+                elif isinstance(v, dict) and seg in v:
+                    nxt.append(v[seg])
+            vals = nxt
+        return vals
+
+
+# -- configuration ---------------------------------------------------------------------------------------
+
+PLACEHOLDERS = frozenset({"namespace", "id", "uid", "text", "timestamp", "query", "k", "new_id", "target"})
+REQUIRED_OPS = ("add", "search", "get", "list")
+OPTIONAL_OPS = ("update", "delete", "snapshot", "create", "drop")
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+_DEFAULT_METHOD = {"add": "POST", "search": "POST", "snapshot": "POST", "create": "POST", "drop": "DELETE",
+                   "delete": "DELETE", "update": "PUT"}
+#: JSON-path keys per operation: name -> required?
+_PATH_KEYS: dict[str, dict[str, bool]] = {
+    "add": {"id": False},
+    "search": {"ids": True, "texts": False, "scores": False},
+    "get": {"text": True, "timestamp": False, "active": False, "id": False},
+    "list": {"ids": True, "texts": True, "timestamps": False, "actives": False},
+    "update": {"id": False},
+    "delete": {},
+    "snapshot": {},
+    "create": {},
+    "drop": {},
+}
+_OTHER_KEYS = {"method", "path", "body", "not_found", "policy"}
+_TOP_KEYS = {"base_url", "name", "timeout", "retries", "retry_backoff", "deterministic", "abstain_threshold",
+             "headers", "auth", "namespace", *REQUIRED_OPS, *OPTIONAL_OPS}
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    method: str
+    path: str
+    body: Any = None
+    paths: dict[str, JsonPath] = field(default_factory=dict)
+    not_found: tuple[int, ...] = (404,)
+    policy: str = "rewrite"
+
+
+@dataclass(frozen=True)
+class ProductConfig:
+    source: str  # file name used in messages
+    base_url: str
+    name: str
+    timeout: float
+    retries: int
+    retry_backoff: float
+    deterministic: bool
+    abstain_threshold: float | None
+    headers: dict[str, str]
+    auth_header: str | None
+    auth_env: str | None
+    auth_scheme: str
+    ns_prefix: str
+    ops: dict[str, Operation]
+
+
+def _placeholders(template: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(template, str):
+        for _lit, fname, _spec, _conv in string.Formatter().parse(template):
+            if fname is not None:
+                found.add(fname)
+    elif isinstance(template, dict):
+        for k, v in template.items():
+            found |= _placeholders(k) | _placeholders(v)
+    elif isinstance(template, list):
+        for v in template:
+            found |= _placeholders(v)
+    return found
+
+
+def load_config(path: str | Path, base_url: str | None = None) -> ProductConfig:
+    """Read and validate a product TOML file; every problem is a ValueError naming file and key."""
+    p = Path(path)
+    src = p.name
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{p}: config file not found") from None
+    except OSError as exc:
+        raise ValueError(f"{p}: cannot read config file: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{src}: invalid TOML: {exc}") from None
+    return parse_config(raw, src, base_url)
+
+
+def parse_config(raw: dict[str, Any], src: str = "product.toml", base_url: str | None = None) -> ProductConfig:
+    def err(where: str, msg: str) -> ValueError:
+        return ValueError(f"{src}: {where}{' ' if where else ''}{msg}")
+
+    unknown = sorted(set(raw) - _TOP_KEYS)
+    if unknown:
+        raise err("", f"unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(_TOP_KEYS))}")
+    url = base_url or raw.get("base_url")
+    if not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url):
+        raise err("", "missing or bad 'base_url' (e.g. base_url = \"http://127.0.0.1:8080\")")
+
+    def num(key: str, default: float, lo: float, cast: type = float) -> Any:
+        v = raw.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int | float) or v < lo:
+            raise err("", f"'{key}' must be a number >= {lo}, got {v!r}")
+        return cast(v)
+
+    timeout = num("timeout", 10.0, 0.001)
+    retries = num("retries", 0, 0, int)
+    backoff = num("retry_backoff", 0.2, 0.0)
+    det = raw.get("deterministic", True)
+    if not isinstance(det, bool):
+        raise err("", f"'deterministic' must be true or false, got {det!r}")
+    thr = raw.get("abstain_threshold")
+    if thr is not None and (isinstance(thr, bool) or not isinstance(thr, int | float)):
+        raise err("", f"'abstain_threshold' must be a number, got {thr!r}")
+    headers = raw.get("headers", {})
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise err("[headers]", "must be a table of string values")
+
+    auth = raw.get("auth", {})
+    if not isinstance(auth, dict):
+        raise err("[auth]", "must be a table")
+    bad = sorted(set(auth) - {"header", "env", "scheme"})
+    if bad:
+        raise err("[auth]", f"unknown key(s) {', '.join(map(repr, bad))}; known: header, env, scheme")
+    auth_header, auth_env = auth.get("header"), auth.get("env")
+    if (auth_header is None) != (auth_env is None):
+        raise err("[auth]", "needs both 'header' and 'env' (the environment variable holding the secret)")
+    for key, v in (("header", auth_header), ("env", auth_env), ("scheme", auth.get("scheme", "Bearer"))):
+        if v is not None and not isinstance(v, str):
+            raise err("[auth]", f"'{key}' must be a string")
+
+    ns = raw.get("namespace", {})
+    if not isinstance(ns, dict) or not isinstance(ns.get("prefix", "ufuzz-"), str):
+        raise err("[namespace]", "must be a table with a string 'prefix'")
+    bad = sorted(set(ns) - {"prefix"})
+    if bad:
+        raise err("[namespace]", f"unknown key(s) {', '.join(map(repr, bad))}; known: prefix")
+    bad_ph = _placeholders(headers) - PLACEHOLDERS
+    if bad_ph:
+        raise err("[headers]", f"uses unknown placeholder(s) {', '.join(sorted(bad_ph))}")
+
+    ops: dict[str, Operation] = {}
+    for name in (*REQUIRED_OPS, *OPTIONAL_OPS):
+        t = raw.get(name)
+        if t is None:
+            if name in REQUIRED_OPS:
+                raise err("", f"missing required operation [{name}]")
+            continue
+        if not isinstance(t, dict):
+            raise err(f"[{name}]", "must be a table")
+        ops[name] = _parse_op(name, t, err)
+    return ProductConfig(src, url.rstrip("/"), str(raw.get("name", "http-product")), timeout, retries, backoff,
+                         det, None if thr is None else float(thr), dict(headers), auth_header, auth_env,
+                         str(auth.get("scheme", "Bearer")), str(ns.get("prefix", "ufuzz-")), ops)
+
+
+def _parse_op(name: str, t: dict[str, Any], err: Any) -> Operation:
+    where = f"[{name}]"
+    keys = _PATH_KEYS[name]
+    bad = sorted(set(t) - _OTHER_KEYS - set(keys))
+    if bad:
+        raise err(where, f"unknown key(s) {', '.join(map(repr, bad))}; known: "
+                         f"{', '.join(sorted(_OTHER_KEYS | set(keys)))}")
+    if "path" not in t:
+        raise err(where, "missing 'path'")
+    path = t["path"]
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise err(where, f"'path' must be a string starting with '/', got {path!r}")
+    method = t.get("method", _DEFAULT_METHOD.get(name, "GET"))
+    if not isinstance(method, str) or method.upper() not in METHODS:
+        raise err(where, f"'method' must be one of {', '.join(METHODS)}, got {method!r}")
+    body = t.get("body")
+    try:
+        used = _placeholders(path) | _placeholders(body)
+    except ValueError as exc:
+        raise err(where, f"bad template: {exc}") from None
+    bad_ph = used - PLACEHOLDERS
+    if bad_ph:
+        raise err(where, f"uses unknown placeholder(s) {', '.join(sorted(bad_ph))}; "
+                         f"known: {', '.join(sorted(PLACEHOLDERS))}")
+    paths: dict[str, JsonPath] = {}
+    for key, required in keys.items():
+        if key not in t:
+            if required:
+                raise err(where, f"missing '{key}' (a JSON path such as '$.results[*].{key.rstrip('s')}')")
+            continue
+        try:
+            jp = JsonPath.parse(t[key])
+        except ValueError as exc:
+            raise err(where, f"{key}: {exc}") from None
+        if name in ("search", "list") and not jp.multi:
+            raise err(where, f"{key}: {jp.text!r} must select a list with [*] (e.g. '$.results[*].{key}')")
+        paths[key] = jp
+    nf = t.get("not_found", [404])
+    if not isinstance(nf, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in nf):
+        raise err(where, f"'not_found' must be a list of HTTP status codes, got {nf!r}")
+    policy = t.get("policy", "rewrite")
+    if name != "update" and "policy" in t:
+        raise err(where, "'policy' is only meaningful in [update]")
+    if policy not in ("rewrite", "append"):
+        raise err(where, f"'policy' must be 'rewrite' or 'append', got {policy!r}")
+    return Operation(name, method.upper(), path, body, paths, tuple(nf), policy)
+
+
+# -- the adapter -------------------------------------------------------------------------------------------
+
+
+def _render(template: Any, values: dict[str, Any], quote: bool = False) -> Any:
+    if isinstance(template, str):
+        parsed = list(string.Formatter().parse(template))
+        if len(parsed) == 1 and parsed[0][0] == "" and parsed[0][1] and not quote:
+            return values[parsed[0][1]]  # exactly one placeholder: keep the value's type
+        out = []
+        for lit, fname, _spec, _conv in parsed:
+            out.append(lit)
+            if fname is not None:
+                v = "" if values.get(fname) is None else str(values[fname])
+                out.append(urllib.parse.quote(v, safe="") if quote else v)
+        return "".join(out)
+    if isinstance(template, dict):
+        return {_render(k, values): _render(v, values) for k, v in template.items()}
+    if isinstance(template, list):
+        return [_render(v, values) for v in template]
+    return template
+
+
+@dataclass
+class _State:
+    namespace: str
+    to_product: dict[str, str] = field(default_factory=dict)  # ufuzz id -> product id
+    to_ufuzz: dict[str, str] = field(default_factory=dict)
+
+
+class _HttpStatus(Exception):
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(status)
+        self.status, self.body = status, body
+
+
+class HttpBackend(MemoryBackend):
+    """A memory product reached over HTTP, described by a TOML file (see the module docstring)."""
+
+    name = "http"
+    extra = None  # stdlib only
+
+    def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
+        super().__init__(workdir, options)
+        bad = sorted(set(self.options) - {"config", "base_url"})
+        if bad:
+            raise ValueError(f"http backend: unknown option(s) {', '.join(bad)}; known: config, base_url")
+        if not self.options.get("config"):
+            raise ValueError("http backend: option 'config' (path of the product TOML file) is required "
+                             "(e.g. --config product.toml)")
+        self.config_path = Path(str(self.options["config"]))
+        self.config = load_config(self.config_path, self.options.get("base_url") or None)
+        self._secret: str | None = None
+        if self.config.auth_env:
+            secret = os.environ.get(self.config.auth_env)
+            if not secret:
+                raise ValueError(f"{self.config.source}: [auth] env names {self.config.auth_env}, "
+                                 "which is not set (or empty)")
+            self._secret = secret
+        self._run_id = uuid.uuid4().hex[:8]
+        self._lock = threading.RLock()
+        self._states: dict[str, _State] = {}
+        self._next = 1
+
+    def __repr__(self) -> str:
+        return f"HttpBackend(config={str(self.config_path)!r}, base_url={self.config.base_url!r})"
+
+    # -- description -------------------------------------------------------------------------------------
+    @property
+    def capabilities(self) -> Capabilities:
+        ops = self.config.ops
+        scores = "scores" in ops["search"].paths
+        notes = [f"HTTP product {self.config.name!r} from {self.config.source}"]
+        notes.append("fork via [snapshot]" if "snapshot" in ops else
+                     "no [snapshot]: fork rebuilt by the executor")
+        if not scores:
+            notes.append("no search scores: score = 1/(rank+1)")
+        if "update" in ops:
+            notes.append(f"update policy {ops['update'].policy}")
+        return Capabilities(visible_retrieval=True, copyable="snapshot" in ops, native_update="update" in ops,
+                            native_delete="delete" in ops, observable_state=True, answers=False,
+                            deterministic=self.config.deterministic,
+                            abstain_threshold=self.config.abstain_threshold, notes="; ".join(notes))
+
+    def describe(self) -> dict[str, Any]:
+        c = self.config
+        return {"backend": self.name, "config": str(self.config_path), "product": c.name, "base_url": c.base_url,
+                "timeout": c.timeout, "retries": c.retries,
+                "auth": ({"header": c.auth_header, "env": c.auth_env} if c.auth_header else None),
+                "operations": {n: f"{o.method} {o.path}" for n, o in c.ops.items()},
+                "update_policy": c.ops["update"].policy if "update" in c.ops else None}
+
+    # -- HTTP plumbing -------------------------------------------------------------------------------------
+    def _mask(self, text: str) -> str:
+        if self._secret:
+            text = text.replace(self._secret, "***")
+        return text
+
+    def _fail(self, op: str, msg: str) -> BackendError:
+        return BackendError(self._mask(f"http backend ({self.config.source}): {op}: {msg}"))
+
+    def _request(self, op_name: str, values: dict[str, Any], not_found_ok: bool = False) -> tuple[int, Any]:
+        """(status, parsed JSON or None). With ``not_found_ok``, a status in the op's ``not_found`` list
+        raises _HttpStatus (the caller reports "no such memory"); every other failure is a BackendError."""
+        op = self.config.ops[op_name]
+        path = _render(op.path, values, quote=True)
+        url = self.config.base_url + path
+        data = None
+        headers = {"Accept": "application/json", "User-Agent": "ufuzz-http-backend"}
+        for k, v in self.config.headers.items():
+            headers[k] = str(_render(v, values))
+        if op.body is not None:
+            data = json.dumps(_render(op.body, values)).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        if self.config.auth_header and self._secret:
+            scheme = self.config.auth_scheme
+            headers[self.config.auth_header] = f"{scheme} {self._secret}" if scheme else self._secret
+        what = f"{op.method} {path}"
+        attempts = 1 + self.config.retries
+        last: BackendError | None = None
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(self.config.retry_backoff * attempt)
+            req = urllib.request.Request(url, data=data, headers=headers, method=op.method)
+            try:
+                with urllib.request.urlopen(req, timeout=self.config.timeout) as resp:
+                    status, raw = resp.status, resp.read()
+            except urllib.error.HTTPError as exc:
+                body = exc.read().decode("utf-8", "replace") if exc.fp else ""
+                exc.close()
+                if not_found_ok and exc.code in op.not_found:
+                    raise _HttpStatus(exc.code, body) from None
+                last = self._fail(op_name, f"{what} returned HTTP {exc.code}: {body[:300]}")
+                if exc.code >= 500 or exc.code == 429:
+                    continue
+                raise last from None
+            except TimeoutError:
+                last = self._fail(op_name, f"{what} timed out after {self.config.timeout:g}s")
+                continue
+            except urllib.error.URLError as exc:
+                reason = exc.reason
+                if isinstance(reason, TimeoutError):
+                    last = self._fail(op_name, f"{what} timed out after {self.config.timeout:g}s")
+                else:
+                    last = self._fail(op_name, f"{what} failed: {reason}")
+                continue
+            except (OSError, ValueError, http.client.HTTPException) as exc:  # reset, bad URL, ...
+                last = self._fail(op_name, f"{what} failed: {type(exc).__name__}: {exc}")
+                continue
+            if not raw.strip():
+                return status, None
+            try:
+                return status, json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise self._fail(op_name, f"{what} returned HTTP {status} with a body that is not JSON "
+                                          f"({exc})") from None
+        assert last is not None
+        if attempts > 1:
+            raise BackendError(f"{last} (after {attempts} attempts)")
+        raise last
+
+    def _one(self, op_name: str, key: str, doc: Any, required: bool = True) -> Any:
+        jp = self.config.ops[op_name].paths.get(key)
+        if jp is None:
+            return None
+        vals = jp.find(doc)
+        if not vals:
+            if required:
+                raise self._fail(op_name, f"response has no value at {key} = {jp.text!r}")
+            return None
+        return vals if jp.multi else vals[0]
+
+    def _many(self, op_name: str, key: str, doc: Any, n: int | None) -> list[Any] | None:
+        jp = self.config.ops[op_name].paths.get(key)
+        if jp is None:
+            return None
+        if not jp.prefix_found(doc):
+            raise self._fail(op_name, f"response has no list at {key} = {jp.text!r}: {str(doc)[:200]}")
+        vals = jp.find(doc)
+        if n is not None and len(vals) != n:
+            raise self._fail(op_name, f"response has {len(vals)} values at {key} = {jp.text!r} "
+                                      f"but {n} ids")
+        return vals
+
+    def _state(self, state: StateHandle) -> _State:
+        st = self._states.get(state)
+        if st is None:
+            raise BackendError(f"http backend: unknown or released state {state!r}")
+        return st
+
+    def _new_state(self) -> _State:
+        ns = f"{self.config.ns_prefix}{self._run_id}-s{self._next}"
+        self._next += 1
+        st = _State(ns)
+        self._states[ns] = st
+        return st
+
+    # -- states ------------------------------------------------------------------------------------------
+    def build(self, checkpoint: Checkpoint) -> StateHandle:
+        with self._lock:
+            st = self._new_state()
+            try:
+                if "create" in self.config.ops:
+                    self._request("create", {"namespace": st.namespace})
+                for m in checkpoint.memories:
+                    res = self._add(st, m)
+                    if not res.ok:
+                        raise BackendError(f"http backend: build of {checkpoint.id!r}: {res.detail}")
+            except BackendError:
+                self._states.pop(st.namespace, None)
+                raise
+            return st.namespace
+
+    def fork(self, state: StateHandle) -> StateHandle:
+        if "snapshot" not in self.config.ops:
+            raise NotImplementedError("http backend: no [snapshot] operation configured")
+        with self._lock:
+            src = self._state(state)
+            dst = self._new_state()
+            try:
+                self._request("snapshot", {"namespace": src.namespace, "target": dst.namespace})
+            except BackendError:
+                self._states.pop(dst.namespace, None)
+                raise
+            dst.to_product = dict(src.to_product)  # a snapshot keeps the product's ids
+            dst.to_ufuzz = dict(src.to_ufuzz)
+            return dst.namespace
+
+    def release(self, state: StateHandle) -> None:
+        with self._lock:
+            st = self._states.pop(state, None)
+            if st is None or "drop" not in self.config.ops:
+                return
+            try:
+                self._request("drop", {"namespace": st.namespace}, not_found_ok=True)
+            except _HttpStatus:
+                pass  # already gone
+
+    # -- retrieval -----------------------------------------------------------------------------------------
+    def retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:
+        with self._lock:
+            st = self._state(state)
+            if k <= 0:
+                return []
+            _status, doc = self._request("search", {"namespace": st.namespace, "query": query, "k": k})
+            ids = self._many("search", "ids", doc, None) or []
+            texts = self._many("search", "texts", doc, len(ids))
+            scores = self._many("search", "scores", doc, len(ids))
+            out: list[tuple[float, int, Retrieved]] = []
+            for rank, pid in enumerate(ids):
+                uid = st.to_ufuzz.get(str(pid), str(pid))
+                if texts is not None:
+                    text = "" if texts[rank] is None else str(texts[rank])
+                else:
+                    got = self._get(st, uid)
+                    text = got.text if got else ""
+                if scores is not None:
+                    try:
+                        score = float(scores[rank])
+                    except (TypeError, ValueError):
+                        raise self._fail("search", f"score {scores[rank]!r} is not a number") from None
+                else:
+                    score = 1.0 / (rank + 1)
+                out.append((score, rank, Retrieved(uid, text, score)))
+            # best first; the product's own order breaks equal scores, then the id
+            out.sort(key=lambda t: (-t[0], t[1], t[2].id))
+            return [r for _s, _r, r in out[:k]]
+
+    # -- native operations -----------------------------------------------------------------------------------
+    def add(self, state: StateHandle, memory: Memory) -> OpResult:
+        with self._lock:
+            return self._add(self._state(state), memory)
+
+    def _add(self, st: _State, memory: Memory) -> OpResult:
+        if memory.id in st.to_product:
+            return OpResult("add", False, memory.id, detail=f"memory id {memory.id!r} already exists")
+        _status, doc = self._request("add", {"namespace": st.namespace, "id": memory.id, "uid": memory.id,
+                                             "text": memory.text, "timestamp": memory.timestamp})
+        pid = self._one("add", "id", doc)
+        pid = memory.id if pid is None else str(pid)
+        st.to_product[memory.id] = pid
+        st.to_ufuzz[pid] = memory.id
+        return OpResult("add", True, memory.id, written=(memory.id,))
+
+    def update(self, state: StateHandle, memory_id: str, new: Memory) -> OpResult:
+        if "update" not in self.config.ops:
+            raise BackendError(f"http backend ({self.config.source}): no [update] operation configured")
+        with self._lock:
+            st = self._state(state)
+            pid = st.to_product.get(memory_id)
+            if pid is None:
+                return OpResult("update", False, memory_id, detail=f"unknown memory id {memory_id!r}")
+            op = self.config.ops["update"]
+            if op.policy == "append" and new.id in st.to_product:
+                return OpResult("update", False, memory_id, detail=f"new memory id {new.id!r} already exists")
+            try:
+                _status, doc = self._request("update", {"namespace": st.namespace, "id": pid, "uid": memory_id,
+                                                        "new_id": new.id, "text": new.text,
+                                                        "timestamp": new.timestamp}, not_found_ok=True)
+            except _HttpStatus as exc:
+                return OpResult("update", False, memory_id, detail=f"HTTP {exc.status}")
+            if op.policy == "rewrite":
+                return OpResult("update", True, memory_id, written=(memory_id,), detail="rewritten in place")
+            npid = self._one("update", "id", doc)
+            npid = new.id if npid is None else str(npid)
+            st.to_product[new.id] = npid
+            st.to_ufuzz[npid] = new.id
+            return OpResult("update", True, memory_id, written=(new.id,), superseded=(memory_id,),
+                            detail="appended a new version")
+
+    def delete(self, state: StateHandle, memory_id: str) -> OpResult:
+        if "delete" not in self.config.ops:
+            raise BackendError(f"http backend ({self.config.source}): no [delete] operation configured")
+        with self._lock:
+            st = self._state(state)
+            pid = st.to_product.get(memory_id)
+            if pid is None:
+                return OpResult("delete", False, memory_id, detail=f"unknown memory id {memory_id!r}")
+            try:
+                self._request("delete", {"namespace": st.namespace, "id": pid, "uid": memory_id}, not_found_ok=True)
+            except _HttpStatus as exc:
+                return OpResult("delete", False, memory_id, detail=f"HTTP {exc.status}")
+            return OpResult("delete", True, memory_id, removed=(memory_id,))
+
+    # -- observation -------------------------------------------------------------------------------------------
+    def get(self, state: StateHandle, memory_id: str) -> StoredMemory | None:
+        with self._lock:
+            return self._get(self._state(state), memory_id)
+
+    def _get(self, st: _State, memory_id: str) -> StoredMemory | None:
+        pid = st.to_product.get(memory_id)
+        if pid is None:
+            return None
+        try:
+            _status, doc = self._request("get", {"namespace": st.namespace, "id": pid, "uid": memory_id},
+                                         not_found_ok=True)
+        except _HttpStatus:
+            return None
+        text = self._one("get", "text", doc)
+        ts = self._one("get", "timestamp", doc, required=False)
+        active = self._one("get", "active", doc, required=False)
+        return StoredMemory(memory_id, str(text), "" if ts is None else str(ts),
+                            True if active is None else bool(active), {"product_id": pid})
+
+    def list(self, state: StateHandle) -> list[StoredMemory]:
+        with self._lock:
+            st = self._state(state)
+            _status, doc = self._request("list", {"namespace": st.namespace})
+            ids = self._many("list", "ids", doc, None) or []
+            texts = self._many("list", "texts", doc, len(ids)) or []
+            stamps = self._many("list", "timestamps", doc, len(ids))
+            actives = self._many("list", "actives", doc, len(ids))
+            out = []
+            for i, pid in enumerate(ids):
+                uid = st.to_ufuzz.get(str(pid))
+                meta: dict[str, Any] = {"product_id": str(pid)}
+                if uid is None:
+                    uid = str(pid)
+                    meta["unmapped"] = True  # a memory the product holds that ufuzz never wrote
+                out.append(StoredMemory(uid, str(texts[i]), "" if stamps is None else str(stamps[i]),
+                                        True if actives is None else bool(actives[i]), meta))
+            return sorted(out, key=lambda m: m.id)
+
+    def close(self) -> None:
+        with self._lock:
+            for h in list(self._states):
+                try:
+                    self.release(h)
+                except BackendError:
+                    pass
