@@ -26,7 +26,7 @@ FORMS = ("question", "imperative", "indirect")
 CONTEXTS: tuple[str, ...] = (
     "I'm sorting out my notes.",
     "Quick question.",
-    "Sorry if I've asked this already.",
+    "Sorry for asking again.",
     "I'm trying to get my facts straight.",
     "Bear with me for a second.",
     "I want to get this right.",
@@ -336,9 +336,10 @@ class Mentions:
     values: frozenset[str]
 
 
-@lru_cache(maxsize=4096)
-def _word_re(term: str, ignore_case: bool) -> re.Pattern[str]:
-    return re.compile(rf"(?<!\w){re.escape(term)}(?!\w)", re.IGNORECASE if ignore_case else 0)
+@lru_cache(maxsize=512)
+def _alternation(terms: tuple[str, ...], ignore_case: bool) -> re.Pattern[str]:
+    alts = "|".join(re.escape(t) for t in terms)  # longest first, so the longest term wins at a position
+    return re.compile(rf"(?<!\w)(?:{alts})(?!\w)", re.IGNORECASE if ignore_case else 0)
 
 
 _ATTR_RES = {a: tuple(re.compile(p, re.IGNORECASE) for p in s.phrases) for a, s in ATTRIBUTES.items()}
@@ -347,13 +348,17 @@ _SCOPE_RES = {s: tuple(re.compile(p, re.IGNORECASE) for p in ws) for s, ws in SC
 
 def _mask(text: str, terms: Iterable[str], ignore_case: bool) -> tuple[str, set[str]]:
     """Find whole-word ``terms`` (longest first, non-overlapping) and blank them out of ``text``."""
+    uniq = tuple(sorted({t for t in terms if t}, key=lambda t: (-len(t), t)))
+    if not uniq:
+        return text, set()
+    canon = {t.casefold(): t for t in reversed(uniq)} if ignore_case else {}
     found: set[str] = set()
-    for term in sorted({t for t in terms if t}, key=lambda t: (-len(t), t)):
-        pat = _word_re(term, ignore_case)
-        if pat.search(text):
-            found.add(term)
-            text = pat.sub(lambda m: " " * len(m.group(0)), text)
-    return text, found
+
+    def blank(m: re.Match[str]) -> str:
+        found.add(canon.get(m.group(0).casefold(), m.group(0)) if ignore_case else m.group(0))
+        return " " * len(m.group(0))
+
+    return _alternation(uniq, ignore_case).sub(blank, text), found
 
 
 def extract(text: str, known_entities: Iterable[str], known_values: Iterable[str] = ()) -> Mentions:
