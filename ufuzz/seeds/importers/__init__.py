@@ -1,0 +1,44 @@
+"""Seed importers: benchmark files → :class:`SeedSuite` (checkpoints, seeds, references kept apart).
+
+``import_file(fmt, path, extractor=None)`` returns an :class:`ImportResult` carrying the suite and two
+counters: ``warnings`` (real-data quirks that were repaired or skipped) and ``dropped`` (seeds not
+imported, by reason — ``no_fields`` when the question's entity/attribute cannot be established, never
+guessed). A malformed file raises :class:`SeedImportError` naming the file and the record.
+
+Formats: ``locomo``, ``longmemeval``, ``memops``, ``meme``, ``halumem``. Every imported reference is
+exactly ``Provenance.of(checkpoint).reference_for(query.id, query.fields)`` and agrees with the
+benchmark's answer and evidence; a question whose derived reference would disagree is dropped
+(``reference_mismatch``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ufuzz.seeds.importers import halumem, locomo, longmemeval, meme, memops
+from ufuzz.seeds.importers._common import UNSTATED, ImportResult, SeedImportError
+from ufuzz.seeds.importers.fields import Extractor
+
+IMPORTERS: dict[str, Callable[..., ImportResult]] = {
+    "locomo": locomo.load,
+    "longmemeval": longmemeval.load,
+    "memops": memops.load,
+    "meme": meme.load,
+    "halumem": halumem.load,
+}
+
+
+def import_file(fmt: str, path: str | Path, *, extractor: Extractor | None = None,
+                name: str | None = None) -> ImportResult:
+    """Import ``path`` in format ``fmt``; ``name`` is the suite name (default: the file's stem)."""
+    key = fmt.strip().lower().replace("_", "").replace("-", "")
+    importer = IMPORTERS.get(key)
+    if importer is None:
+        raise SeedImportError(path, f"unknown import format {fmt!r}; known formats: {', '.join(sorted(IMPORTERS))}")
+    if extractor is not None and not callable(getattr(extractor, "extract", None)):
+        raise TypeError("extractor must have an .extract(question, context_snippets) method")
+    return importer(path, extractor=extractor, name=name)
+
+
+__all__ = ["IMPORTERS", "UNSTATED", "ImportResult", "SeedImportError", "import_file"]

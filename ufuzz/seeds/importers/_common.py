@@ -1,0 +1,336 @@
+"""Shared machinery of the seed importers: reading records, clear errors, and building checkpoints.
+
+Every importer turns one benchmark record (sample, question, episode, user) into a checkpoint plus
+*pending queries* (question text, fields, the benchmark's answer and evidence ids, the facts that answer
+needs). :meth:`Builder.add_checkpoint` then resolves field collisions, builds the checkpoint, derives each
+reference with ``Provenance.reference_for`` and keeps a seed only when that derived reference agrees with
+the benchmark's own (answer, abstention, supporting ids) — so imported references are exactly what
+provenance gives, and operators can keep deriving from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ufuzz.seeds.importers.fields import (
+    GENERIC_ATTRIBUTES,
+    PERSON_NAMES,
+    mentions_word,
+    value_pool,
+)
+from ufuzz.seeds.model import (
+    MEMORY_OPS,
+    Checkpoint,
+    Entity,
+    Fact,
+    Memory,
+    MutationDescriptor,
+    Query,
+    QueryFields,
+    Seed,
+    SeedSuite,
+)
+from ufuzz.seeds.provenance import Provenance
+
+#: value_type of a history fact whose value the benchmark does not state (only that it was superseded).
+UNSTATED = "unstated"
+
+
+class SeedImportError(ValueError):
+    """A malformed benchmark file; the message names the file and, where known, the record."""
+
+    def __init__(self, path: str | Path, message: str, record: int | None = None,
+                 record_id: str | None = None, line: int | None = None) -> None:
+        where = str(path)
+        if line is not None:
+            where += f":{line}"
+        if record is not None:
+            where += f": record {record}" + (f" ({record_id})" if record_id else "")
+        self.path, self.record, self.record_id, self.line = str(path), record, record_id, line
+        super().__init__(f"{where}: {message}")
+
+
+def read_records(path: Path, containers: Sequence[str] = ()) -> list[Any]:
+    """Records of a JSON list, a JSON object holding a list under one of ``containers``, or JSONL."""
+    if not path.exists():
+        raise SeedImportError(path, "no such file")
+    if path.is_dir():
+        raise SeedImportError(path, "is a directory, expected a JSON or JSONL file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SeedImportError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not text.strip():
+        raise SeedImportError(path, "empty file")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Extra data":
+            raise SeedImportError(path, f"invalid JSON: {exc.msg} at column {exc.colno}", line=exc.lineno) from None
+        data = None
+    if data is None:  # JSON Lines
+        records = []
+        for lineno, raw in enumerate(text.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                records.append(json.loads(raw))
+            except json.JSONDecodeError as exc:
+                raise SeedImportError(path, f"invalid JSON line: {exc.msg} at column {exc.colno}",
+                                      line=lineno) from None
+        return records
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict):
+        for key in containers:
+            if isinstance(data.get(key), list):
+                return data[key]
+        return [data]
+    raise SeedImportError(path, f"expected a JSON list or object, got {type(data).__name__}")
+
+
+class RecordError(Exception):
+    """Raised inside an importer for a malformed record; turned into a SeedImportError naming it."""
+
+
+def need(obj: Any, key: str, typ: type | tuple[type, ...], where: str = "") -> Any:
+    if not isinstance(obj, dict):
+        raise RecordError(f"{where or 'record'} must be an object, got {type(obj).__name__}")
+    if key not in obj:
+        raise RecordError(f"missing required field '{where + '.' if where else ''}{key}'")
+    val = obj[key]
+    if not isinstance(val, typ):
+        tname = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
+        raise RecordError(f"field '{where + '.' if where else ''}{key}' must be {tname}, "
+                          f"got {type(val).__name__}")
+    return val
+
+
+def each_record(path: Path, records: list[Any], id_key: str | None,
+                fn: Callable[[int, Any], None]) -> None:
+    """Call ``fn(index, record)`` for every record; a malformed record becomes a SeedImportError naming it.
+
+    Known real-data quirks are handled inside ``fn`` (repaired or skipped with a counted warning); what
+    reaches here is a record whose structure the format does not allow.
+    """
+    for i, rec in enumerate(records):
+        rid = str(rec.get(id_key)) if id_key and isinstance(rec, dict) and rec.get(id_key) is not None else None
+        try:
+            fn(i, rec)
+        except RecordError as exc:
+            raise SeedImportError(path, str(exc), record=i, record_id=rid) from None
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            if isinstance(exc, SeedImportError):
+                raise
+            raise SeedImportError(path, f"malformed record ({type(exc).__name__}: {exc})", record=i,
+                                  record_id=rid) from None
+
+
+def answer_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        return value.strip() or None
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value) and value:
+        return ", ".join(str(v) for v in value)
+    return None
+
+
+@dataclass
+class Pending:
+    """One question waiting for its checkpoint: fields plus what the benchmark says the answer is."""
+
+    qid: str
+    text: str
+    fields: QueryFields
+    answer: str | None  # None: the benchmark expects an abstention
+    supporting: tuple[str, ...] = ()
+    facts: tuple[Fact, ...] = ()  # facts this question contributes (answer fact and history)
+    expect_invalidated: tuple[str, ...] | None = None  # checked when given
+    extra_targets: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    memory_ops: tuple[str, ...] | None = None
+
+
+@dataclass
+class Builder:
+    name: str
+    source: str
+    warnings: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        self.suite = SeedSuite(name=self.name)
+
+    # ------------------------------------------------------------------------------------------------
+    def add_checkpoint(self, cp_id: str, memories: Sequence[Memory], pending: Sequence[Pending],
+                       entities: Sequence[Entity] = (), base_facts: Sequence[Fact] = ()) -> int:
+        """Build one checkpoint from ``memories`` and the questions' facts; add its agreeing seeds.
+
+        Returns the number of seeds added. A checkpoint without any seed is not added.
+        """
+        mem_ids = {m.id for m in memories}
+        accepted: dict[tuple[str, str], frozenset[Fact]] = {}
+        for f in base_facts:
+            accepted.setdefault((f.entity, f.attribute), frozenset())
+            accepted[(f.entity, f.attribute)] |= {f}
+        base_keys = set(accepted)
+        kept: list[Pending] = []
+        # answerable questions first, so that an abstention never shadows a later answer
+        for p in sorted(pending, key=lambda p: p.answer is None):
+            bad = [e for f in p.facts for e in f.evidence if e not in mem_ids]
+            if bad:  # importers filter evidence first; this guards the checkpoint invariant
+                self.dropped["unknown_evidence"] += 1
+                continue
+            groups: dict[tuple[str, str], set[Fact]] = {}
+            for f in p.facts:
+                groups.setdefault((f.entity, f.attribute), set()).add(f)
+            key = (p.fields.entity, p.fields.attribute)
+            clash = any(k in accepted and (k in base_keys or accepted[k] != frozenset(v))
+                        for k, v in groups.items())
+            if p.answer is None and key in accepted and key not in base_keys:
+                clash = True
+            if clash:
+                self.dropped["field_conflict"] += 1
+                continue
+            for k, v in groups.items():
+                accepted[k] = frozenset(v)
+            kept.append(p)
+        if not kept:
+            return 0
+        facts = tuple(sorted({f for fs in accepted.values() for f in fs},
+                             key=lambda f: (f.entity, f.attribute, f.valid_from or "", f.value)))
+        names = {e.name for e in entities}
+        ents = list(entities) + [Entity(n, "person" if n not in ("user", "assistant") else n)
+                                 for n in sorted({f.entity for f in facts} - names)]
+        mems = tuple(sorted(memories, key=lambda m: m.timestamp))
+        cp = Checkpoint(id=cp_id, memories=mems, facts=facts, entities=tuple(ents))
+        prov = Provenance.of(cp)
+        added = 0
+        seeds: list[tuple[Seed, Any]] = []
+        for p in kept:
+            ref = prov.reference_for(p.qid, p.fields)
+            if not self._agrees(ref, p):
+                self.dropped["reference_mismatch"] += 1
+                continue
+            query = Query(id=p.qid, text=p.text, fields=p.fields, context="", form="free", template=None)
+            seeds.append((Seed(id=p.qid, checkpoint_id=cp_id, query=query,
+                               descriptor=self._descriptor(prov, p, cp)), ref))
+        if not seeds:
+            return 0
+        self.suite.checkpoints[cp_id] = cp
+        for seed, ref in seeds:
+            self.suite.seeds.append(seed)
+            self.suite.references[seed.query.id] = ref
+            added += 1
+        return added
+
+    @staticmethod
+    def _agrees(ref: Any, p: Pending) -> bool:
+        if p.answer is None:
+            ok = ref.abstain
+        else:
+            ok = (not ref.abstain and ref.answer == p.answer and set(ref.supporting) == set(p.supporting))
+        if ok and p.expect_invalidated is not None:
+            ok = set(ref.invalidated) == set(p.expect_invalidated)
+        return ok
+
+    def _corpus(self, cp: Checkpoint) -> str:
+        """All memory text of ``cp`` in one string (absence checks search it once, not per memory)."""
+        cache = self.__dict__.setdefault("_corpus_cache", {})
+        if cp.id not in cache:
+            cache.clear()
+            cache[cp.id] = "\n".join(m.text for m in cp.memories)
+        return cache[cp.id]
+
+    # ------------------------------------------------------------------------------------------------
+    def _descriptor(self, prov: Provenance, p: Pending, cp: Checkpoint) -> MutationDescriptor:
+        f = p.fields
+        corpus = self._corpus(cp)
+        known = set(prov.entity_names())
+        entities_with_facts = sorted({x.entity for x in prov.facts} - {f.entity})
+        attrs = [a for a in prov.attributes_of(f.entity) if a != f.attribute]
+        replacement: dict[str, tuple[str, ...]] = {}
+        if entities_with_facts:
+            replacement["entity"] = tuple(entities_with_facts)
+        if attrs:
+            replacement["attribute"] = tuple(attrs)
+        scopes = []
+        for s in ("current", "previous", "any"):
+            if s == f.scope:
+                continue
+            r = prov.reference_for(p.qid, QueryFields(f.entity, f.attribute, s, f.answerable))
+            fact = prov.previous(f.entity, f.attribute) if s == "previous" else prov.active(f.entity, f.attribute)
+            # never offer a scope whose answer is a value the benchmark does not state, or one that never
+            # held (a retracted value is an invalid fact without valid_from)
+            if (not r.abstain and fact is not None and fact.value_type != UNSTATED
+                    and (s != "previous" or fact.valid_from is not None)):
+                scopes.append(s)
+        if scopes:
+            replacement["scope"] = tuple(scopes)
+        replacement.update({k: tuple(v) for k, v in p.extra_targets.items() if v})
+        rng_key = int(hashlib.sha1(p.qid.encode()).hexdigest()[:8], 16)
+        absent_names = [n for n in PERSON_NAMES if n not in known and not mentions_word([corpus], n)]
+        if absent_names:
+            k = rng_key % len(absent_names)
+            absent_names = absent_names[k:] + absent_names[:k]
+        absent: dict[str, tuple[str, ...]] = {}
+        if absent_names:
+            absent["entity"] = tuple(absent_names[:3])
+        all_attrs = {x.attribute for x in prov.facts}
+        absent_attrs = sorted(a for a in all_attrs - set(prov.attributes_of(f.entity)))
+        absent_attrs += [a for a in GENERIC_ATTRIBUTES if a not in all_attrs and not mentions_word([corpus], a)][:3]
+        if absent_attrs:
+            absent["attribute"] = tuple(absent_attrs[:6])
+        pool: tuple[str, ...] = ()
+        active = prov.active(f.entity, f.attribute)
+        if active is not None and f.answerable:
+            existing = {x.value for x in prov.facts}
+            try:
+                pool = value_pool(active.value, active.value_type, existing, absent_names[3:] or absent_names)
+            except ValueError:
+                pool = ()
+        if p.memory_ops is not None:
+            ops = p.memory_ops
+        elif p.answer is None:
+            ops = ("unrelated_edit",)
+        else:
+            ops = MEMORY_OPS
+        return MutationDescriptor(replacement_targets=replacement, absent_targets=absent, memory_ops=ops,
+                                  value_pool=pool)
+
+
+@dataclass
+class ImportResult:
+    """What an import produced: the suite plus counted warnings (repaired/skipped quirks) and drops."""
+
+    suite: SeedSuite
+    warnings: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
+
+    def summary(self) -> str:
+        s = self.suite
+        parts = [f"{len(s.seeds)} seeds on {len(s.checkpoints)} checkpoints"]
+        if self.warnings:
+            parts.append("warnings: " + ", ".join(f"{k}={v}" for k, v in sorted(self.warnings.items())))
+        if self.dropped:
+            parts.append("dropped: " + ", ".join(f"{k}={v}" for k, v in sorted(self.dropped.items())))
+        return "; ".join(parts)
+
+
+def finish(builder: Builder) -> ImportResult:
+    return ImportResult(suite=builder.suite, warnings=builder.warnings, dropped=builder.dropped)
+
+
+def snippets(memories: Sequence[Memory], ids: Sequence[str], limit: int = 6, width: int = 400) -> list[str]:
+    by_id = {m.id: m for m in memories}
+    return [by_id[i].text[:width] for i in list(ids)[:limit] if i in by_id]

@@ -1,0 +1,381 @@
+"""Heuristic field extraction for imported benchmark questions.
+
+Benchmarks give a question in free text; a seed needs its answer-affecting :class:`QueryFields` (entity,
+attribute, scope, answerable). The importers use the format's own structure where there is some (speaker
+names, question types, abstention labels, update history) and the rules here for the rest:
+
+* entity — a known name mentioned in the question (LoCoMo speakers, a HaluMem persona), ``"user"`` for
+  user-centred ``I/my`` questions, ``"assistant"`` for questions about what the assistant said;
+* attribute — the question's head noun phrase (``"What type of rice is my favorite?"`` → ``"type of rice"``,
+  ``"How many bikes …"`` → ``"number of bikes"``, ``"When …"`` → ``"time"``) qualified by the content words
+  of the rest of the question, so that two questions about the same entity rarely collide;
+* scope — ``current``/``previous`` when the checkpoint holds an update history (temporal words decide
+  which), otherwise ``current`` for present-tense words, ``any`` for questions about a past event.
+
+An optional extractor (any object with ``.extract(question, context_snippets) -> dict | None``, such as
+``ufuzz.llm.uses.FieldExtractor``) is asked first; what it returns is validated and the format's structure
+(abstention labels, whether history exists) overrides it. Nothing is guessed: when neither the extractor
+nor the rules establish an entity and an attribute, :func:`establish_fields` returns ``None`` and the
+importer drops the seed with a count.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from ufuzz.seeds.model import SCOPES, QueryFields
+
+
+class Extractor(Protocol):
+    def extract(self, question: str, context_snippets: Sequence[str]) -> dict[str, Any] | None: ...
+
+
+_WORD = re.compile(r"[A-Za-z0-9$%][A-Za-z0-9$%'’.\-]*")
+_AUX = {"is", "are", "was", "were", "do", "does", "did", "have", "has", "had", "will", "would", "can", "could",
+        "should", "shall", "may", "might", "must", "am", "be", "been", "being"}
+_PREP = {"in", "on", "at", "for", "from", "to", "with", "about", "by", "during", "since", "before", "after",
+         "that", "which", "who", "whom", "when", "where", "while", "than", "into", "onto", "over", "under",
+         "between", "as", "if", "or", "and", "but", "because", "so", "per"}
+_PRONOUN = {"i", "me", "my", "mine", "myself", "you", "your", "yours", "yourself", "he", "him", "his", "she",
+            "her", "hers", "they", "them", "their", "theirs", "we", "us", "our", "ours", "it", "its", "i'm",
+            "i've", "i'd", "i'll", "you've", "you'd", "you're"}
+_DET = {"the", "a", "an", "this", "that", "these", "those", "some", "any", "each", "every", "all", "both",
+        "my", "your", "his", "her", "their", "our", "its"}
+_STOP = _AUX | _PREP | _PRONOUN | _DET | {
+    "what", "which", "who", "whom", "whose", "where", "when", "why", "how", "not", "no", "there", "here",
+    "of", "also", "just", "ever", "really", "very", "much", "many", "get", "got", "go", "went", "s", "please",
+    "remind", "remember", "tell", "know", "wondering", "thinking", "wanted", "want"}
+#: Temporal words that select a scope; they are dropped from attributes (the scope carries them).
+CURRENT_WORDS = ("currently", "current", "now", "still", "presently", "these days", "at the moment",
+                 "nowadays", "at present")
+PREVIOUS_WORDS = ("previous", "previously", "formerly", "used to", "originally", "prior", "initially")
+_PAST_MARKERS = re.compile(r"\b(did|was|were|had|ago|when|last|yesterday|earlier|first|happened|"
+                           r"january|february|march|april|may|june|july|august|september|october|"
+                           r"november|december|\d{4})\b", re.I)
+_ASSISTANT = re.compile(r"\byou\s+(?:had\s+|have\s+)?(?:suggested|recommended|said|mentioned|told|provided|"
+                        r"listed|gave|shared|proposed|described|explained|wrote|named)\b", re.I)
+_USER = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll|we|our|us)\b", re.I)
+_CLAUSE_LEAD = re.compile(r"\b(?:remind me|do you remember|you remember|tell me|let me know|recall)\b"
+                          r"\s*(?:of|about)?\s*", re.I)
+_ABBREV = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|vs|etc)\.")
+_SIMPLE_HEADS = {"where": "place", "when": "time", "who": "person", "whom": "person", "whose": "owner",
+                 "why": "reason"}
+_HOW_HEADS = {"long": "duration", "old": "age", "often": "frequency", "far": "distance", "soon": "time",
+              "big": "size", "tall": "height", "late": "time", "early": "time"}
+
+
+def _tokens(text: str) -> list[str]:
+    return [t.strip(".'’").lower() for t in _WORD.findall(text) if t.strip(".'’")]
+
+
+def _question_clause(question: str) -> str:
+    """The part of ``question`` that actually asks (benchmarks often lead with context sentences)."""
+    q = question.strip()
+    lead = None
+    for m in _CLAUSE_LEAD.finditer(q):
+        lead = m
+    if lead is not None and q[lead.end():].strip():
+        return q[lead.end():].strip()
+    q = _ABBREV.sub(lambda m: m.group(1), q)  # "Dr. Johnson" is not a sentence end
+    sentences = [s for s in re.split(r"(?<=[.?!])\s+", q) if s.strip()]
+    asking = [s for s in sentences if s.rstrip().endswith("?")]
+    return (asking[-1] if asking else sentences[-1] if sentences else q).strip()
+
+
+def _strip_names(tokens: list[str], names: Sequence[str]) -> list[str]:
+    name_toks = {t for n in names for t in _tokens(n)}
+    out = []
+    for t in tokens:
+        base = t[:-2] if t.endswith(("'s", "’s")) else t
+        if base in name_toks:
+            continue
+        out.append(t)
+    return out
+
+
+def _noun_phrase(tokens: list[str], start: int) -> tuple[list[str], int]:
+    """Consume a noun phrase from ``start``: skip determiners/possessives, stop at verbs/prepositions."""
+    i = start
+    while i < len(tokens) and (tokens[i] in _DET or tokens[i].endswith(("'s", "’s"))):
+        i += 1
+    np: list[str] = []
+    while i < len(tokens):
+        t = tokens[i]
+        if t in _AUX or t in _PRONOUN or (t in _PREP and t != "of"):
+            break
+        if t == "of" and (not np or i + 1 >= len(tokens)):
+            break
+        np.append(t)
+        i += 1
+    while np and np[-1] == "of":
+        np.pop()
+        i -= 1
+    return np, i
+
+
+def _drop_scope_words(words: list[str]) -> list[str]:
+    singles = {w for w in CURRENT_WORDS + PREVIOUS_WORDS if " " not in w}
+    return [w for w in words if w not in singles]
+
+
+def head_attribute(question: str, names: Sequence[str] = (), *, has_history: bool = False) -> str | None:
+    """The attribute a question asks for: head noun phrase plus the content words of the rest.
+
+    Returns ``None`` when the question has no recognisable asking form (e.g. "Any tips?").
+    """
+    clause = _question_clause(question)
+    toks = _strip_names(_tokens(clause), names)
+    if not toks:
+        return None
+    # find the first wh-word / asking form in the clause
+    head: list[str] | None = None
+    rest_from = 0
+    for i, t in enumerate(toks):
+        nxt = toks[i + 1] if i + 1 < len(toks) else ""
+        if t == "how":
+            if nxt in ("many", "much"):
+                np, j = _noun_phrase(toks, i + 2)
+                kind = "number" if nxt == "many" else "amount"
+                if np in (["more"], ["less"], ["longer"]):
+                    kind, np = "difference", []
+                head, rest_from = ([kind, "of", *np] if np else [kind]), j
+            elif nxt in _HOW_HEADS:
+                head, rest_from = [_HOW_HEADS[nxt]], i + 2
+            else:
+                head, rest_from = ["manner"], i + 1
+            break
+        if t in ("what", "which"):
+            j = i + 1
+            if j < len(toks) and toks[j] in _AUX:
+                np, k = _noun_phrase(toks, j + 1)
+                if np and k > j + 1 and toks[j] not in ("did", "do", "does", "will", "would", "can", "could"):
+                    head, rest_from = np, k
+                else:
+                    head, rest_from = ["thing"], j + 1
+            else:
+                np, k = _noun_phrase(toks, j)
+                head, rest_from = (np, k) if np else (["thing"], j)
+            break
+        if t in _SIMPLE_HEADS:
+            head, rest_from = [_SIMPLE_HEADS[t]], i + 1
+            break
+        if i == 0 and (t in ("the", "that", "this") or t not in _STOP):
+            np, k = _noun_phrase(toks, i)  # "… remind me of [the website that …]"
+            if np:
+                head, rest_from = np, k
+                break
+        if i == 0 and t in _AUX:  # yes/no question
+            head, rest_from = ["whether"], i + 1
+            break
+    if not head:
+        return None
+    rest = [w for w in toks[rest_from:] if w not in _STOP]
+    if has_history:  # the scope carries "previous"/"current"; without history the words stay meaningful
+        head = _drop_scope_words(head) or head
+        rest = _drop_scope_words(rest)
+    rest = rest[:8]
+    attr = " ".join(head)
+    return f"{attr}: {' '.join(rest)}" if rest else attr
+
+
+def _has(question: str, words: Sequence[str]) -> bool:
+    q = question.lower()
+    return any(re.search(rf"\b{re.escape(w)}\b", q) for w in words)
+
+
+def detect_scope(question: str, *, has_history: bool) -> str:
+    """``current``/``previous`` when there is history to choose from, else ``current`` or ``any``."""
+    if has_history:
+        return "previous" if _has(question, PREVIOUS_WORDS) else "current"
+    if _has(question, CURRENT_WORDS):
+        return "current"
+    return "any" if _PAST_MARKERS.search(question) else "current"
+
+
+def _name_positions(question: str, names: Sequence[str]) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for name in names:
+        variants = [name] + ([name.split()[0]] if " " in name else [])
+        best = None
+        for v in variants:
+            m = re.search(rf"\b{re.escape(v)}(?:'s|’s)?\b", question, re.I)
+            if m and (best is None or m.start() < best):
+                best = m.start()
+        if best is not None:
+            found.append((best, name))
+    return sorted(found)
+
+
+def find_entity(question: str, names: Sequence[str], *, user_centred: bool = False) -> str | None:
+    """The entity a question is about: a known name, or ``user``/``assistant`` when ``user_centred``."""
+    found = _name_positions(question, names)
+    if len(found) >= 2:
+        a, b = found[0][1], found[1][1]
+        joint = re.search(rf"\b{re.escape(a.split()[0])}\s+and\s+{re.escape(b.split()[0])}\b", question, re.I)
+        return f"{a} and {b}" if joint else a
+    if found:
+        return found[0][1]
+    if user_centred:
+        if _ASSISTANT.search(question):
+            return "assistant"
+        if _USER.search(question):
+            return "user"
+    return None
+
+
+def heuristic_fields(question: str, *, names: Sequence[str] = (), user_centred: bool = False,
+                     answerable: bool = True, has_history: bool = False) -> QueryFields | None:
+    entity = find_entity(question, names, user_centred=user_centred)
+    if entity is None:
+        return None
+    attribute = head_attribute(question, names=[*names, *entity.split(" and ")], has_history=has_history)
+    if not attribute:
+        return None
+    return QueryFields(entity=entity, attribute=attribute, scope=detect_scope(question, has_history=has_history),
+                       answerable=answerable)
+
+
+def establish_fields(question: str, snippets: Sequence[str], *, extractor: Extractor | None,
+                     warnings: Counter[str], names: Sequence[str] = (), user_centred: bool = False,
+                     answerable: bool = True, has_history: bool = False) -> QueryFields | None:
+    """Fields for ``question``: the extractor's answer when valid, else the heuristics, else ``None``.
+
+    The format's own structure wins over the extractor: ``answerable`` is the benchmark's label, and the
+    scope must be one the checkpoint can give (``current``/``previous`` only with history).
+    """
+    if extractor is not None:
+        got: Any = None
+        try:
+            got = extractor.extract(question, list(snippets))
+        except Exception:  # an extractor is outside code (LLM client); a failure falls back to the rules
+            warnings["extractor_error"] += 1
+        fields = _from_extractor(got, question, warnings, answerable=answerable, has_history=has_history)
+        if fields is not None:
+            return fields
+    return heuristic_fields(question, names=names, user_centred=user_centred, answerable=answerable,
+                            has_history=has_history)
+
+
+def _from_extractor(got: Any, question: str, warnings: Counter[str], *, answerable: bool,
+                    has_history: bool) -> QueryFields | None:
+    if got is None:
+        warnings["extractor_no_fields"] += 1
+        return None
+    if not isinstance(got, dict):
+        warnings["extractor_invalid"] += 1
+        return None
+    entity, attribute = got.get("entity"), got.get("attribute")
+    if not (isinstance(entity, str) and entity.strip() and isinstance(attribute, str) and attribute.strip()):
+        warnings["extractor_invalid"] += 1
+        return None
+    scope = got.get("scope")
+    heuristic_scope = detect_scope(question, has_history=has_history)
+    if scope not in SCOPES:
+        scope = heuristic_scope
+    elif has_history and scope == "any":
+        scope = heuristic_scope
+    elif not has_history and scope == "previous":
+        warnings["extractor_scope_without_history"] += 1
+        scope = "any"
+    if "answerable" in got and bool(got["answerable"]) != answerable:
+        warnings["extractor_answerable_overridden"] += 1
+    return QueryFields(entity=entity.strip(), attribute=attribute.strip(), scope=scope, answerable=answerable)
+
+
+# -- value types and pools ----------------------------------------------------------------------------------
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+_NUM_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+              "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "twenty": 20}
+
+
+def value_type_of(value: str, person_names: Sequence[str] = ()) -> str:
+    v = value.strip()
+    low = v.lower()
+    if re.fullmatch(r"-?\d+(?:\.\d+)?", v) or low in _NUM_WORDS:
+        return "year" if re.fullmatch(r"(?:19|20)\d\d", v) else "number"
+    if re.fullmatch(r"\$\s?\d[\d,]*(?:\.\d+)?", v):
+        return "money"
+    if re.fullmatch(r"\d+(?:\.\d+)?\s?%", v):
+        return "percent"
+    if re.fullmatch(r"\d{1,2}(?::\d\d)?\s?(?:am|pm|a\.m\.|p\.m\.)", low):
+        return "time_of_day"
+    month = "|".join(_MONTHS) + "|" + "|".join(m[:3] for m in _MONTHS)
+    if re.fullmatch(rf"(?:\d{{1,2}}\s+(?:{month})\.?,?\s+\d{{4}}|(?:{month})\.?\s+\d{{1,2}},?\s+\d{{4}}|"
+                    rf"(?:{month})\.?,?\s+\d{{4}}|\d{{4}}-\d\d-\d\d)", low):
+        return "date"
+    if re.fullmatch(r"(?:\d+|[a-z]+)\s+(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)"
+                    r"(?:\s+and\s+\d+\s+\w+)?", low):
+        return "duration"
+    if any(v == n or v == n.split()[0] for n in person_names):
+        return "person_name"
+    return "text"
+
+
+#: Person names used as absent (type-compatible, not in the checkpoint) entity targets and name pools.
+PERSON_NAMES = ("Alice", "Bruno", "Chiara", "Dmitri", "Esme", "Farid", "Greta", "Hiro", "Ingrid", "Jomo",
+                "Kalani", "Lucia", "Mateo", "Nadia", "Oskar", "Priya", "Quentin", "Rosa", "Soren", "Tamsin",
+                "Umar", "Vera", "Wen", "Ximena", "Yusuf", "Zora")
+#: Generic personal attributes used as absent attribute targets (kept only when the checkpoint never
+#: mentions them).
+GENERIC_ATTRIBUTES = ("blood type", "shoe size", "licence plate number", "favourite opera", "middle name",
+                      "passport number", "childhood nickname", "allergy")
+
+
+def mentions_word(texts: Sequence[str], word: str) -> bool:
+    """True when ``word`` occurs as a whole word (case-insensitive) in any of ``texts``."""
+    w = word.lower()
+    pat = re.compile(rf"\b{re.escape(w)}\b")
+    return any(w in t.lower() and pat.search(t.lower()) for t in texts)
+
+
+def value_pool(value: str, value_type: str, existing: set[str], absent_names: Sequence[str]) -> tuple[str, ...]:
+    """Fresh type-compatible values an update may write (empty for free text)."""
+    out: list[str] = []
+    v = value.strip()
+    if value_type in ("number", "year"):
+        n = _NUM_WORDS.get(v.lower())
+        base = float(n) if n is not None else float(v)
+        deltas = (1, 2, 5) if value_type == "year" else (1, 3, 7)
+        for d in deltas:
+            cand = base + d
+            out.append(str(int(cand)) if cand == int(cand) else str(cand))
+    elif value_type == "money":
+        num = float(v.replace("$", "").replace(",", "").strip())
+        out = [f"${int(num * f):,}" for f in (2, 3)] + [f"${int(num + 15):,}"]
+    elif value_type == "percent":
+        num = float(v.rstrip("%").strip())
+        out = [f"{int(num + d) % 100}%" for d in (10, 25, 35)]
+    elif value_type == "duration":
+        m = re.match(r"(\d+)\s+(\w+)", v)
+        if m:
+            out = [f"{int(m.group(1)) + d} {m.group(2)}" for d in (1, 3)]
+    elif value_type == "date":
+        out = _shift_dates(v)
+    elif value_type == "person_name":
+        out = list(absent_names[:3])
+    return tuple(x for x in out if x not in existing and x != v)
+
+
+_DATE_FORMATS = ("%d %B %Y", "%d %B, %Y", "%B %d, %Y", "%B %d %Y", "%Y-%m-%d", "%B %Y", "%B, %Y", "%d %b %Y",
+                 "%b %d, %Y")
+
+
+def _shift_dates(v: str) -> list[str]:
+    from datetime import datetime, timedelta
+
+    for fmt in _DATE_FORMATS:
+        try:
+            d = datetime.strptime(v, fmt)
+        except ValueError:
+            continue
+        days = (31, 62, 400) if "%d" not in fmt else (3, 10, 45)
+        out = []
+        for n in days:
+            s = (d + timedelta(days=n)).strftime(fmt)
+            out.append(s.lstrip("0") if fmt.startswith("%d") else s)
+        return out
+    return []

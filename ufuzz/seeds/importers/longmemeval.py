@@ -1,0 +1,184 @@
+"""LongMemEval (S and oracle splits): one checkpoint per question.
+
+Each record has ``question_id, question_type, question, answer, question_date, haystack_dates,
+haystack_session_ids, haystack_sessions [[{role, content, has_answer?}]], answer_session_ids``; ids ending
+in ``_abs`` are abstention questions. Memories are the haystack turns (id ``<session_id>:<turn>``,
+timestamp from the session date ``2023/05/20 (Sat) 02:21`` plus the turn index in seconds, text
+``User: …``/``Assistant: …``). ``has_answer`` is *not* copied into memory metadata (it would leak the
+reference). Supporting ids are the ``has_answer`` turns, falling back to every turn of the answer sessions
+(counted warning) when a record marks none.
+
+``knowledge-update`` questions get an update history: the answer sessions are ordered by date; the one
+stating the asked value (the latest for ``current`` scope, an earlier one for ``previous``) evidences the
+answer, the others evidence a superseded (or, for ``previous``, the current) value whose text the
+benchmark does not give — such facts carry ``value_type="unstated"`` and descriptors never offer a scope
+change onto them. ``single-session-preference`` questions (answers are rubrics, not values) are dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ufuzz.seeds.importers._common import (
+    UNSTATED,
+    Builder,
+    ImportResult,
+    Pending,
+    RecordError,
+    answer_text,
+    each_record,
+    finish,
+    need,
+    read_records,
+    snippets,
+)
+from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_type_of
+from ufuzz.seeds.model import Entity, Fact, Memory, QueryFields
+
+_DATE = re.compile(r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}):(\d{2})\s*$")
+
+
+def parse_date(raw: Any) -> datetime | None:
+    if not isinstance(raw, str):
+        return None
+    m = _DATE.match(raw)
+    if not m:
+        return None
+    y, mo, d, h, mi = (int(x) for x in m.groups())
+    try:
+        return datetime(y, mo, d, h, mi)
+    except ValueError:
+        return None
+
+
+def load(path: str | Path, *, extractor: Extractor | None = None, name: str | None = None) -> ImportResult:
+    path = Path(path)
+    records = read_records(path, containers=("data", "questions"))
+    b = Builder(name=name or path.stem, source="longmemeval")
+    each_record(path, records, "question_id", lambda i, rec: _record(b, rec, extractor))
+    return finish(b)
+
+
+def _record(b: Builder, rec: Any, extractor: Extractor | None) -> None:
+    qid = need(rec, "question_id", (str, int))
+    qid = str(qid)
+    qtype = need(rec, "question_type", str)
+    question = need(rec, "question", str)
+    dates = need(rec, "haystack_dates", list)
+    sids = need(rec, "haystack_session_ids", list)
+    sessions = need(rec, "haystack_sessions", list)
+    answer_sids = rec.get("answer_session_ids") or []
+    if not isinstance(answer_sids, list):
+        raise RecordError("field 'answer_session_ids' must be list")
+    if "answer" not in rec:
+        raise RecordError("missing required field 'answer'")
+    if not question.strip():
+        raise RecordError("field 'question' is empty")
+    if not (len(dates) == len(sids) == len(sessions)):
+        b.warnings["haystack_length_mismatch"] += 1
+    qdate = parse_date(rec.get("question_date"))
+
+    memories: list[Memory] = []
+    has_answer: list[str] = []
+    by_session: dict[str, list[str]] = {}
+    session_ts: dict[str, datetime] = {}
+    last_ts: datetime | None = None
+    for sid, raw_date, turns in zip(sids, dates, sessions, strict=False):
+        sid = str(sid)
+        if sid in by_session:
+            b.warnings["duplicate_session_id"] += 1
+            continue
+        if not isinstance(turns, list):
+            b.warnings["session_malformed"] += 1
+            continue
+        ts = parse_date(raw_date)
+        if ts is None:
+            b.warnings["session_date_unparseable"] += 1
+            ts = (last_ts + timedelta(minutes=1)) if last_ts else qdate
+            if ts is None:
+                b.warnings["session_skipped_no_date"] += 1
+                continue
+        if qdate is not None and ts > qdate:
+            b.warnings["session_after_question_date"] += 1
+        last_ts = ts
+        session_ts[sid] = ts
+        ids: list[str] = []
+        for t, turn in enumerate(turns):
+            if not (isinstance(turn, dict) and isinstance(turn.get("content"), str)
+                    and isinstance(turn.get("role"), str)):
+                b.warnings["turn_malformed"] += 1
+                continue
+            mid = f"{sid}:{t}"
+            role = turn["role"]
+            memories.append(Memory(id=mid, text=f"{role.capitalize()}: {turn['content']}",
+                                   timestamp=(ts + timedelta(seconds=t)).isoformat(),
+                                   metadata={"source": "longmemeval", "session_id": sid, "role": role,
+                                             "turn": t}))
+            ids.append(mid)
+            if turn.get("has_answer") is True:
+                has_answer.append(mid)
+        by_session[sid] = ids
+    if not memories:
+        b.dropped["no_memories"] += 1
+        return
+    if qtype == "single-session-preference":
+        b.dropped["preference_rubric"] += 1
+        return
+    answerable = not qid.endswith("_abs")
+    answer = answer_text(rec["answer"])
+    if answerable and answer is None:
+        b.dropped["no_answer"] += 1
+        return
+    supporting = list(has_answer)
+    if answerable and not supporting:
+        supporting = [m for s in answer_sids if str(s) in by_session for m in by_session[str(s)]]
+        if supporting:
+            b.warnings["supporting_from_answer_sessions"] += 1
+    if answerable and not supporting:
+        b.dropped["no_evidence"] += 1
+        return
+
+    # update history: answer sessions in date order (knowledge-update only)
+    groups: list[list[str]] = []
+    if answerable and qtype == "knowledge-update":
+        sess_of = {m: m.rsplit(":", 1)[0] for m in supporting}
+        order = sorted({sess_of[m] for m in supporting}, key=lambda s: session_ts[s])
+        groups = [[m for m in supporting if sess_of[m] == s] for s in order]
+        if len(groups) < 2:
+            b.warnings["update_without_history"] += 1
+            groups = []
+    has_history = bool(groups)
+    fields = establish_fields(question, snippets(memories, supporting), extractor=extractor,
+                              warnings=b.warnings, user_centred=True, answerable=answerable,
+                              has_history=has_history)
+    if fields is None:
+        b.dropped["no_fields"] += 1
+        return
+    if qtype == "single-session-assistant" and fields.entity == "user":
+        fields = QueryFields("assistant", fields.attribute, fields.scope, fields.answerable)
+    qkey = f"lme:{qid}"
+    ts_of = {m.id: m.timestamp for m in memories}
+    facts: list[Fact] = []
+    expect_inv: tuple[str, ...] | None = None
+    if answerable:
+        if has_history:
+            if fields.scope == "previous":
+                asked, other = [m for g in groups[:-1] for m in g], groups[-1]
+                asked_valid, other_valid = False, True
+            else:
+                asked, other = groups[-1], [m for g in groups[:-1] for m in g]
+                asked_valid, other_valid = True, False
+            facts.append(Fact(fields.entity, fields.attribute, f"[value stated in {other[0]}]", tuple(other),
+                              valid=other_valid, value_type=UNSTATED, valid_from=max(ts_of[m] for m in other)))
+            supporting, expect_inv = asked, tuple(other)
+        else:
+            asked_valid = True
+        facts.append(Fact(fields.entity, fields.attribute, answer, tuple(supporting), valid=asked_valid,
+                          value_type=value_type_of(answer), valid_from=max(ts_of[m] for m in supporting)))
+    pending = Pending(qid=qkey, text=question, fields=fields, answer=answer if answerable else None,
+                      supporting=tuple(supporting), facts=tuple(facts), expect_invalidated=expect_inv)
+    b.add_checkpoint(f"lme-cp:{qid}", memories, [pending], entities=[Entity("user", "user"),
+                                                                      Entity("assistant", "assistant")])
