@@ -9,6 +9,10 @@ and ``{scope}``; :func:`realize` fills ``{scope}`` with an explicit marker word 
 
 :func:`extract` and :func:`fields_of` invert the wording with a small lexicon (attribute phrases and scope
 markers), so that a realised query always round-trips: ``fields_of(realize(f, ...)) == f``.
+
+Scope ``any`` (unscoped; its reference is the active value, like ``current``) is rendered with explicit
+markers ("at any point", "at some point"), so that it round-trips under the default ``default_scope``
+of ``"current"``; an unmarked query reads as ``default_scope``.
 """
 
 from __future__ import annotations
