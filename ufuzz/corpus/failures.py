@@ -1,0 +1,199 @@
+"""The oracle side of the corpus database: failures and references.
+
+These two tables live in the same database as the corpus (:mod:`ufuzz.corpus.store`) but only this
+module's :class:`FailureStore` writes or reads them. The scheduler holds a
+:class:`~ufuzz.corpus.store.CorpusStore`, which cannot reach either table, so nothing that schedules or
+mutates can see an expected answer or which cases failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, func, select, update
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
+
+from ufuzz.corpus.store import ID, Base, CampaignRow, MetaRow, open_engine
+from ufuzz.seeds.model import Reference
+
+__all__ = ["FailureStore", "FailureRecord", "FailureRow", "ReferenceRow"]
+
+
+class FailureRow(Base):
+    __tablename__ = "failures"
+    __table_args__ = (Index("ix_failures_campaign_operator", "campaign_id", "operator"),)
+    campaign_id: Mapped[str] = mapped_column(ID, ForeignKey("campaigns.id", ondelete="CASCADE"),
+                                             primary_key=True)
+    failure_key: Mapped[str] = mapped_column(ID, primary_key=True)
+    case_id: Mapped[str] = mapped_column(ID)
+    seed_id: Mapped[str] = mapped_column(ID)
+    operator: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    stage: Mapped[str] = mapped_column(String(64))
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON)
+    first_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    count: Mapped[int] = mapped_column(Integer)
+
+
+class ReferenceRow(Base):
+    __tablename__ = "references"  # a reserved word: SQLAlchemy quotes it on every dialect
+    campaign_id: Mapped[str] = mapped_column(ID, ForeignKey("campaigns.id", ondelete="CASCADE"),
+                                             primary_key=True)
+    case_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    reference: Mapped[dict[str, Any]] = mapped_column(JSON)
+    note: Mapped[str] = mapped_column(Text, default="")
+
+
+FAILURE_TABLES = [MetaRow.__table__, CampaignRow.__table__, FailureRow.__table__, ReferenceRow.__table__]
+
+
+@dataclass(frozen=True)
+class FailureRecord:
+    failure_key: str
+    case_id: str
+    seed_id: str
+    operator: str | None
+    kind: str
+    stage: str
+    detail: dict[str, Any]
+    first_seq: int | None
+    count: int
+
+
+class FailureStore:
+    """Oracle-facing store of one campaign: references by case id, failures de-duplicated by key."""
+
+    def __init__(self, url: str, campaign_id: str, *, echo: bool = False) -> None:
+        self._engine = open_engine(url, FAILURE_TABLES, echo=echo)
+        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+        self.url = make_url(url).render_as_string(hide_password=True)
+        self.campaign_id = campaign_id
+        with self._sessions() as s:
+            if s.get(CampaignRow, campaign_id) is None:
+                self._engine.dispose()
+                raise KeyError(f"unknown campaign {campaign_id!r} in {self.url}")
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> FailureStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[Session]:
+        with self._sessions() as s, s.begin():
+            yield s
+
+    # ------------------------------------------------------------------ references
+
+    def record_reference(self, case_id: str, reference: Reference) -> None:
+        """Store (or replace) the reference of a case and commit."""
+        with self._tx() as s:
+            s.merge(ReferenceRow(campaign_id=self.campaign_id, case_id=case_id, reference=reference.to_dict()))
+
+    def reference(self, case_id: str) -> Reference | None:
+        with self._sessions() as s:
+            row = s.get(ReferenceRow, (self.campaign_id, case_id))
+            return None if row is None else Reference.from_dict(row.reference)
+
+    def references(self) -> dict[str, Reference]:
+        with self._sessions() as s:
+            rows = s.scalars(select(ReferenceRow).where(ReferenceRow.campaign_id == self.campaign_id)).all()
+            return {r.case_id: Reference.from_dict(r.reference) for r in rows}
+
+    # ------------------------------------------------------------------ failures
+
+    def record(self, failure: Any, reference: Reference | None = None, *, seq: int | None = None) -> int:
+        """Record an oracle ``Failure`` (key, case_id, seed_id, operator, target, kind, stage, offending,
+        detail) and, if given, the reference it was judged against. Returns the key's count after."""
+        if reference is not None:
+            self.record_reference(failure.case_id, reference)
+        detail = dict(getattr(failure, "detail", None) or {})
+        if getattr(failure, "target", None) is not None:
+            detail.setdefault("target", failure.target)
+        if getattr(failure, "offending", None):
+            detail.setdefault("offending", list(failure.offending))
+        return self.record_failure(failure.key, case_id=failure.case_id, seed_id=failure.seed_id,
+                                   operator=failure.operator, kind=failure.kind, stage=failure.stage,
+                                   detail=detail, seq=seq)
+
+    def record_failure(self, failure_key: str, *, case_id: str, seed_id: str, operator: str | None,
+                       kind: str, stage: str, detail: dict[str, Any] | None = None,
+                       seq: int | None = None) -> int:
+        """Insert a failure or, if its key was seen, increment its count; commit. Returns the count after.
+
+        The first occurrence's case and detail are kept; ``first_seq`` is the earliest sequence number
+        reported for the key.
+        """
+        cid = self.campaign_id
+        for _attempt in range(3):
+            try:
+                with self._tx() as s:
+                    row = s.get(FailureRow, (cid, failure_key), with_for_update=True)
+                    if row is None:
+                        s.add(FailureRow(campaign_id=cid, failure_key=failure_key, case_id=case_id,
+                                         seed_id=seed_id, operator=operator, kind=kind, stage=stage,
+                                         detail=_jsonable(detail or {}), first_seq=seq, count=1))
+                        return 1
+                    # count + 1 in SQL, so concurrent writers never lose an increment
+                    s.execute(update(FailureRow)
+                              .where(FailureRow.campaign_id == cid, FailureRow.failure_key == failure_key)
+                              .values(count=FailureRow.count + 1))
+                    if seq is not None:
+                        s.execute(update(FailureRow)
+                                  .where(FailureRow.campaign_id == cid, FailureRow.failure_key == failure_key,
+                                         (FailureRow.first_seq.is_(None)) | (FailureRow.first_seq > seq))
+                                  .values(first_seq=seq))
+                    return int(s.scalar(select(FailureRow.count).where(
+                        FailureRow.campaign_id == cid, FailureRow.failure_key == failure_key)))
+            except IntegrityError:
+                # Another writer inserted the same key between our read and insert: count it as a repeat.
+                continue
+        raise RuntimeError(f"could not record failure {failure_key!r} after concurrent inserts")
+
+    def failures(self) -> list[FailureRecord]:
+        with self._sessions() as s:
+            rows = s.scalars(select(FailureRow).where(FailureRow.campaign_id == self.campaign_id)
+                             .order_by(FailureRow.first_seq, FailureRow.failure_key)).all()
+            return [FailureRecord(failure_key=r.failure_key, case_id=r.case_id, seed_id=r.seed_id,
+                                  operator=r.operator, kind=r.kind, stage=r.stage, detail=dict(r.detail or {}),
+                                  first_seq=r.first_seq, count=r.count) for r in rows]
+
+    def unique_failures(self) -> list[dict[str, Any]]:
+        """Unique failures grouped by operator, kind and stage, each with its number of distinct keys
+        (``unique``) and of occurrences; sorted by operator, kind, stage."""
+        with self._sessions() as s:
+            rows = s.execute(
+                select(FailureRow.operator, FailureRow.kind, FailureRow.stage,
+                       func.count().label("unique"), func.sum(FailureRow.count).label("occurrences"))
+                .where(FailureRow.campaign_id == self.campaign_id)
+                .group_by(FailureRow.operator, FailureRow.kind, FailureRow.stage)).all()
+        out = [{"operator": op, "kind": kind, "stage": stage, "unique": int(u), "occurrences": int(o or 0)}
+               for op, kind, stage, u, o in rows]
+        out.sort(key=lambda d: (d["operator"] or "", d["kind"], d["stage"]))
+        return out
+
+    def unique_failure_count(self) -> int:
+        with self._sessions() as s:
+            return int(s.scalar(select(func.count()).select_from(FailureRow)
+                                .where(FailureRow.campaign_id == self.campaign_id)) or 0)
+
+
+def _jsonable(value: Any) -> Any:
+    """Detail dicts come from oracles and may hold tuples or sets; JSON columns need lists."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [_jsonable(v) for v in value]
+        return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)

@@ -1,0 +1,713 @@
+"""The corpus store: campaigns, seeds, checkpoints, mutants, executions, feedback and backend errors.
+
+Any SQLAlchemy URL works; the default is one SQLite file per campaign directory
+(:func:`default_url` → ``sqlite:///<campaign>/corpus.sqlite``), and a team can point several campaigns at
+one PostgreSQL database. Column types are the portable ones (``JSON``, ``Text``, ``String``, ``Float``,
+``Integer``, ``Boolean``, ``DateTime``).
+
+Every ``record_*``/``add_*`` call commits before it returns, so a campaign that dies loses at most the
+record in flight and ``ufuzz status`` (another process) sees progress as it happens. SQLite files run in
+WAL mode so that such a reader never blocks the writer. One writer per campaign is assumed (sequence
+numbers are allocated in-process).
+
+Failures and references are the oracle side's: their tables are written and read only through
+:class:`ufuzz.corpus.failures.FailureStore`. :class:`CorpusStore`, which the scheduler holds, has no way to
+read them — no method touches those tables and its engine is private.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Engine,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    func,
+    select,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+from ufuzz.engine.case import Execution, FuzzCase, Obligation, StateOp
+from ufuzz.seeds.model import Checkpoint, MutationDescriptor, Query, Seed
+
+SCHEMA_VERSION = 1
+ID = String(255)  # ids are short; a bounded length keeps them indexable on every backend
+
+__all__ = [
+    "SCHEMA_VERSION", "Base", "CorpusStore", "CampaignRecord", "MutantRecord", "ExecutionRecord",
+    "FeedbackRecord", "ErrorRecord", "default_url", "open_engine",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # ``from ufuzz.corpus.store import FailureStore`` works, but the class lives (and its tables are only
+    # touched) in ufuzz.corpus.failures; imported lazily because that module builds on this one.
+    if name == "FailureStore":
+        from ufuzz.corpus.failures import FailureStore
+
+        return FailureStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _aware(dt: datetime | None) -> datetime | None:
+    # SQLite hands DateTime back naive; everything we write is UTC.
+    if dt is not None and dt.tzinfo is None:
+        return dt.replace(tzinfo=timezone.utc)
+    return dt
+
+
+# ====================================================================== ORM models
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class MetaRow(Base):
+    __tablename__ = "ufuzz_meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
+class CampaignRow(Base):
+    __tablename__ = "campaigns"
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    backend: Mapped[dict[str, Any]] = mapped_column(JSON)
+    seed: Mapped[int] = mapped_column(Integer)
+    budget: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    status: Mapped[str] = mapped_column(String(32))
+
+
+def _campaign_fk() -> Any:
+    return mapped_column(ID, ForeignKey("campaigns.id", ondelete="CASCADE"), primary_key=True)
+
+
+class SeedRow(Base):
+    __tablename__ = "seeds"
+    campaign_id: Mapped[str] = _campaign_fk()
+    seed_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    checkpoint_id: Mapped[str] = mapped_column(ID)
+    query: Mapped[dict[str, Any]] = mapped_column(JSON)
+    descriptor: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class CheckpointRow(Base):
+    __tablename__ = "checkpoints"
+    campaign_id: Mapped[str] = _campaign_fk()
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    memory_count: Mapped[int] = mapped_column(Integer)
+
+
+class MutantRow(Base):
+    __tablename__ = "mutants"
+    campaign_id: Mapped[str] = _campaign_fk()
+    case_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    parent_id: Mapped[str | None] = mapped_column(ID, nullable=True)
+    seed_id: Mapped[str] = mapped_column(ID)
+    checkpoint_id: Mapped[str | None] = mapped_column(ID, nullable=True)
+    operator: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    obligation_key: Mapped[str | None] = mapped_column(Text, nullable=True)
+    target: Mapped[str | None] = mapped_column(Text, nullable=True)
+    query: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # None: no mutant was produced
+    ops: Mapped[list[Any]] = mapped_column(JSON)
+    depth: Mapped[int] = mapped_column(Integer)
+    valid: Mapped[bool] = mapped_column(Boolean)
+    rejection_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_seq: Mapped[int] = mapped_column(Integer)
+    detail: Mapped[str] = mapped_column(Text, default="")
+
+
+class ExecutionRow(Base):
+    __tablename__ = "executions"
+    __table_args__ = (UniqueConstraint("campaign_id", "seq", name="uq_executions_campaign_seq"),
+                      Index("ix_executions_campaign_case", "campaign_id", "case_id"))
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    campaign_id: Mapped[str] = mapped_column(ID, ForeignKey("campaigns.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    case_id: Mapped[str] = mapped_column(ID)
+    checkpoint_id: Mapped[str | None] = mapped_column(ID, nullable=True)
+    state_key: Mapped[str] = mapped_column(String(64))
+    query: Mapped[str] = mapped_column(Text)
+    top_ids: Mapped[list[Any]] = mapped_column(JSON)
+    top_scores: Mapped[list[Any]] = mapped_column(JSON)
+    top_texts: Mapped[list[Any]] = mapped_column(JSON)
+    response: Mapped[str | None] = mapped_column(Text, nullable=True)
+    abstained: Mapped[bool] = mapped_column(Boolean)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    seconds: Mapped[float] = mapped_column(Float)
+    is_parent: Mapped[bool] = mapped_column(Boolean)
+
+
+class FeedbackRow(Base):
+    __tablename__ = "feedback"
+    __table_args__ = (Index("ix_feedback_campaign_case", "campaign_id", "case_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    campaign_id: Mapped[str] = mapped_column(ID, ForeignKey("campaigns.id", ondelete="CASCADE"))
+    case_id: Mapped[str] = mapped_column(ID)
+    seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    coverage_gain: Mapped[int] = mapped_column(Integer)
+    new_signature: Mapped[bool] = mapped_column(Boolean)
+    new_response: Mapped[bool] = mapped_column(Boolean)
+    divergence: Mapped[float | None] = mapped_column(Float, nullable=True)
+    retained: Mapped[bool] = mapped_column(Boolean)
+
+
+class ErrorRow(Base):
+    __tablename__ = "errors"
+    __table_args__ = (Index("ix_errors_campaign", "campaign_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    campaign_id: Mapped[str] = mapped_column(ID, ForeignKey("campaigns.id", ondelete="CASCADE"))
+    seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    case_id: Mapped[str | None] = mapped_column(ID, nullable=True)
+    operation: Mapped[str] = mapped_column(String(64))
+    message: Mapped[str] = mapped_column(Text)
+
+
+#: The tables the scheduler-facing store creates and touches (never failures/references).
+CORPUS_TABLES = [MetaRow.__table__, CampaignRow.__table__, SeedRow.__table__, CheckpointRow.__table__,
+                 MutantRow.__table__, ExecutionRow.__table__, FeedbackRow.__table__, ErrorRow.__table__]
+
+
+# ====================================================================== engine / URL handling
+
+
+def default_url(campaign_dir: str | Path) -> str:
+    """``sqlite:///<campaign_dir>/corpus.sqlite`` (the directory is created when the store opens)."""
+    return f"sqlite:///{Path(campaign_dir) / 'corpus.sqlite'}"
+
+
+def _scheme_of(url: str) -> str:
+    return url.split("://", 1)[0] if "://" in url else "(none)"
+
+
+def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    try:
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA busy_timeout=10000")
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cur.close()
+
+
+def _scrub(text: str, secret: str | None) -> str:
+    return text.replace(secret, "***") if secret else text
+
+
+def open_engine(url: str, tables: list[Any], *, echo: bool = False) -> Engine:
+    """Create an engine for ``url`` and (idempotently) the given tables.
+
+    Raises ``ValueError`` naming the URL's scheme when the URL cannot be used; the password never appears
+    in the message.
+    """
+    if not isinstance(url, str) or not url.strip():
+        raise ValueError("corpus database URL is empty; expected e.g. sqlite:///campaign/corpus.sqlite")
+    try:
+        u = make_url(url)
+    except ArgumentError:
+        raise ValueError(
+            f"corpus database URL with scheme {_scheme_of(url)!r} is not a valid SQLAlchemy URL; expected "
+            "e.g. sqlite:///campaign/corpus.sqlite or postgresql+psycopg://user@host/dbname") from None
+    scheme = u.drivername
+    safe = u.render_as_string(hide_password=True)
+    secret = u.password if u.password else None
+    if u.get_backend_name() == "sqlite" and u.database and u.database != ":memory:" \
+            and not u.database.startswith("file:"):
+        folder = Path(u.database).expanduser().parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ValueError(f"cannot create the folder {str(folder)!r} of SQLite corpus database {safe} "
+                             f"(scheme {scheme!r}): {e.strerror or type(e).__name__}") from None
+    try:
+        engine = create_engine(u, echo=echo)
+    except NoSuchModuleError:
+        raise ValueError(f"corpus database URL scheme {scheme!r} names no database/driver SQLAlchemy knows "
+                         "(try sqlite:///PATH or postgresql+psycopg://...)") from None
+    except ImportError as e:
+        raise ValueError(f"the database driver for URL scheme {scheme!r} is not installed "
+                         f"({type(e).__name__}: {_scrub(str(e), secret)})") from None
+    except ArgumentError as e:
+        raise ValueError(f"corpus database URL with scheme {scheme!r} was refused: "
+                         f"{_scrub(str(e), secret)}") from None
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _on_sqlite_connect)
+    try:
+        Base.metadata.create_all(engine, tables=tables, checkfirst=True)
+        _check_schema(engine)
+    except OperationalError as e:
+        engine.dispose()
+        first = _scrub(str(e.orig) if e.orig is not None else str(e), secret).strip().splitlines()
+        raise ValueError(f"cannot open corpus database {safe} (scheme {scheme!r}): "
+                         f"{first[0] if first else type(e).__name__}") from None
+    except SQLAlchemyError as e:
+        engine.dispose()
+        raise ValueError(f"cannot open corpus database {safe} (scheme {scheme!r}): "
+                         f"{type(e).__name__}") from None
+    return engine
+
+
+def _check_schema(engine: Engine) -> None:
+    with Session(engine) as s, s.begin():
+        row = s.get(MetaRow, "schema_version")
+        if row is None:
+            s.add(MetaRow(key="schema_version", value=str(SCHEMA_VERSION)))
+        elif row.value != str(SCHEMA_VERSION):
+            raise ValueError(f"corpus database has schema version {row.value}, this ufuzz writes "
+                             f"version {SCHEMA_VERSION}")
+
+
+# ====================================================================== records handed back
+
+
+@dataclass(frozen=True)
+class CampaignRecord:
+    id: str
+    started_at: datetime
+    finished_at: datetime | None
+    config: dict[str, Any]
+    backend: dict[str, Any]
+    seed: int
+    budget: int | None
+    status: str
+
+
+@dataclass(frozen=True)
+class MutantRecord:
+    case_id: str
+    parent_id: str | None
+    seed_id: str
+    checkpoint_id: str | None
+    operator: str | None
+    obligation_key: str | None
+    target: str | None
+    query: Query | None  # None when the operator produced nothing (rejected before a mutant existed)
+    ops: tuple[StateOp, ...]
+    depth: int
+    valid: bool
+    rejection_reason: str | None
+    created_seq: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class ExecutionRecord:
+    seq: int
+    execution: Execution
+    checkpoint_id: str | None
+    is_parent: bool
+
+
+@dataclass(frozen=True)
+class FeedbackRecord:
+    case_id: str
+    seq: int | None
+    coverage_gain: int
+    new_signature: bool
+    new_response: bool
+    divergence: float | None
+    retained: bool
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    seq: int | None
+    case_id: str | None
+    operation: str
+    message: str
+
+
+def _campaign_record(r: CampaignRow) -> CampaignRecord:
+    return CampaignRecord(id=r.id, started_at=_aware(r.started_at), finished_at=_aware(r.finished_at),
+                          config=dict(r.config or {}), backend=dict(r.backend or {}), seed=r.seed,
+                          budget=r.budget, status=r.status)
+
+
+# ====================================================================== the store
+
+
+class CorpusStore:
+    """Scheduler-facing store of one database (any number of campaigns in it)."""
+
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        self._engine = open_engine(url, CORPUS_TABLES, echo=echo)
+        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+        self._lock = threading.Lock()
+        self._seq: dict[str, int] = {}
+        self._known: set[str] = set()
+        self.url = make_url(url).render_as_string(hide_password=True)
+
+    @classmethod
+    def for_campaign_dir(cls, campaign_dir: str | Path) -> CorpusStore:
+        return cls(default_url(campaign_dir))
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> CorpusStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[Session]:
+        """One transaction, committed on exit: every public write is one of these."""
+        with self._sessions() as s, s.begin():
+            yield s
+
+    def _require(self, s: Session, campaign_id: str) -> None:
+        if campaign_id in self._known:
+            return
+        if s.get(CampaignRow, campaign_id) is None:
+            raise KeyError(f"unknown campaign {campaign_id!r} in {self.url}")
+        self._known.add(campaign_id)
+
+    # ------------------------------------------------------------------ campaigns
+
+    def start_campaign(self, campaign_id: str | None = None, *, config: dict[str, Any],
+                       backend: dict[str, Any], seed: int, budget: int | None, status: str = "running") -> str:
+        """Create a campaign and return its id (a fresh time-stamped one when ``campaign_id`` is None).
+
+        Raises ``ValueError`` if the campaign exists (use :meth:`resume_campaign`).
+        """
+        if campaign_id is None:
+            campaign_id = f"{utcnow():%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
+        with self._tx() as s:
+            if s.get(CampaignRow, campaign_id) is not None:
+                raise ValueError(f"campaign {campaign_id!r} already exists in {self.url}; resume it instead")
+            row = CampaignRow(id=campaign_id, started_at=utcnow(), finished_at=None, config=dict(config),
+                              backend=dict(backend), seed=int(seed), budget=budget, status=status)
+            s.add(row)
+        self._known.add(campaign_id)
+        return campaign_id
+
+    def resume_campaign(self, campaign_id: str) -> CampaignRecord:
+        """Mark an existing campaign running again; sequence numbers continue after the last one."""
+        with self._tx() as s:
+            row = s.get(CampaignRow, campaign_id)
+            if row is None:
+                raise KeyError(f"unknown campaign {campaign_id!r} in {self.url}")
+            row.status = "running"
+            row.finished_at = None
+        self._known.add(campaign_id)
+        with self._lock:
+            self._seq.pop(campaign_id, None)  # re-read the high-water mark
+        return _campaign_record(row)
+
+    def finish_campaign(self, campaign_id: str, status: str = "finished") -> CampaignRecord:
+        with self._tx() as s:
+            row = s.get(CampaignRow, campaign_id)
+            if row is None:
+                raise KeyError(f"unknown campaign {campaign_id!r} in {self.url}")
+            row.status = status
+            row.finished_at = utcnow()
+        return _campaign_record(row)
+
+    def set_status(self, campaign_id: str, status: str) -> None:
+        with self._tx() as s:
+            row = s.get(CampaignRow, campaign_id)
+            if row is None:
+                raise KeyError(f"unknown campaign {campaign_id!r} in {self.url}")
+            row.status = status
+
+    def campaign(self, campaign_id: str) -> CampaignRecord | None:
+        with self._sessions() as s:
+            row = s.get(CampaignRow, campaign_id)
+            return None if row is None else _campaign_record(row)
+
+    def campaigns(self) -> list[CampaignRecord]:
+        with self._sessions() as s:
+            rows = s.scalars(select(CampaignRow).order_by(CampaignRow.started_at, CampaignRow.id)).all()
+            return [_campaign_record(r) for r in rows]
+
+    # ------------------------------------------------------------------ sequence numbers
+
+    def next_seq(self, campaign_id: str) -> int:
+        """Allocate the next execution sequence number of the campaign (1, 2, ...)."""
+        with self._lock:
+            if campaign_id not in self._seq:
+                self._seq[campaign_id] = self._max_seq(campaign_id)
+            self._seq[campaign_id] += 1
+            return self._seq[campaign_id]
+
+    def last_seq(self, campaign_id: str) -> int:
+        with self._lock:
+            if campaign_id not in self._seq:
+                self._seq[campaign_id] = self._max_seq(campaign_id)
+            return self._seq[campaign_id]
+
+    def _max_seq(self, campaign_id: str) -> int:
+        with self._sessions() as s:
+            seqs = [s.scalar(select(func.max(ExecutionRow.seq)).where(ExecutionRow.campaign_id == campaign_id)),
+                    s.scalar(select(func.max(MutantRow.created_seq)).where(MutantRow.campaign_id == campaign_id))]
+            return max([x for x in seqs if x is not None], default=0)
+
+    # ------------------------------------------------------------------ seeds and checkpoints
+
+    def record_checkpoint(self, campaign_id: str, checkpoint: Checkpoint) -> None:
+        with self._tx() as s:
+            self._require(s, campaign_id)
+            s.merge(CheckpointRow(campaign_id=campaign_id, id=checkpoint.id, data=checkpoint.to_dict(),
+                                  memory_count=len(checkpoint.memories)))
+
+    def record_seed(self, campaign_id: str, seed: Seed) -> None:
+        with self._tx() as s:
+            self._require(s, campaign_id)
+            s.merge(SeedRow(campaign_id=campaign_id, seed_id=seed.id, checkpoint_id=seed.checkpoint_id,
+                            query=seed.query.to_dict(), descriptor=seed.descriptor.to_dict()))
+
+    def checkpoints(self, campaign_id: str) -> dict[str, Checkpoint]:
+        with self._sessions() as s:
+            rows = s.scalars(select(CheckpointRow).where(CheckpointRow.campaign_id == campaign_id)
+                             .order_by(CheckpointRow.id)).all()
+            return {r.id: Checkpoint.from_dict(r.data) for r in rows}
+
+    def checkpoint(self, campaign_id: str, checkpoint_id: str) -> Checkpoint | None:
+        with self._sessions() as s:
+            row = s.get(CheckpointRow, (campaign_id, checkpoint_id))
+            return None if row is None else Checkpoint.from_dict(row.data)
+
+    def seeds(self, campaign_id: str) -> list[Seed]:
+        with self._sessions() as s:
+            rows = s.scalars(select(SeedRow).where(SeedRow.campaign_id == campaign_id)
+                             .order_by(SeedRow.seed_id)).all()
+            return [Seed(id=r.seed_id, checkpoint_id=r.checkpoint_id, query=Query.from_dict(r.query),
+                         descriptor=MutationDescriptor.from_dict(r.descriptor)) for r in rows]
+
+    # ------------------------------------------------------------------ mutants
+
+    def record_mutant(self, campaign_id: str, case: FuzzCase | None = None, *, valid: bool,
+                      case_id: str | None = None, parent_id: str | None = None, seed_id: str | None = None,
+                      checkpoint_id: str | None = None, operator: str | None = None, target: str | None = None,
+                      obligation: Obligation | str | None = None, depth: int | None = None,
+                      reason: str | None = None, rejection_reason: str | None = None,
+                      created_seq: int | None = None) -> None:
+        """Record a generated mutant, valid or rejected, and commit. Re-recording a case id replaces it.
+
+        ``case`` is the mutant when the operator produced one; when it produced nothing (rejected early)
+        pass ``case=None`` with ``case_id``, ``seed_id`` and whatever else is known. Explicit keywords win
+        over the case's own fields. ``reason`` is an alias of ``rejection_reason``.
+        """
+        cid = case_id or (case.id if case is not None else None)
+        sid = seed_id or (case.seed_id if case is not None else None)
+        if not cid or not sid:
+            raise ValueError("record_mutant needs a case id and a seed id (pass case= or case_id=/seed_id=)")
+        ob = obligation if obligation is not None else (case.obligation if case is not None else None)
+        ob_key = ob.key if isinstance(ob, Obligation) else ob
+        if target is None and isinstance(ob, Obligation):
+            target = ob.target
+        why = rejection_reason if rejection_reason is not None else reason
+        if created_seq is None:
+            created_seq = self.last_seq(campaign_id)
+        with self._tx() as s:
+            self._require(s, campaign_id)
+            cp = checkpoint_id or (case.checkpoint_id if case is not None else None) \
+                or s.scalar(select(SeedRow.checkpoint_id).where(SeedRow.campaign_id == campaign_id,
+                                                                SeedRow.seed_id == sid))
+            s.merge(MutantRow(
+                campaign_id=campaign_id, case_id=cid,
+                parent_id=parent_id or (case.parent_id if case is not None else None), seed_id=sid,
+                checkpoint_id=cp, operator=operator or (case.operator if case is not None else None),
+                obligation_key=ob_key, target=target,
+                query=case.query.to_dict() if case is not None else None,
+                ops=[o.to_dict() for o in case.ops] if case is not None else [],
+                depth=depth if depth is not None else (case.depth if case is not None else 0),
+                valid=bool(valid), rejection_reason=why or None, created_seq=int(created_seq),
+                detail=(case.detail if case is not None else "") or ""))
+
+    def mutants(self, campaign_id: str, *, valid: bool | None = None) -> list[MutantRecord]:
+        q = select(MutantRow).where(MutantRow.campaign_id == campaign_id)
+        if valid is not None:
+            q = q.where(MutantRow.valid == valid)
+        with self._sessions() as s:
+            rows = s.scalars(q.order_by(MutantRow.created_seq, MutantRow.case_id)).all()
+            return [MutantRecord(
+                case_id=r.case_id, parent_id=r.parent_id, seed_id=r.seed_id, checkpoint_id=r.checkpoint_id,
+                operator=r.operator, obligation_key=r.obligation_key, target=r.target,
+                query=Query.from_dict(r.query) if r.query else None, ops=tuple(StateOp.from_dict(o) for o in r.ops), depth=r.depth,
+                valid=r.valid, rejection_reason=r.rejection_reason, created_seq=r.created_seq,
+                detail=r.detail or "") for r in rows]
+
+    # ------------------------------------------------------------------ executions
+
+    def _checkpoint_of_case(self, s: Session, campaign_id: str, case_id: str) -> str | None:
+        cp = s.scalar(select(MutantRow.checkpoint_id).where(MutantRow.campaign_id == campaign_id,
+                                                            MutantRow.case_id == case_id))
+        if cp is None:
+            cp = s.scalar(select(SeedRow.checkpoint_id).where(SeedRow.campaign_id == campaign_id,
+                                                              SeedRow.seed_id == case_id))
+        return cp
+
+    def record_execution(self, campaign_id: str, execution: Execution, *, is_parent: bool = False,
+                         checkpoint_id: str | None = None, seq: int | None = None) -> int:
+        """Record one execution and commit; returns its sequence number.
+
+        ``checkpoint_id`` attributes the retrieved ids for coverage; when omitted it is looked up from the
+        recorded mutant or seed with the execution's case id.
+        """
+        if seq is None:
+            seq = self.next_seq(campaign_id)
+        else:
+            with self._lock:
+                if campaign_id not in self._seq:
+                    self._seq[campaign_id] = self._max_seq(campaign_id)
+                self._seq[campaign_id] = max(self._seq[campaign_id], seq)
+        with self._tx() as s:
+            self._require(s, campaign_id)
+            if checkpoint_id is None:
+                checkpoint_id = self._checkpoint_of_case(s, campaign_id, execution.case_id)
+            s.add(ExecutionRow(
+                campaign_id=campaign_id, seq=seq, case_id=execution.case_id, checkpoint_id=checkpoint_id,
+                state_key=execution.state_key, query=execution.query, top_ids=list(execution.top_ids),
+                top_scores=[float(x) for x in execution.top_scores], top_texts=list(execution.top_texts),
+                response=execution.response, abstained=bool(execution.abstained), error=execution.error,
+                seconds=float(execution.seconds), is_parent=bool(is_parent)))
+        return seq
+
+    def executions(self, campaign_id: str, *, case_id: str | None = None,
+                   is_parent: bool | None = None) -> list[ExecutionRecord]:
+        q = select(ExecutionRow).where(ExecutionRow.campaign_id == campaign_id)
+        if case_id is not None:
+            q = q.where(ExecutionRow.case_id == case_id)
+        if is_parent is not None:
+            q = q.where(ExecutionRow.is_parent == is_parent)
+        with self._sessions() as s:
+            rows = s.scalars(q.order_by(ExecutionRow.seq)).all()
+            return [ExecutionRecord(seq=r.seq, checkpoint_id=r.checkpoint_id, is_parent=r.is_parent,
+                                    execution=Execution(
+                                        case_id=r.case_id, state_key=r.state_key, query=r.query,
+                                        top_ids=list(r.top_ids), top_scores=list(r.top_scores),
+                                        top_texts=list(r.top_texts or []), response=r.response,
+                                        abstained=r.abstained, error=r.error, seconds=r.seconds))
+                    for r in rows]
+
+    # ------------------------------------------------------------------ feedback and errors
+
+    def record_feedback(self, campaign_id: str, case_id: str, feedback: Any, *, seq: int | None = None) -> None:
+        """Record a :class:`ufuzz.engine.feedback.Feedback` (anything with its five fields) and commit."""
+        with self._tx() as s:
+            self._require(s, campaign_id)
+            s.add(FeedbackRow(campaign_id=campaign_id, case_id=case_id, seq=seq,
+                              coverage_gain=int(feedback.coverage_gain),
+                              new_signature=bool(feedback.new_signature),
+                              new_response=bool(feedback.new_response),
+                              divergence=None if feedback.divergence is None else float(feedback.divergence),
+                              retained=bool(feedback.retained)))
+
+    def feedback(self, campaign_id: str, *, case_id: str | None = None) -> list[FeedbackRecord]:
+        q = select(FeedbackRow).where(FeedbackRow.campaign_id == campaign_id)
+        if case_id is not None:
+            q = q.where(FeedbackRow.case_id == case_id)
+        with self._sessions() as s:
+            rows = s.scalars(q.order_by(FeedbackRow.id)).all()
+            return [FeedbackRecord(case_id=r.case_id, seq=r.seq, coverage_gain=r.coverage_gain,
+                                   new_signature=r.new_signature, new_response=r.new_response,
+                                   divergence=r.divergence, retained=r.retained) for r in rows]
+
+    def retained_case_ids(self, campaign_id: str) -> list[str]:
+        """Case ids with retaining feedback, in the order they were retained (for resuming the queue)."""
+        with self._sessions() as s:
+            rows = s.execute(select(FeedbackRow.case_id).where(FeedbackRow.campaign_id == campaign_id,
+                                                               FeedbackRow.retained.is_(True))
+                             .order_by(FeedbackRow.id)).scalars().all()
+        seen: dict[str, None] = {}
+        for r in rows:
+            seen.setdefault(r, None)
+        return list(seen)
+
+    def record_error(self, campaign_id: str, *, operation: str, message: str, case_id: str | None = None,
+                     seq: int | None = None) -> None:
+        """Record a backend fault (a ``BackendError`` the engine caught) and commit."""
+        with self._tx() as s:
+            self._require(s, campaign_id)
+            s.add(ErrorRow(campaign_id=campaign_id, seq=seq, case_id=case_id, operation=operation,
+                           message=message))
+
+    def errors(self, campaign_id: str) -> list[ErrorRecord]:
+        with self._sessions() as s:
+            rows = s.scalars(select(ErrorRow).where(ErrorRow.campaign_id == campaign_id)
+                             .order_by(ErrorRow.id)).all()
+            return [ErrorRecord(seq=r.seq, case_id=r.case_id, operation=r.operation, message=r.message)
+                    for r in rows]
+
+    # ------------------------------------------------------------------ summary
+
+    def summary(self, campaign_id: str) -> dict[str, Any]:
+        """Counts for ``ufuzz status``. Coverage is distinct checkpoint memories reached in any top-k of a
+        non-failed execution over all memories of the campaign's checkpoints; ids reached that no
+        checkpoint has (memories added by state mutants) are counted in ``coverage.extra``."""
+        with self._sessions() as s:
+            camp = s.get(CampaignRow, campaign_id)
+            if camp is None:
+                raise KeyError(f"unknown campaign {campaign_id!r} in {self.url}")
+
+            def count(model: Any, *conds: Any) -> int:
+                return int(s.scalar(select(func.count()).select_from(model)
+                                    .where(model.campaign_id == campaign_id, *conds)) or 0)
+
+            executions = count(ExecutionRow)
+            parents = count(ExecutionRow, ExecutionRow.is_parent.is_(True))
+            failed = count(ExecutionRow, ExecutionRow.error.is_not(None))
+            valid = count(MutantRow, MutantRow.valid.is_(True))
+            rejected = count(MutantRow, MutantRow.valid.is_(False))
+            retained = count(FeedbackRow, FeedbackRow.retained.is_(True))
+            errors = count(ErrorRow)
+
+            members: dict[str, set[str]] = {}
+            for cid, data in s.execute(select(CheckpointRow.id, CheckpointRow.data)
+                                       .where(CheckpointRow.campaign_id == campaign_id)):
+                members[cid] = {str(m["id"]) for m in data.get("memories", [])}
+            reached: set[tuple[str, str]] = set()
+            extra: set[tuple[str, str]] = set()
+            for cid, top in s.execute(select(ExecutionRow.checkpoint_id, ExecutionRow.top_ids)
+                                      .where(ExecutionRow.campaign_id == campaign_id,
+                                             ExecutionRow.error.is_(None))):
+                if cid is None:
+                    continue
+                own = members.get(cid, set())
+                for m in top or ():
+                    (reached if m in own else extra).add((cid, m))
+        total = sum(len(v) for v in members.values())
+        return {
+            "campaign": campaign_id,
+            "status": camp.status,
+            "executions": executions,
+            "parent_executions": parents,
+            "mutant_executions": executions - parents,
+            "failed_executions": failed,
+            "mutants": {"valid": valid, "rejected": rejected, "total": valid + rejected},
+            "retained": retained,
+            "coverage": {"reached": len(reached), "total": total,
+                         "ratio": len(reached) / total if total else 0.0, "extra": len(extra)},
+            "errors": errors,
+        }
