@@ -100,9 +100,9 @@ class Campaign:
         self.store = CorpusStore(url)
         self.backend = self._backend or registry.create(self.config.backend, self.out / "backend",
                                                         self.config.backend_options)
-        self.campaign_id = self.store.start_campaign(config=self.config.to_dict(),
-                                                     backend=self.backend.describe(), seed=self.config.seed,
-                                                     budget=self.config.budget)
+        self.campaign_id = f"{self.config.strategy}-s{self.config.seed}-{time.strftime('%Y%m%dT%H%M%S')}"
+        self.store.start_campaign(self.campaign_id, config=self.config.to_dict(),
+                                  backend=self.backend.describe(), seed=self.config.seed, budget=self.config.budget)
         self.failures = FailureStore(url, self.campaign_id)
         log_file = (self.out / "campaign.log").open("a", encoding="utf-8")
         self._log_file = log_file
@@ -113,7 +113,7 @@ class Campaign:
         ).bind(campaign=self.campaign_id)
 
     def _sink(self, failure: Failure, reference: Reference) -> None:
-        self.failures.record(failure, reference, seq=self.progress.executions)
+        self.failures.record(failure, None, seq=self.progress.executions)
         if failure.key not in self.unique_keys:
             self.unique_keys.add(failure.key)
             self.failure_log.append((self.progress.executions, failure))
@@ -123,7 +123,6 @@ class Campaign:
     # -- run ---------------------------------------------------------------------------------------------
     def run(self, on_progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
         self._open()
-        cfg = self.config
         status = "finished"
         try:
             self._loop(on_progress)
@@ -135,19 +134,18 @@ class Campaign:
             self.store.finish_campaign(self.campaign_id, status=status)
             summary = self.summary(status)
             (self.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
-            self.log.info("finished", status=status, **{k: v for k, v in summary.items() if k != "failures"})
+            self.log.info("finished", **{k: v for k, v in summary.items() if k != "failures"})
             self._log_file.close()
             try:
                 self.backend.close()
             except BackendError:
                 pass
-        del cfg
         return summary
 
-    def _record_exec(self, ex: Execution, is_parent: bool) -> None:
+    def _record_exec(self, ex: Execution, is_parent: bool, checkpoint_id: str) -> None:
         self.progress.executions += 1
-        self.store.record_execution(self.campaign_id, seq=self.progress.executions, execution=ex,
-                                    is_parent=is_parent)
+        self.store.record_execution(self.campaign_id, ex, is_parent=is_parent, seq=self.progress.executions,
+                                    checkpoint_id=checkpoint_id)
         if ex.error is not None:
             self.progress.errors += 1
             self.store.record_error(self.campaign_id, seq=self.progress.executions, case_id=ex.case_id,
@@ -170,7 +168,7 @@ class Campaign:
             self.operators = {k: v for k, v in self.operators.items() if k in cfg.operators}
         self.executor = ex_ = Executor(self.backend, self.suite.checkpoints, k=cfg.k)
         hidden = ex_.hidden
-        self.oracle = Oracle(self._sink, hidden=hidden)
+        self.oracle = Oracle(self._sink, hidden=hidden, reference_sink=self.failures.record_reference)
         ab = Ablation(**{k: bool(v) for k, v in cfg.ablation.items()})
         self.feedback = FeedbackState(ab, p=cfg.p)
         self.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
@@ -209,7 +207,7 @@ class Campaign:
     def _parent_execution(self, parent: FuzzCase, hidden: bool) -> Execution:
         ex, fresh = self.executor.execute_parent(parent)
         if fresh:
-            self._record_exec(ex, is_parent=True)
+            self._record_exec(ex, is_parent=True, checkpoint_id=parent.checkpoint_id)
             if ex.error is None:
                 self.feedback.observe(parent.seed_id, parent.checkpoint_id, ex, None, hidden=hidden)
         return ex
@@ -247,12 +245,14 @@ class Campaign:
                               query=mutation.query, descriptor=parent.descriptor, provenance=mutation.provenance,
                               ops=parent.ops + mutation.ops, parent_id=parent.id, operator=op.name,
                               obligation=task.obligation, depth=parent.depth + 1, detail=mutation.detail)
-        else:
-            mutant = None
-        self.store.record_mutant(self.campaign_id, case=mutant, case_id=mid, parent_id=parent.id,
-                                 seed_id=parent.seed_id, operator=op.name, target=task.target,
-                                 obligation=task.obligation.key, valid=ok, reason=reason)
-        if not ok or mutant is None or mutation is None:
+        else:  # the operator could not produce a mutant for this target: recorded as rejected
+            mutant = FuzzCase(id=mid, seed_id=parent.seed_id, checkpoint_id=parent.checkpoint_id,
+                              query=parent.query, descriptor=parent.descriptor, provenance=parent.provenance,
+                              ops=parent.ops, parent_id=parent.id, operator=op.name, obligation=task.obligation,
+                              depth=parent.depth + 1, detail="not produced")
+        self.store.record_mutant(self.campaign_id, mutant, valid=ok, rejection_reason=reason or None,
+                                 created_seq=self.progress.executions)
+        if not ok or mutation is None:
             self.progress.mutants_rejected += 1
             if handle is not None:
                 self.executor.release(handle)
@@ -261,18 +261,15 @@ class Campaign:
         self.progress.mutants_valid += 1
         state = handle if handle is not None else self.executor.state_of(parent)
         ex = self.executor.execute(mutant, state)
-        self._record_exec(ex, is_parent=False)
+        self._record_exec(ex, is_parent=False, checkpoint_id=mutant.checkpoint_id)
         if ex.error is not None:
             if handle is not None:
                 self.executor.release(handle)
             self.scheduler.report(task, False)
             return
         self.oracle.register(mid, mutation.reference)
-        self.store.record_reference(self.campaign_id, mid, mutation.reference) if hasattr(
-            self.store, "record_reference") else None
-        self.failures.record_reference(mid, mutation.reference)
         fb = self.feedback.observe(mutant.seed_id, mutant.checkpoint_id, ex, parent_ex, hidden=hidden, p=cfg.p)
-        self.store.record_feedback(self.campaign_id, mid, fb)
+        self.store.record_feedback(self.campaign_id, mid, fb, seq=self.progress.executions)
         self.oracle.check(mutant, ex, parent, parent_ex)
         retained = fb.retained and cfg.retain and mutant.depth < cfg.max_depth
         if retained:

@@ -15,15 +15,20 @@ from ufuzz.seeds.model import Reference
 
 
 class Oracle:
-    def __init__(self, sink: Callable[[Failure, Reference], None], hidden: bool = False) -> None:
+    def __init__(self, sink: Callable[[Failure, Reference], None], hidden: bool = False,
+                 reference_sink: Callable[[str, Reference], None] | None = None) -> None:
         self._refs: dict[str, Reference] = {}
+        self._reference_sink = reference_sink
         self._parent_outcomes: dict[tuple[str, str], Outcome] = {}
         self._sink = sink
         self.hidden = hidden
         self.seed_baseline_failures: dict[str, Outcome] = {}
 
     def register(self, case_id: str, reference: Reference) -> None:
+        """Take a case's reference (and persist it to the oracle side's own table)."""
         self._refs[case_id] = reference
+        if self._reference_sink is not None:
+            self._reference_sink(case_id, reference)
 
     def forget(self, case_id: str) -> None:
         self._refs.pop(case_id, None)
