@@ -40,13 +40,14 @@ rankings: an item may appear at most once in a list (``ValueError`` otherwise). 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Hashable, Sequence
 
 __all__ = ["rbo_ext", "rbo_min", "rbo_res", "rbo_bounds", "rbo_divergence", "overlaps"]
 
 
 def _check(S: Sequence[Hashable], T: Sequence[Hashable], p: float) -> None:
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not (0.0 < float(p) < 1.0):
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not (0.0 < float(p) < 1.0):
         raise ValueError(f"RBO persistence p must lie strictly between 0 and 1, got {p!r}")
     for name, lst in (("first", S), ("second", T)):
         seen: set[Hashable] = set()
