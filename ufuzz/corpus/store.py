@@ -242,7 +242,7 @@ def open_engine(url: str, tables: list[Any], *, echo: bool = False) -> Engine:
     secret = u.password if u.password else None
     if u.get_backend_name() == "sqlite" and u.database and u.database != ":memory:" \
             and not u.database.startswith("file:"):
-        folder = Path(u.database).expanduser().parent
+        folder = Path(u.database).parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -264,6 +264,9 @@ def open_engine(url: str, tables: list[Any], *, echo: bool = False) -> Engine:
     try:
         Base.metadata.create_all(engine, tables=tables, checkfirst=True)
         _check_schema(engine)
+    except ValueError:
+        engine.dispose()
+        raise
     except OperationalError as e:
         engine.dispose()
         first = _scrub(str(e.orig) if e.orig is not None else str(e), secret).strip().splitlines()
