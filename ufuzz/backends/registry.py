@@ -22,6 +22,8 @@ GROUP = "ufuzz.backends"
 
 BUILTIN: dict[str, str] = {
     "embedded": "ufuzz.backends.embedded:EmbeddedBackend",
+    "a-mem": "ufuzz.backends.amem:AMemBackend",
+    "http": "ufuzz.backends.http:HttpBackend",
     "graphiti": "ufuzz.backends.graphiti:GraphitiBackend",
 }
 
