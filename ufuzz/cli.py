@@ -74,10 +74,16 @@ def main() -> None:
 @click.option("--strategy", default="full", show_default=True, help="Search strategy (see `ufuzz strategies`).")
 @click.option("--p", "rbo_p", type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True), default=0.9,
               show_default=True, help="RBO persistence for divergence.")
+@click.option("--llm-base-url", default=None, help="OpenAI-compatible endpoint for the LLM uses.")
+@click.option("--llm-model", default=None, help="Model name at that endpoint.")
+@click.option("--llm-api-key-env", default="OPENAI_API_KEY", show_default=True,
+              help="Environment variable holding the API key (never logged).")
+@click.option("--llm-uses", default="", help="Comma-separated LLM uses: paraphrase,answer,judge.")
 @click.option("--force", is_flag=True, help="Overwrite an existing campaign directory.")
 @click.option("--quiet", is_flag=True, help="No live status line.")
 def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out: str | None, db: str | None,
-        opts: tuple[str, ...], config_file: str | None, strategy: str, rbo_p: float, force: bool, quiet: bool) -> None:
+        opts: tuple[str, ...], config_file: str | None, strategy: str, rbo_p: float, llm_base_url: str | None,
+        llm_model: str | None, llm_api_key_env: str, llm_uses: str, force: bool, quiet: bool) -> None:
     """Run a fuzzing campaign."""
     import time
 
@@ -95,13 +101,18 @@ def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out
     out_dir = Path(out or f"campaigns/{time.strftime('%Y%m%d-%H%M%S')}")
     if (out_dir / "corpus.sqlite").exists() and not force and db is None:
         raise click.UsageError(f"{out_dir} already holds a campaign; pass --force to overwrite or choose --out")
+    uses = tuple(u.strip() for u in llm_uses.split(",") if u.strip())
+    try:
+        cfg = CampaignConfig(backend=backend, backend_options=options, seeds=seeds, budget=budget, seed=rng_seed,
+                             k=k, out=str(out_dir), db=db, p=rbo_p, llm_base_url=llm_base_url, llm_model=llm_model,
+                             llm_api_key_env=llm_api_key_env, llm_uses=uses)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    apply_strategy(cfg, strategy)
     if force and out_dir.exists():
         import shutil
 
         shutil.rmtree(out_dir)
-    cfg = CampaignConfig(backend=backend, backend_options=options, seeds=seeds, budget=budget, seed=rng_seed, k=k,
-                         out=str(out_dir), db=db, p=rbo_p)
-    apply_strategy(cfg, strategy)
     try:
         campaign = Campaign(cfg)
     except SeedFileError as exc:

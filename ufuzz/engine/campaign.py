@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -32,6 +33,7 @@ from ufuzz.seeds.io import load_suite
 from ufuzz.seeds.model import Reference, SeedSuite
 from ufuzz.seeds.provenance import Provenance
 
+LLM_USES = ("paraphrase", "answer", "judge")
 DEFAULT_SEEDS = Path(__file__).resolve().parents[2] / "seeds" / "default.jsonl"
 
 
@@ -54,6 +56,18 @@ class CampaignConfig:
     retain: bool = True
     obligation_first: bool = True
     fork_queries: bool = True  # run query mutants on their own fork too (where the backend can copy)
+    llm_base_url: str | None = None  # OpenAI-compatible endpoint; None = no LLM anywhere
+    llm_model: str | None = None
+    llm_api_key_env: str = "OPENAI_API_KEY"
+    llm_uses: tuple[str, ...] = ()  # subset of LLM_USES
+    llm_cache: str | None = None  # call-cache file; None = $UFUZZ_CACHE_DIR/llm_calls.sqlite or ~/.cache/ufuzz
+
+    def __post_init__(self) -> None:
+        bad = [u for u in self.llm_uses if u not in LLM_USES]
+        if bad:
+            raise ValueError(f"--llm-uses: unknown use(s) {bad}; allowed: {', '.join(LLM_USES)}")
+        if self.llm_uses and not self.llm_base_url:
+            raise ValueError("--llm-uses needs --llm-base-url (an OpenAI-compatible endpoint)")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -95,11 +109,18 @@ class Campaign:
     def _open(self):
         from ufuzz.corpus.store import CorpusStore, FailureStore
 
+        created = not self.out.exists()
         self.out.mkdir(parents=True, exist_ok=True)
+        try:
+            # the backend validates its options first: a bad option leaves nothing behind
+            self.backend = self._backend or registry.create(self.config.backend, self.out / "backend",
+                                                            self.config.backend_options)
+        except BaseException:
+            if created:
+                shutil.rmtree(self.out, ignore_errors=True)
+            raise
         url = self.config.db or f"sqlite:///{(self.out / 'corpus.sqlite').resolve()}"
         self.store = CorpusStore(url)
-        self.backend = self._backend or registry.create(self.config.backend, self.out / "backend",
-                                                        self.config.backend_options)
         self.campaign_id = f"{self.config.strategy}-s{self.config.seed}-{time.strftime('%Y%m%dT%H%M%S')}"
         self.store.start_campaign(self.campaign_id, config=self.config.to_dict(),
                                   backend=self.backend.describe(), seed=self.config.seed, budget=self.config.budget)
@@ -163,12 +184,14 @@ class Campaign:
 
     def _loop(self, on_progress: Callable[[Progress], None] | None) -> None:
         cfg = self.config
-        self.operators = all_operators(realizer=cfg.backend_options.get("_realizer"))
+        realizer, reader, judge = self._llm_uses()
+        self.operators = all_operators(realizer=realizer)
         if cfg.operators:
             self.operators = {k: v for k, v in self.operators.items() if k in cfg.operators}
-        self.executor = ex_ = Executor(self.backend, self.suite.checkpoints, k=cfg.k)
+        self.executor = ex_ = Executor(self.backend, self.suite.checkpoints, k=cfg.k, reader=reader)
         hidden = ex_.hidden
-        self.oracle = Oracle(self._sink, hidden=hidden, reference_sink=self.failures.record_reference)
+        self.oracle = Oracle(self._sink, hidden=hidden, reference_sink=self.failures.record_reference,
+                             judge=judge)
         ab = Ablation(**{k: bool(v) for k, v in cfg.ablation.items()})
         self.feedback = FeedbackState(ab, p=cfg.p)
         self.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
@@ -203,6 +226,28 @@ class Campaign:
             self.progress.unique_failures = len(self.unique_keys)
             if on_progress is not None:
                 on_progress(self.progress)
+
+    def _llm_uses(self):
+        """(paraphrase realizer, reader, judge) for the configured LLM uses; None where not used."""
+        cfg = self.config
+        self.llm = None
+        if not cfg.llm_uses:
+            return None, None, None
+        from ufuzz.llm import CallCache, LLMClient, LLMConfig
+        from ufuzz.llm.uses import Answerer, Judge, ParaphraseRealizer
+        from ufuzz.oracles.reader import LLMReader
+
+        self.llm = LLMClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model or "default",
+                                       api_key_env=cfg.llm_api_key_env), CallCache(cfg.llm_cache))
+        realizer = ParaphraseRealizer(self.llm) if "paraphrase" in cfg.llm_uses else None
+        reader = LLMReader(Answerer(self.llm)) if "answer" in cfg.llm_uses else None
+        judge = None
+        if "judge" in cfg.llm_uses:
+            j = Judge(self.llm)
+
+            def judge(question: str, answer: str | None, response: str) -> str:
+                return j.judge(question, answer, response).label
+        return realizer, reader, judge
 
     def _parent_execution(self, parent: FuzzCase, hidden: bool) -> Execution:
         ex, fresh = self.executor.execute_parent(parent)
@@ -304,5 +349,6 @@ class Campaign:
             "errors": p.errors, "seed_baseline_failures": len(self.oracle.seed_baseline_failures)
             if hasattr(self, "oracle") else 0,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "llm": self.llm.stats() if getattr(self, "llm", None) is not None else None,
             "failures": sorted(f.key for _, f in self.failure_log),
         }

@@ -65,7 +65,10 @@ class Paraphrase(Operator):
             raise Rejected(f"unknown paraphrase transformation {target!r}")
         qid = f"{case.query.id}~p{rng.randrange(1 << 30):x}"
         if self.realizer is not None:
-            text = " ".join(self.realizer.realize(case.query.text, target).split())
+            try:
+                text = " ".join(self.realizer.realize(case.query.text, target).split())
+            except Exception as exc:  # an LLM fault yields no mutant; it is not a test
+                raise Rejected(f"realizer failed: {exc}") from None
             if not text:
                 raise Rejected("realizer returned nothing")
             q = replace(case.query, id=qid, text=text, context=wording.split_context(text)[0], form="free",

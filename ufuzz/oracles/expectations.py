@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,11 +58,30 @@ def _stale_in(response: str | None, ref: Reference) -> list[str]:
     return [v for v in ref.stale_answers if v != ref.answer and contains_answer(response, v)]
 
 
-def evaluate(ref: Reference, ex: Execution, deleted: tuple[str, ...] = (), hidden: bool = False) -> Outcome:
-    """Judge one execution against one reference."""
+#: a response judge: (question, reference answer or None for abstention, response) -> Correct|Hallucination|Omission
+JudgeFn = Callable[[str, "str | None", str], str]
+
+
+def evaluate(ref: Reference, ex: Execution, deleted: tuple[str, ...] = (), hidden: bool = False,
+             judge: JudgeFn | None = None) -> Outcome:
+    """Judge one execution against one reference.
+
+    Without ``judge`` the response is matched as text (answer contained, abstention phrases). With a judge
+    (an LLM judge, ``--llm-uses judge``) its label decides correctness instead: Correct passes, Omission is an
+    abstention, Hallucination a wrong (or, when a stale value appears, stale) answer.
+    """
     resp = ex.response
-    answered_right = (not ref.abstain) and any(contains_answer(resp, a) for a in (ref.answer, *ref.aliases) if a)
-    info = {"response": resp, "top_ids": list(ex.top_ids), "answer_correct": answered_right}
+    label = None
+    if judge is not None and resp is not None:
+        label = judge(ex.query, ref.answer, resp)
+    if label is None:
+        answered_right = (not ref.abstain) and any(contains_answer(resp, a) for a in (ref.answer, *ref.aliases)
+                                                   if a)
+        abstained = is_abstention(resp)
+    else:
+        answered_right = (not ref.abstain) and label == "Correct"
+        abstained = label == "Omission" or (ref.abstain and label == "Correct")
+    info = {"response": resp, "top_ids": list(ex.top_ids), "answer_correct": answered_right, "judge": label}
     top = [] if hidden else list(ex.top_ids)
     gone = [i for i in top if i in set(deleted)]
     if gone:
@@ -77,7 +97,7 @@ def evaluate(ref: Reference, ex: Execution, deleted: tuple[str, ...] = (), hidde
     stage = "response" if hidden else "post-selection"
     top1 = tuple(top[:1])
     if ref.abstain:
-        if is_abstention(resp):
+        if abstained:
             return Outcome(True, detail=info)
         stale = _stale_in(resp, ref)
         if stale:
@@ -85,7 +105,7 @@ def evaluate(ref: Reference, ex: Execution, deleted: tuple[str, ...] = (), hidde
         return Outcome(False, "unsupported_answer", stage, top1, info)
     if answered_right:
         return Outcome(True, detail=info)
-    if is_abstention(resp):
+    if abstained:
         return Outcome(False, "false_abstention", stage, (), info)
     stale = _stale_in(resp, ref)
     if stale:

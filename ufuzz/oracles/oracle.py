@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ufuzz.engine.case import Execution, FuzzCase
-from ufuzz.oracles.expectations import Failure, Outcome, evaluate, failure_key
+from ufuzz.oracles.expectations import Failure, JudgeFn, Outcome, evaluate, failure_key
 from ufuzz.seeds.model import Reference
 
 
 class Oracle:
     def __init__(self, sink: Callable[[Failure, Reference], None], hidden: bool = False,
-                 reference_sink: Callable[[str, Reference], None] | None = None) -> None:
+                 reference_sink: Callable[[str, Reference], None] | None = None,
+                 judge: JudgeFn | None = None) -> None:
+        self.judge = judge
         self._refs: dict[str, Reference] = {}
         self._reference_sink = reference_sink
         self._parent_outcomes: dict[tuple[str, str], Outcome] = {}
@@ -46,7 +48,8 @@ class Oracle:
     def outcome(self, case: FuzzCase, ex: Execution) -> Outcome:
         key = (case.id, ex.state_key)
         if key not in self._parent_outcomes:
-            self._parent_outcomes[key] = evaluate(self._refs[case.id], ex, self._deleted(case), self.hidden)
+            self._parent_outcomes[key] = evaluate(self._refs[case.id], ex, self._deleted(case), self.hidden,
+                                                     self.judge)
         return self._parent_outcomes[key]
 
     def check(self, mutant: FuzzCase, ex: Execution, parent: FuzzCase, parent_ex: Execution) -> str | None:
@@ -58,7 +61,7 @@ class Oracle:
             if parent.parent_id is None:
                 self.seed_baseline_failures.setdefault(parent.seed_id, parent_out)
             return None
-        out = evaluate(self._refs[mutant.id], ex, self._deleted(mutant), self.hidden)
+        out = evaluate(self._refs[mutant.id], ex, self._deleted(mutant), self.hidden, self.judge)
         if out.passed:
             return None
         ob = mutant.obligation

@@ -25,3 +25,19 @@ class TopEvidenceReader:
         if self.threshold is not None and top.score < self.threshold:
             return ABSTAIN_TEXT
         return top.text
+
+
+class LLMReader:
+    """Answers from the retrieved memories through an LLM answerer (``ufuzz.llm.uses.Answerer``).
+
+    Used for end-to-end runs when ``--llm-uses answer`` is given; an LLM fault surfaces as a backend-side
+    error record of that execution, never as a failure.
+    """
+
+    name = "llm"
+
+    def __init__(self, answerer) -> None:
+        self.answerer = answerer
+
+    def read(self, query: str, retrieved: list[Retrieved]) -> str:
+        return self.answerer.answer(query, [r.text for r in retrieved])

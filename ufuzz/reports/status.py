@@ -1,0 +1,77 @@
+"""``ufuzz status``: what a campaign did and found, read back from its corpus store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ufuzz.corpus.failures import FailureStore
+from ufuzz.corpus.store import CorpusStore, default_url
+
+
+def campaign_status(campaign_dir: Path, db: str | None = None, campaign_id: str | None = None) -> dict[str, Any]:
+    """Summary of the latest (or the named) campaign in ``campaign_dir``'s store."""
+    if db is None:
+        path = Path(campaign_dir) / "corpus.sqlite"
+        if not path.exists():
+            raise FileNotFoundError(f"{campaign_dir}: no corpus.sqlite here (not a campaign directory?)")
+        db = default_url(campaign_dir)
+    store = CorpusStore(db)
+    try:
+        campaigns = store.campaigns()
+        if not campaigns:
+            raise ValueError(f"{store.url}: holds no campaign")
+        if campaign_id is None:
+            rec = campaigns[-1]
+        else:
+            matches = [c for c in campaigns if c.id == campaign_id]
+            if not matches:
+                raise ValueError(f"{store.url}: no campaign {campaign_id!r}")
+            rec = matches[0]
+        summary = store.summary(rec.id)
+        summary["backend"] = rec.backend
+        summary["strategy"] = rec.config.get("strategy")
+        summary["seed"] = rec.seed
+        summary["budget"] = rec.budget
+        summary["started_at"] = rec.started_at
+        summary["finished_at"] = rec.finished_at
+    finally:
+        store.close()
+    fs = FailureStore(db, rec.id)
+    try:
+        groups = fs.unique_failures()
+        summary["unique_failures"] = fs.unique_failure_count()
+    finally:
+        fs.close()
+    by_op: dict[str, int] = {}
+    by_kind: dict[str, int] = {}
+    for g in groups:
+        by_op[g["operator"] or "?"] = by_op.get(g["operator"] or "?", 0) + g["unique"]
+        k = f"{g['stage']}:{g['kind']}"
+        by_kind[k] = by_kind.get(k, 0) + g["unique"]
+    summary["failures_by_operator"] = dict(sorted(by_op.items()))
+    summary["failures_by_kind"] = dict(sorted(by_kind.items()))
+    summary["failure_groups"] = groups
+    return summary
+
+
+def render_status(st: dict[str, Any]) -> str:
+    cov = st["coverage"]
+    lines = [
+        f"campaign   {st['campaign']}  ({st['status']}, strategy {st.get('strategy')}, seed {st.get('seed')})",
+        f"backend    {st['backend'].get('backend')}  "
+        + " ".join(f"{k}={v}" for k, v in sorted(st["backend"].items()) if k != "backend"),
+        f"executions {st['executions']} of budget {st.get('budget')}  "
+        f"(parents {st['parent_executions']}, mutants {st['mutant_executions']}, errored {st['failed_executions']})",
+        f"mutants    {st['mutants']['valid']} valid, {st['mutants']['rejected']} rejected; retained {st['retained']}",
+        f"coverage   {cov['reached']}/{cov['total']} memories ({100 * cov['ratio']:.1f}%)"
+        + (f", +{cov['extra']} added by mutants" if cov.get("extra") else ""),
+        f"errors     {st['errors']}",
+        f"unique failures {st['unique_failures']}",
+    ]
+    if st["failure_groups"]:
+        lines.append(f"  {'operator':16s} {'stage':15s} {'kind':28s} {'unique':>6s} {'seen':>6s}")
+        for g in st["failure_groups"]:
+            lines.append(f"  {g['operator'] or '?':16s} {g['stage']:15s} {g['kind']:28s} {g['unique']:6d} "
+                         f"{g['occurrences']:6d}")
+    return "\n".join(lines)
