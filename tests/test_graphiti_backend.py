@@ -126,7 +126,7 @@ def test_rerankers_are_ordered_and_deterministic(tmp_path):
         b = GraphitiBackend(tmp_path / rr, {"reranker": rr})
         try:
             assert b.capabilities.abstain_threshold is None  # rank-fusion scores are not similarities
-            s = b.build(_bigger(10))
+            s = b.build(_bigger(6))
             r1 = _ranking(b, s)
             assert r1 == _ranking(b, b.fork(s))
             for r in r1:
@@ -139,7 +139,7 @@ def test_rerankers_are_ordered_and_deterministic(tmp_path):
 _ops = st.lists(st.tuples(st.sampled_from(["add", "update", "delete"]), st.integers(0, 20)), max_size=6)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=_ops)
 def test_get_and_list_agree_with_writes(backend, ops):
     """Model: every write is visible through get/list, updates keep the old entry as inactive."""
