@@ -42,7 +42,6 @@ from sqlalchemy import (
     event,
     insert,
     select,
-    update,
 )
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
@@ -299,7 +298,8 @@ class EmbeddedBackend(MemoryBackend):
     def _new_node(self, parent: int | None) -> int:
         node = self._next_node
         self._next_node += 1
-        self._conn.execute(insert(states_t).values(id=node, parent_id=parent))
+        # hot path (every fork): plain driver SQL skips SQLAlchemy's statement compilation and cache keys
+        self._conn.exec_driver_sql("INSERT INTO states (id, parent_id) VALUES (?, ?)", (node, parent))
         self._parent[node] = parent
         self._children[node] = 0
         self._own[node] = 0
@@ -314,9 +314,9 @@ class EmbeddedBackend(MemoryBackend):
         self._handles[handle] = node
         self._node_handle[node] = handle
         if new:
-            self._conn.execute(insert(handles_t).values(handle=handle, state_id=node))
+            self._conn.exec_driver_sql("INSERT INTO handles (handle, state_id) VALUES (?, ?)", (handle, node))
         else:
-            self._conn.execute(update(handles_t).where(handles_t.c.handle == handle).values(state_id=node))
+            self._conn.exec_driver_sql("UPDATE handles SET state_id = ? WHERE handle = ?", (node, handle))
 
     def _new_handle(self) -> str:
         handle = f"s{self._next_handle}"
@@ -490,8 +490,10 @@ class EmbeddedBackend(MemoryBackend):
         q = self.embedder.encode([query])[0]
         out = []
         for block, mask in view.parts:
-            # rounded so that the same text scores the same in any block (BLAS may sum in another order)
-            scores = np.round((block.vecs @ q).astype(np.float64), 6)
+            # einsum, not BLAS gemv: single-threaded (multi-threaded OpenBLAS gemv is several times slower
+            # on a busy 2-core machine) and the same per-row summation whatever the block's size; rounded
+            # so that equal texts score exactly equal in any block
+            scores = np.round(np.einsum("ij,j->i", block.vecs, q).astype(np.float64), 6)
             out.append((block, scores, np.ones(block.n, dtype=bool) if mask is None else mask))
         return out
 
