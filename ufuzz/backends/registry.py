@@ -25,6 +25,7 @@ BUILTIN: dict[str, str] = {
     "a-mem": "ufuzz.backends.amem:AMemBackend",
     "http": "ufuzz.backends.http:HttpBackend",
     "graphiti": "ufuzz.backends.graphiti:GraphitiBackend",
+    "mem0": "ufuzz.backends.mem0:Mem0Backend",
 }
 
 _runtime: dict[str, type[MemoryBackend]] = {}

