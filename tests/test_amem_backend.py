@@ -39,6 +39,7 @@ def test_registered_and_described_without_llm(backend):
     caps = backend.capabilities
     assert caps.copyable and caps.deterministic
     assert "evolution disabled" in caps.notes
+    assert AMemBackend.static_capabilities() == caps  # what `ufuzz backends` prints
     d = backend.describe()
     assert d["evolution"] == "off (no LLM)" and d["llm"] is None and d["a-mem"]
 

@@ -297,3 +297,26 @@ def test_json_path_wildcard_selects_each_item(outer, inner, items, value):
 def test_json_path_rejects_unsupported_syntax(bad):
     with pytest.raises(ValueError, match="bad JSON path"):
         JsonPath.parse(bad)
+
+
+def test_static_capabilities_for_the_backends_listing():
+    caps = HttpBackend.static_capabilities()
+    assert not caps.copyable and "[snapshot]" in caps.notes
+
+
+def test_campaign_through_the_cli(tmp_path, server, token_env):
+    """`ufuzz run --backend http --config product.toml` drives the product end to end without errors."""
+    from click.testing import CliRunner
+
+    from ufuzz.cli import main
+
+    cfg = tmp_path / "product.toml"
+    cfg.write_text(EXAMPLE.read_text().replace('base_url = "http://127.0.0.1:8080"',
+                                               f'base_url = "{server.base_url}"'))
+    before, namespaces = len(server.requests), set(server.namespaces)
+    res = CliRunner().invoke(main, ["run", "--backend", "http", "--config", str(cfg), "--budget", "20",
+                                    "--out", str(tmp_path / "camp"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "finished: 20 executions" in res.output and "errors 0" in res.output
+    assert len(server.requests) > before + 20
+    assert set(server.namespaces) <= namespaces  # the campaign released (dropped) every state it made

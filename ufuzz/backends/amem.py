@@ -142,6 +142,22 @@ def _controllers(llm_controller: Any) -> tuple[type, type]:
     return NoLLM, Counting
 
 
+def _capabilities(llm_model: str | None) -> Capabilities:
+    if llm_model:
+        llm = (f"LLM {llm_model} (OpenAI-compatible endpoint): note analysis and evolution on; "
+               "A-Mem samples at temperature 1.0")
+    else:
+        llm = ("no LLM configured: evolution disabled and note analysis off (adapter LLM controller returns "
+               "A-Mem's empty response: no keywords/tags, context 'General', should_evolve=false; "
+               "set llm_base_url + llm_model to enable)")
+    return Capabilities(visible_retrieval=True, copyable=True, native_update=True, native_delete=True,
+                        observable_state=True, answers=False, deterministic=llm_model is None,
+                        abstain_threshold=ABSTAIN,
+                        notes=f"{llm}; ChromaDB cosine search over MiniLM; update in place without "
+                              "re-analysis; numeric/JSON-looking content changes type on read "
+                              "(metadata type_roundtrip); forks copy the ChromaDB collection")
+
+
 class _State:
     def __init__(self, name: str, system: Any) -> None:
         self.name = name
@@ -204,18 +220,12 @@ class AMemBackend(MemoryBackend):
     # -- description -------------------------------------------------------------------------------------
     @property
     def capabilities(self) -> Capabilities:
-        if self.llm_base_url:
-            llm = (f"LLM {self.llm_model} (OpenAI-compatible endpoint): note analysis and evolution on; "
-                   "A-Mem samples at temperature 1.0")
-        else:
-            llm = ("no LLM configured: evolution disabled and note analysis off (adapter LLM controller returns "
-                   "A-Mem's empty response: no keywords/tags, context 'General', should_evolve=false)")
-        return Capabilities(visible_retrieval=True, copyable=True, native_update=True, native_delete=True,
-                            observable_state=True, answers=False, deterministic=not self.llm_base_url,
-                            abstain_threshold=ABSTAIN,
-                            notes=f"{llm}; ChromaDB cosine search over MiniLM; update in place without "
-                                  "re-analysis; numeric/JSON-looking content changes type on read "
-                                  "(metadata type_roundtrip); forks copy the ChromaDB collection")
+        return _capabilities(self.llm_model if self.llm_base_url else None)
+
+    @classmethod
+    def static_capabilities(cls) -> Capabilities:
+        """The default configuration's capabilities (no LLM), for ``ufuzz backends``."""
+        return _capabilities(None)
 
     def describe(self) -> dict[str, Any]:
         llm = None

@@ -415,6 +415,13 @@ class HttpBackend(MemoryBackend):
                             deterministic=self.config.deterministic,
                             abstain_threshold=self.config.abstain_threshold, notes="; ".join(notes))
 
+    @classmethod
+    def static_capabilities(cls) -> Capabilities:
+        """What holds for any product config, for ``ufuzz backends`` (the real ones come from the file)."""
+        return Capabilities(copyable=False, notes="REST memory product described by --config product.toml "
+                                                  "(see examples/product.toml); copyable only with a [snapshot] "
+                                                  "operation, update/delete only when configured")
+
     def describe(self) -> dict[str, Any]:
         c = self.config
         return {"backend": self.name, "config": str(self.config_path), "product": c.name, "base_url": c.base_url,
