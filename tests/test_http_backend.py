@@ -236,6 +236,8 @@ BAD_CONFIGS = [
     (_drop("get"), "product.toml: missing required operation [get]"),
     (_with("add", "method", "FETCH"), "product.toml: [add] 'method' must be one of"),
     (_with("add", "path", "/v1/{nmespace}/memories"), "product.toml: [add] uses unknown placeholder(s) nmespace"),
+    (_with("search", "body", {"query": "{query}", "ns_item": "{id}"}),
+     "product.toml: [search] uses placeholder(s) id that search does not provide"),
     (_with("update", "policy", "merge"), "product.toml: [update] 'policy' must be 'rewrite' or 'append'"),
     (_with("search", "score", "$.results[*].score"), "product.toml: [search] unknown key(s) 'score'"),
     (_without("auth", "env"), "product.toml: [auth] needs both 'header' and 'env'"),

@@ -135,6 +135,18 @@ class JsonPath:
 # -- configuration ---------------------------------------------------------------------------------------
 
 PLACEHOLDERS = frozenset({"namespace", "id", "uid", "text", "timestamp", "query", "k", "new_id", "target"})
+#: the placeholders each operation fills in
+PROVIDES: dict[str, frozenset[str]] = {
+    "add": frozenset({"namespace", "id", "uid", "text", "timestamp"}),
+    "search": frozenset({"namespace", "query", "k"}),
+    "get": frozenset({"namespace", "id", "uid"}),
+    "list": frozenset({"namespace"}),
+    "update": frozenset({"namespace", "id", "uid", "new_id", "text", "timestamp"}),
+    "delete": frozenset({"namespace", "id", "uid"}),
+    "snapshot": frozenset({"namespace", "target"}),
+    "create": frozenset({"namespace"}),
+    "drop": frozenset({"namespace"}),
+}
 REQUIRED_OPS = ("add", "search", "get", "list")
 OPTIONAL_OPS = ("update", "delete", "snapshot", "create", "drop")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -265,9 +277,10 @@ def parse_config(raw: dict[str, Any], src: str = "product.toml", base_url: str |
     bad = sorted(set(ns) - {"prefix"})
     if bad:
         raise err("[namespace]", f"unknown key(s) {', '.join(map(repr, bad))}; known: prefix")
-    bad_ph = _placeholders(headers) - PLACEHOLDERS
+    bad_ph = _placeholders(headers) - {"namespace"}
     if bad_ph:
-        raise err("[headers]", f"uses unknown placeholder(s) {', '.join(sorted(bad_ph))}")
+        raise err("[headers]", f"uses placeholder(s) {', '.join(sorted(bad_ph))}; headers may use only "
+                               "{namespace}")
 
     ops: dict[str, Operation] = {}
     for name in (*REQUIRED_OPS, *OPTIONAL_OPS):
@@ -308,6 +321,10 @@ def _parse_op(name: str, t: dict[str, Any], err: Any) -> Operation:
     if bad_ph:
         raise err(where, f"uses unknown placeholder(s) {', '.join(sorted(bad_ph))}; "
                          f"known: {', '.join(sorted(PLACEHOLDERS))}")
+    missing = used - PROVIDES[name]
+    if missing:
+        raise err(where, f"uses placeholder(s) {', '.join(sorted(missing))} that {name} does not provide; "
+                         f"it provides: {', '.join(sorted(PROVIDES[name]))}")
     paths: dict[str, JsonPath] = {}
     for key, required in keys.items():
         if key not in t:
