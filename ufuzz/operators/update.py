@@ -58,7 +58,8 @@ class Update(Operator):
         for wid in written:
             prov = prov.with_memory(wid, new_text)
         ref = prov.reference_for(case.query.id, f)
-        ref = ref.with_(stale_answers=tuple(sorted(set(ref.stale_answers) | {fact.value})))
+        # the replaced value is stale, unless it is the answer (a 'previous' query now asks for it)
+        ref = ref.with_(stale_answers=tuple(sorted((set(ref.stale_answers) | {fact.value}) - {ref.answer})))
         return Mutation(query=case.query, provenance=prov, reference=ref,
                         ops=(StateOp("update", old_id, new),), results=(res,),
                         detail=f"{f.entity}.{f.attribute}: {fact.value} -> {value}")
@@ -68,9 +69,18 @@ class Update(Operator):
             return Verdict.reject("no verified operation")
         res = mutation.results[0]
         op = mutation.ops[0]
-        value = mutation.reference.answer
+        f = case.query.fields
+        # the new value is what the mutant's provenance records as active (the reference's answer is the
+        # previous value for a 'previous'-scope query, so it cannot name the new value)
+        new_fact = mutation.provenance.active(f.entity, f.attribute)
+        old_fact = case.provenance.active(f.entity, f.attribute)
+        value = new_fact.value if new_fact is not None else None
         if not res.ok or res.op != "update" or not res.written or value is None:
             return Verdict.reject("backend did not report a successful update")
+        if old_fact is not None and value == old_fact.value:
+            return Verdict.reject("the update does not record a new value")
+        if set(new_fact.evidence) != set(res.written):
+            return Verdict.reject("the new value's evidence is not the written memory")
         stored = {m.id: m for m in view.list()}
         for wid in res.written:
             got = view.get(wid)
@@ -90,6 +100,16 @@ class Update(Operator):
                 return Verdict.reject(f"removed memory {rid} is still active")
         if op.target not in res.written and op.target not in res.superseded and op.target not in res.removed:
             return Verdict.reject("backend did not say what happened to the old memory")
-        if set(mutation.reference.supporting) != set(res.written):
-            return Verdict.reject("reference support is not the written evidence")
+        ref = mutation.reference
+        if f.scope == "previous":
+            expected = mutation.provenance.reference_for(ref.query_id, f)
+            if (ref.answer, set(ref.supporting)) != (expected.answer, set(expected.supporting)):
+                return Verdict.reject("reference is not the previous value provenance derives")
+            if set(res.written) & set(ref.supporting):
+                return Verdict.reject("the written memory supports the previous value")
+        else:
+            if ref.answer != value:
+                return Verdict.reject("reference answer is not the new value")
+            if set(ref.supporting) != set(res.written):
+                return Verdict.reject("reference support is not the written evidence")
         return Verdict.accept("written memory active with new value", "latest timestamp", "old memory as reported")
