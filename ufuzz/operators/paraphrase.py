@@ -42,6 +42,34 @@ def _content_words(text: str) -> list[str]:
     return sorted(w.lower() for w in _WORD.findall(text) if w.lower() not in _FUNCTION)
 
 
+#: restrictive conditions the wording lexicon does not know: dates, numbers, time expressions (other than
+#: the scope markers) and exclusions; a paraphrase may not add any of them
+_RESTRICTIVE = re.compile(
+    r"\b\d+(?:[:.]\d+)?\b"
+    r"|\b(?:January|February|March|April|June|July|August|September|October|November|December)\b"
+    r"|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\bweekends?\b"
+    r"|\b(?:yesterday|today|tonight|tomorrow|ago|since|until|till|during|lately|recently|anymore)\b"
+    r"|\b(?:last|next|this|that|each|every)\s+(?:week|month|year|summer|winter|spring|autumn|morning|evening|"
+    r"night|time)\b"
+    r"|\b(?:summers?|winters?|springtime|autumns?)\b|\bin\s+the\s+(?:morning|afternoon|evening)s?\b"
+    r"|\bat\s+night\b|\bon\s+holidays?\b"
+    r"|\b(?:except|excluding|besides|unless|instead of|rather than|other than|apart from|aside from|"
+    r"not counting|according to)\b",
+    re.IGNORECASE)
+_NAME = re.compile(r"(?<![\w'])[A-Z][a-z]+(?:'s)?")
+
+
+def _restrictions(text: str) -> set[str]:
+    """Restrictive markers in ``text``: :data:`_RESTRICTIVE` matches and capitalised words that do not
+    start a sentence (names the lexicon does not know)."""
+    found = {m.group(0).lower() for m in _RESTRICTIVE.finditer(text)}
+    for m in _NAME.finditer(text):
+        before = text[:m.start()].rstrip()
+        if before and before[-1] not in ".?!:":
+            found.add(m.group(0).removesuffix("'s"))
+    return found
+
+
 class Paraphrase(Operator):
     name = "paraphrase"
     kind = "query"
@@ -160,10 +188,18 @@ class Paraphrase(Operator):
                 return Verdict.reject(f"adds a condition: new {part} {sorted(added)}")
             if lost and part != "values":
                 return Verdict.reject(f"drops {part} {sorted(lost)}")
+        added = _restrictions(child.text) - _restrictions(parent.text)
+        if added:
+            return Verdict.reject(f"adds a condition the lexicon does not know: {sorted(added)}")
         ctx, core = wording.split_context(child.text)
         if ctx and any(getattr(wording.extract(ctx, ents, values), p) for p in
                        ("entities", "attributes", "scopes", "values")):
             return Verdict.reject("context is restrictive")
+        if child.template not in (None, "llm") and not mutation.detail.startswith("llm:"):
+            # a templated wording must be exactly one the lexicon defines for the parent's fields
+            why = self._not_a_realization(case, child)
+            if why:
+                return Verdict.reject(why)
         if not lexicon and child.template is None and not mutation.detail.startswith("llm:"):
             # free text: the core keeps its content words (only function words / wrappers may change)
             _, pcore = wording.split_context(parent.text)
@@ -175,3 +211,23 @@ class Paraphrase(Operator):
             if _content_words(ccore) != _content_words(pcore):
                 return Verdict.reject("content words of the question changed")
         return Verdict.accept("fields unchanged", "no added condition")
+
+    @staticmethod
+    def _not_a_realization(case: FuzzCase, child: Query) -> str:
+        fields = case.query.fields
+        if child.template not in wording.template_ids(fields.attribute):
+            return f"template {child.template!r} is not a wording of {fields.attribute!r}"
+        rest = child.context.strip()
+        while rest:  # the context is a sequence of the non-restrictive context sentences
+            head = next((c for c in wording.CONTEXTS if rest == c or rest.startswith(c + " ")), None)
+            if head is None:
+                return f"context {child.context!r} is not made of non-restrictive context sentences"
+            rest = rest[len(head):].strip()
+        try:
+            text = wording.realize(fields, template=child.template, form=child.form, context=child.context,
+                                   entity_type=case.provenance.entity_type(fields.entity))
+        except (KeyError, ValueError) as exc:
+            return f"cannot re-realize the wording: {exc}"
+        if text != child.text:
+            return "text is not the lexicon's wording of the parent's fields for its template/form/context"
+        return ""
