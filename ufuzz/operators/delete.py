@@ -83,6 +83,14 @@ class Delete(Operator):
         missing = expected - {m.id for m in listed}
         if missing:
             return Verdict.reject(f"delete removed other memories too: {sorted(missing)[:3]}")
+        # a tombstoning backend keeps collateral deletions listed, inactive: only superseded history may be
+        # inactive, never evidence of a current value or a memory that evidences nothing
+        prov = case.provenance
+        history = {m for f in prov.facts if not f.valid for m in f.evidence} - \
+            {m for f in prov.facts if f.valid for m in f.evidence}
+        collateral = {m.id for m in listed if not m.active and m.id in expected} - history
+        if collateral:
+            return Verdict.reject(f"delete deactivated other memories too: {sorted(collateral)[:3]}")
         if any(i in mutation.reference.supporting for i in ids):
             return Verdict.reject("reference is supported by deleted memory")
         return Verdict.accept("deleted ids gone from get and list", "no collateral deletion")
