@@ -135,10 +135,13 @@ class UnrelatedEdit(Operator):
             return Verdict.reject("no verified operation")
         f = case.query.fields
         texts = dict(case.provenance.memory_texts)
+        current = {m for x in case.provenance.facts_for(f.entity, f.attribute) if x.valid for m in x.evidence}
         for mid in sorted(case.provenance.relevant_ids(f.entity, f.attribute)):
             got = view.get(mid)
             if got is None:
                 return Verdict.reject(f"query-relevant memory {mid} is gone")
+            if not got.active and mid in current:  # a tombstone keeps the text but not the memory
+                return Verdict.reject(f"query-relevant memory {mid} is no longer active")
             if mid in texts and got.text != texts[mid]:
                 return Verdict.reject(f"query-relevant memory {mid} changed")
         op = mutation.ops[0]
