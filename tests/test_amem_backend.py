@@ -21,6 +21,18 @@ from ufuzz.seeds.model import Checkpoint, Memory  # noqa: E402
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_torch_thread():
+    """A-Mem embeds one short note per call; on a busy 2-core machine two torch threads fight each other
+    (measured 6x slower ingest than one). Restored afterwards so other modules keep their setting."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
 @pytest.fixture
 def backend(tmp_path):
     b = AMemBackend(tmp_path, {})
