@@ -49,7 +49,7 @@ def requery(case: FuzzCase, new_fields: QueryFields, query_id: str) -> Query:
         try:
             text = wording.realize(new_fields, template=template, form=q.form, context=q.context,
                                    entity_type=etype)
-        except KeyError as exc:
+        except (KeyError, ValueError) as exc:  # ValueError: the attribute does not apply to the entity type
             raise Rejected(f"cannot realize {new_fields} with template {template!r}: {exc}") from None
         return replace(q, id=query_id, text=text, fields=new_fields, template=template)
     # free text: only an entity written out in the text can be swapped
