@@ -151,6 +151,12 @@ def test_score_ties_are_broken_by_id(backend):
 def test_fork_is_isolated_both_ways(backend):
     parent = backend.build(tiny_checkpoint())
     child = backend.fork(parent)
+    # a faithful copy first: same stored memories, same ranking and (to float32 noise) the same scores
+    assert backend.list(child) == backend.list(parent)
+    for q in ("Where does Lena live?", "Who is Pip's vet?", "When do I go to the gym?"):
+        got, want = backend.retrieve(child, q, 6), backend.retrieve(parent, q, 6)
+        assert [r.id for r in got] == [r.id for r in want]
+        assert [r.score for r in got] == pytest.approx([r.score for r in want], abs=2e-6)
     backend.add(parent, Memory("p1", "Lena bought a sailboat called Wren.", "2024-03-01T10:00:00"))
     backend.update(parent, "m4", Memory("m4~u", "Omar moved to Lisk.", "2024-03-02T10:00:00"))
     backend.delete(child, "m3")
@@ -170,6 +176,25 @@ def test_fork_is_isolated_both_ways(backend):
     assert backend.retrieve(grandchild, "What did Pip learn?", 1)[0].id == "g1"
     with pytest.raises(BackendError, match="unknown state"):
         backend.list(parent)
+
+
+def test_shared_embedder_matches_a_per_state_one(tmp_path):
+    from mem0.embeddings.huggingface import HuggingFaceEmbedding
+
+    shared, own = Mem0Backend(tmp_path / "a"), Mem0Backend(tmp_path / "b", {"share_embedder": False})
+    try:
+        s1, s2 = shared.build(tiny_checkpoint()), shared.fork(shared.build(tiny_checkpoint()))
+        e1, e2 = shared._states[s1].mem.embedding_model, shared._states[s2].mem.embedding_model
+        assert e1 is e2 and isinstance(e1, HuggingFaceEmbedding) and e1.config.huggingface_base_url is None
+        o = own.build(tiny_checkpoint())
+        assert own._states[o].mem.embedding_model is not e1
+        for q in ("Where does Lena live?", "Who is Pip's vet?"):
+            got, want = shared.retrieve(s1, q, 6), own.retrieve(o, q, 6)
+            assert [r.id for r in got] == [r.id for r in want]
+            assert [r.score for r in got] == pytest.approx([r.score for r in want], abs=2e-6)
+    finally:
+        shared.close()
+        own.close()
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

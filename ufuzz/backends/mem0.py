@@ -32,6 +32,15 @@ sqlite's online-backup API, which copies a transactionally consistent snapshot o
 local and mem0 commit every write), other files (qdrant's ``meta.json``) plainly, qdrant's ``.lock`` never.
 The copy is then opened as a new ``Memory``. Writes are serialised by one lock per backend.
 
+Opening a ``Memory`` loads its embedding model (~0.2-0.4 s, ~90 MB), which would dominate ``fork``. With
+option ``share_embedder`` (default true) every state's ``Memory.embedding_model`` is one mem0
+``HuggingFaceEmbedding`` built once per process by mem0's own ``EmbedderFactory`` from the same config; the
+per-state construction is pointed at a dead loopback URL so that it loads nothing (it is never called).
+
+Retrieval asks mem0 for a few more than k, rounds scores to 6 decimals (qdrant local's float32 cosines are
+not bit-stable: identical vectors differ in the last bits by row position, a reopened copy by ~1e-9) and
+orders by (score desc, ufuzz id), so that ties are cut by id whatever the storage order.
+
 Ids: ufuzz ids are stored in the payload (``ufuzz_id``); each state keeps the map ufuzz id -> mem0 uuid.
 A memory's own metadata is nested under ``ufuzz_meta`` so that it cannot collide with mem0's payload keys
 (``data``, ``hash``, ``user_id``, ``role`` ...).
@@ -76,13 +85,21 @@ MEM0_DEFAULT_THRESHOLD = 0.1
 ABSTAIN_SEMANTIC = 0.35
 #: extra results fetched beyond k, so that score ties at the k-th place are cut by ufuzz id
 TIE_MARGIN = 4
-#: scores are rounded before ordering: qdrant local scores identical vectors differently in the last bits
-#: (~1e-16, depending on the row's position in its matrix), which would make tie order storage-dependent
-SCORE_DECIMALS = 9
+#: scores are rounded before ordering. qdrant local keeps float32 vectors and its cosines are not bit-stable:
+#: identical vectors score differently in the last bits by their row position, and the same state scores
+#: ~1e-9 differently after a reopen (a fork). Below float32 resolution differences are noise, treated as ties.
+SCORE_DECIMALS = 6
 
-OPTIONS = ("user_id", "search_threshold", "hybrid", "llm_base_url", "llm_model", "llm_api_key_env")
+OPTIONS = ("user_id", "search_threshold", "hybrid", "share_embedder", "llm_base_url", "llm_model",
+           "llm_api_key_env")
 DEFAULTS: dict[str, Any] = {"user_id": "ufuzz", "search_threshold": MEM0_DEFAULT_THRESHOLD, "hybrid": False,
+                            "share_embedder": True,
                             "llm_base_url": None, "llm_model": None, "llm_api_key_env": "OPENAI_API_KEY"}
+
+
+#: model path -> mem0 HuggingFaceEmbedding shared by every state of every Mem0Backend in the process
+_EMBEDDERS: dict[str, Any] = {}
+_EMBEDDERS_LOCK = threading.Lock()
 
 
 def _pkg_version(name: str) -> str | None:
@@ -178,12 +195,13 @@ class Mem0Backend(MemoryBackend):
         if not 0.0 <= thr <= 1.0:
             raise ValueError(f"mem0 backend: option search_threshold={thr} must be between 0 and 1")
         out["search_threshold"] = thr
-        hyb = out["hybrid"]
-        if isinstance(hyb, str):
-            if hyb.strip().lower() not in ("true", "false", "1", "0", "yes", "no"):
-                raise ValueError(f"mem0 backend: option hybrid={hyb!r} must be true or false")
-            hyb = hyb.strip().lower() in ("true", "1", "yes")
-        out["hybrid"] = bool(hyb)
+        for flag in ("hybrid", "share_embedder"):
+            val = out[flag]
+            if isinstance(val, str):
+                if val.strip().lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(f"mem0 backend: option {flag}={val!r} must be true or false")
+                val = val.strip().lower() in ("true", "1", "yes")
+            out[flag] = bool(val)
         url = out["llm_base_url"]
         if url is not None:
             url = str(url).strip()
@@ -230,6 +248,7 @@ class Mem0Backend(MemoryBackend):
             "llm_base_url": self.config["llm_base_url"], "llm_model": self.config["llm_model"],
             "llm_key_env": self.config["llm_api_key_env"], "llm_key_from_env": self._key_from_env,
             "fork": "sqlite online-backup copy of the state directory",
+            "share_embedder": self.config["share_embedder"],
         }
         if self._signals:
             d["nlp_signals"] = dict(self._signals)
@@ -266,11 +285,17 @@ class Mem0Backend(MemoryBackend):
             cfg["model"] = str(self.config["llm_model"])
         return cfg
 
+    def _embedder_config(self) -> dict[str, Any]:
+        return {"model": self._model_path, "embedding_dims": DIMS, "model_kwargs": {"device": "cpu"}}
+
     def _config_for(self, path: Path) -> dict[str, Any]:
+        emb = self._embedder_config()
+        if self.config["share_embedder"]:
+            # the Memory's own embedder is replaced by the shared one right after construction; pointing it
+            # at a dead loopback TEI URL keeps mem0 from loading a second copy of the model meanwhile
+            emb = {**emb, "huggingface_base_url": PLACEHOLDER_BASE_URL, "api_key": PLACEHOLDER_KEY}
         return {
-            "embedder": {"provider": "huggingface",
-                         "config": {"model": self._model_path, "embedding_dims": DIMS,
-                                    "model_kwargs": {"device": "cpu"}}},
+            "embedder": {"provider": "huggingface", "config": emb},
             "vector_store": {"provider": "qdrant",
                              "config": {"collection_name": COLLECTION, "path": str(path / "qdrant"),
                                         "embedding_model_dims": DIMS}},
@@ -278,12 +303,30 @@ class Mem0Backend(MemoryBackend):
             "history_db_path": str(path / "history.db"),
         }
 
+    def _shared_embedder(self) -> Any:
+        """mem0's own HuggingFaceEmbedding on the local model, built once per process and model path."""
+        key = str(self._model_path)
+        with _EMBEDDERS_LOCK:
+            emb = _EMBEDDERS.get(key)
+            if emb is None:
+                from mem0.utils.factory import EmbedderFactory
+
+                try:
+                    emb = EmbedderFactory.create("huggingface", self._embedder_config(), None)
+                except Exception as exc:
+                    raise BackendError(f"mem0 embedder load failed: {type(exc).__name__}: {exc}") from exc
+                _EMBEDDERS[key] = emb
+            return emb
+
     def _open(self, path: Path) -> Any:
         main = self._ensure_mem0()
+        shared = self._shared_embedder() if self.config["share_embedder"] else None
         try:
             mem = main.Memory.from_config(self._config_for(path))
         except Exception as exc:
             raise BackendError(f"mem0 open ({path.name}) failed: {type(exc).__name__}: {exc}") from exc
+        if shared is not None:
+            mem.embedding_model = shared
         if not self.config["hybrid"]:
             vs = getattr(mem, "vector_store", None)
             if vs is not None and hasattr(vs, "_bm25_encoder"):
