@@ -1,0 +1,181 @@
+"""`ufuzz bench`: the strategy comparison's numbers, files and plot, checked against the run campaigns."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ufuzz.cli import main
+from ufuzz.corpus.failures import FailureStore
+from ufuzz.corpus.store import CorpusStore
+from ufuzz.reports.bench import BenchConfig, budgets_of, parse_strategies, render_table, run_bench
+from ufuzz.reports.plot import Panel, Series, line_chart_svg, nice_ticks
+
+SVG = "{http://www.w3.org/2000/svg}"
+BUDGET = 150
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "out"
+    cfg = BenchConfig(backend="embedded", budget=BUDGET, runs=2, strategies=("full", "random"), out=str(out))
+    lines: list[str] = []
+    result = run_bench(cfg, echo=lines.append)
+    return result, out, lines
+
+
+def test_budgets():
+    assert budgets_of(150) == [37, 75, 112, 150]
+    assert budgets_of(8000) == [2000, 4000, 6000, 8000]
+    assert budgets_of(2) == [1, 2]
+
+
+def test_parse_strategies():
+    from ufuzz.engine.strategies import strategy_names
+
+    assert parse_strategies("full, random,full") == ("full", "random")
+    assert parse_strategies("all") == tuple(strategy_names())
+    with pytest.raises(ValueError, match="'bogus'"):
+        parse_strategies("full,bogus")
+
+
+def test_shape_of_the_result(bench):
+    result, out, lines = bench
+    assert set(result["strategies"]) == {"full", "random"}
+    assert len(result["runs"]) == 4 and len(lines) == 4
+    assert [(r["strategy"], r["seed"]) for r in result["runs"]] == [("full", 0), ("full", 1), ("random", 0),
+                                                                    ("random", 1)]
+    assert result["config"]["budgets"] == [37, 75, 112, 150]
+    assert result["partial"] is False and result["interrupted"] is False
+    on_disk = json.loads((out / "bench.json").read_text())
+    assert on_disk["strategies"].keys() == result["strategies"].keys()
+    assert on_disk["runs"][0]["at"] == result["runs"][0]["at"]
+
+
+def test_run_numbers_agree_with_the_run_campaigns(bench):
+    result, _, _ = bench
+    for r in result["runs"]:
+        d = Path(r["dir"])
+        summary = json.loads((d / "summary.json").read_text())
+        url = f"sqlite:///{d / 'corpus.sqlite'}"
+        assert summary["campaign"] == r["campaign"]
+        assert r["executions"] == summary["executions"] == BUDGET
+        assert r["unique_failures"] == summary["unique_failures"]
+        with FailureStore(url, r["campaign"]) as fs:
+            failures = fs.failures()
+        assert len(failures) == r["unique_failures"]
+        for b in budgets_of(BUDGET):  # UF@b = failures first seen within b executions
+            assert r["at"][str(b)]["unique_failures"] == sum(1 for f in failures if f.first_seq <= b)
+        store = CorpusStore(url)
+        cov = store.summary(r["campaign"])["coverage"]
+        store.close()
+        assert r["coverage_total"] == cov["total"] == result["suite"]["memories"]
+        assert r["at"][str(BUDGET)]["coverage_reached"] == r["coverage_reached"] == cov["reached"]
+        assert r["at"][str(BUDGET)]["coverage"] == pytest.approx(cov["ratio"])
+        ufs = [r["at"][str(b)]["unique_failures"] for b in budgets_of(BUDGET)]
+        covs = [r["at"][str(b)]["coverage"] for b in budgets_of(BUDGET)]
+        assert ufs == sorted(ufs) and covs == sorted(covs) and 0 < covs[0] and covs[-1] <= 1
+        # replay of every unique failure (deterministic backend: all of them)
+        assert r["replay"]["total"] == r["unique_failures"]
+        assert r["replay"]["reproduced"] == r["replay"]["total"]
+
+
+def test_aggregates_are_mean_and_sample_std_of_the_runs(bench):
+    result, _, _ = bench
+    for name, agg in result["strategies"].items():
+        rs = [r for r in result["runs"] if r["strategy"] == name]
+        assert agg["runs"] == 2
+        for b in budgets_of(BUDGET):
+            uf = [r["at"][str(b)]["unique_failures"] for r in rs]
+            cov = [r["at"][str(b)]["coverage"] for r in rs]
+            assert agg[f"uf@{b}"]["mean"] == pytest.approx(statistics.fmean(uf))
+            assert agg[f"uf@{b}"]["std"] == pytest.approx(statistics.stdev(uf))
+            assert agg[f"cov@{b}"]["mean"] == pytest.approx(statistics.fmean(cov))
+            assert agg[f"cov@{b}"]["std"] == pytest.approx(statistics.stdev(cov))
+        assert agg["reproduced"]["total"] == sum(r["unique_failures"] for r in rs)
+        curve = agg["curve"]
+        assert curve["executions"][0] == 0 and curve["executions"][-1] == BUDGET
+        assert curve["unique_failures"][0] == 0
+        assert curve["unique_failures"][-1] == pytest.approx(agg[f"uf@{BUDGET}"]["mean"])
+        assert curve["coverage"][-1] == pytest.approx(agg[f"cov@{BUDGET}"]["mean"])
+        assert curve["unique_failures"] == sorted(curve["unique_failures"])
+
+
+def test_sharing_the_backend_does_not_change_a_run(bench, tmp_path):
+    """A run of the bench (one backend shared by all runs) equals the same campaign on its own backend."""
+    from ufuzz.engine.campaign import Campaign, CampaignConfig
+    from ufuzz.engine.strategies import apply_strategy
+
+    result, _, _ = bench
+    rec = next(r for r in result["runs"] if r["strategy"] == "random" and r["seed"] == 1)
+    cfg = apply_strategy(CampaignConfig(backend="embedded", budget=BUDGET, seed=1, out=str(tmp_path / "alone")),
+                         "random")
+    alone = Campaign(cfg).run()
+    shared = json.loads((Path(rec["dir"]) / "summary.json").read_text())
+    assert alone["failures"] == shared["failures"]
+    assert alone["coverage"] == shared["coverage"]
+
+
+def test_table_and_markdown(bench):
+    result, out, _ = bench
+    table = render_table(result).splitlines()
+    assert table[0].split()[:6] == ["strategy", "runs", "UF@37", "UF@75", "UF@112", "UF@150"]
+    assert len(table) == 4 and table[2].startswith("full") and table[3].startswith("random")
+    agg = result["strategies"]["full"]
+    assert f"{agg['uf@150']['mean']:.1f} ± {agg['uf@150']['std']:.1f}" in table[2]
+    md = (out / "bench.md").read_text().splitlines()
+    rows = [line for line in md if line.startswith("|")]
+    assert len(rows) == 4
+    assert rows[0] == "| " + " | ".join(table[0].split()) + " |"
+    assert {row.count("|") for row in rows} == {rows[0].count("|")}
+    assert rows[2].startswith("| full | 2 |") and rows[3].startswith("| random | 2 |")
+
+
+def test_curves_svg_is_well_formed_with_one_line_per_strategy_and_panel(bench):
+    _, out, _ = bench
+    root = ET.parse(out / "curves.svg").getroot()
+    assert root.tag == f"{SVG}svg"
+    panels = root.findall(f"{SVG}g")
+    assert len(panels) == 2
+    for g in panels:
+        names = [pl.get("data-name") for pl in g.findall(f"{SVG}polyline")]
+        assert names == ["full", "random"]
+        for pl in g.findall(f"{SVG}polyline"):
+            pts = [tuple(map(float, p.split(","))) for p in pl.get("points").split()]
+            assert len(pts) == BUDGET + 1  # the mean curve's grid: every execution up to 150
+            xs = [x for x, _ in pts]
+            assert xs == sorted(xs)
+
+
+def test_svg_writer_escapes_and_scales():
+    svg = line_chart_svg([Panel("a < b & c", "x", "y", [Series('s"1<', [0, 1, 2], [0, 5, 3])])], title="t&t")
+    root = ET.fromstring(svg)
+    pl = root.find(f"{SVG}g/{SVG}polyline")
+    assert pl.get("data-name") == 's"1<'
+    ys = [float(p.split(",")[1]) for p in pl.get("points").split()]
+    assert ys[1] < ys[2] < ys[0]  # SVG y grows downwards: the largest value is highest
+    assert nice_ticks(0, 1)[0] == 0 and nice_ticks(0, 1)[-1] >= 1
+    assert nice_ticks(0, 8000) == [0, 2000, 4000, 6000, 8000]
+
+
+def test_cli_bench_smoke_and_bad_input(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "b"
+    res = runner.invoke(main, ["bench", "--budget", "30", "--runs", "1", "--strategies", "full,state-only",
+                               "--no-replay", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "UF@30" in res.output and "state-only" in res.output
+    data = json.loads((out / "bench.json").read_text())
+    assert data["config"]["replay"] is False and all(r["replay"] is None for r in data["runs"])
+    assert (out / "bench.md").is_file() and (out / "curves.svg").is_file()
+    res = runner.invoke(main, ["bench", "--strategies", "full,bogus", "--out", str(tmp_path / "x")])
+    assert res.exit_code == 2 and "'bogus'" in res.output
+    res = runner.invoke(main, ["bench", "--seeds", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "x")])
+    assert res.exit_code == 2 and "none.jsonl" in res.output
+    res = runner.invoke(main, ["bench", "--opt", "retrieval=sparse", "--budget", "5", "--out", str(tmp_path / "x")])
+    assert res.exit_code == 1 and "retrieval" in res.output
