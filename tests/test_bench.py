@@ -48,8 +48,9 @@ def test_shape_of_the_result(bench):
     result, out, lines = bench
     assert set(result["strategies"]) == {"full", "random"}
     assert len(result["runs"]) == 4 and len(lines) == 4
-    assert [(r["strategy"], r["seed"]) for r in result["runs"]] == [("full", 0), ("full", 1), ("random", 0),
+    assert [(r["strategy"], r["seed"]) for r in result["runs"]] == [("full", 0), ("random", 0), ("full", 1),
                                                                     ("random", 1)]
+    assert list(result["strategies"]) == ["full", "random"]
     assert result["config"]["budgets"] == [37, 75, 112, 150]
     assert result["partial"] is False and result["interrupted"] is False
     on_disk = json.loads((out / "bench.json").read_text())

@@ -299,8 +299,10 @@ def run_bench(cfg: BenchConfig, *, echo: Callable[[str], None] | None = None,
         }
 
     try:
-        for strategy in cfg.strategies:
-            for i in range(cfg.runs):
+        # run-major order (run 0 of every strategy, then run 1, ...): a bench stopped early still has every
+        # strategy, and slow drift of the machine's load spreads over all strategies alike
+        for i in range(cfg.runs):
+            for strategy in cfg.strategies:
                 run_dir = out / "runs" / strategy / f"r{i}-s{cfg.base_seed + i}"
                 rec = _run_one(cfg, strategy, i, suite, shared, run_dir)
                 runs.append(rec)
