@@ -121,6 +121,8 @@ def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out
         summary = _run_with_status(campaign, quiet)
     except BackendUnavailable as exc:
         raise click.ClickException(str(exc)) from None
+    except KeyError as exc:
+        raise click.BadParameter(str(exc.args[0]) if exc.args else str(exc), param_hint="'--backend'") from None
     except (BackendError, ValueError) as exc:
         raise click.ClickException(f"backend {backend!r}: {exc}") from None
     _print_summary(summary, out_dir)
