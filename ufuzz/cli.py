@@ -195,11 +195,10 @@ def seeds() -> None:
 def seeds_synth(personas: int, rng_seed: int, queries: int, output: str) -> None:
     """Synthetic persona checkpoints with templated queries and references."""
     from ufuzz.seeds.io import write_suite
-    from ufuzz.seeds.synth import synthesize
+    from ufuzz.seeds.synth import header, synthesize
 
     suite = synthesize(personas=personas, seed=rng_seed, queries_per_persona=queries)
-    write_suite(suite, output, header={"generator": "ufuzz seeds synth", "personas": personas, "seed": rng_seed,
-                                       "queries_per_persona": queries})
+    write_suite(suite, output, header=header(personas, rng_seed, queries))
     click.echo(f"wrote {len(suite.seeds)} seeds over {len(suite.checkpoints)} checkpoints to {output}")
 
 

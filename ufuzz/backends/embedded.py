@@ -246,6 +246,13 @@ class EmbeddedBackend(MemoryBackend):
         _meta.create_all(engine)
         return engine
 
+    @classmethod
+    def static_capabilities(cls) -> Capabilities:
+        """Capabilities with default options, for ``ufuzz backends``."""
+        return Capabilities(abstain_threshold=ABSTAIN["dense"],
+                            notes="options retrieval=dense|bm25|hybrid, update_policy=append|rewrite, "
+                                  "delete=hard|tombstone; copy-on-write forks")
+
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(visible_retrieval=True, copyable=True, native_update=True, native_delete=True,

@@ -320,6 +320,13 @@ class GraphitiBackend(MemoryBackend):
             return False, INSTALL_HINT
         return True, ""
 
+    @classmethod
+    def static_capabilities(cls) -> Capabilities:
+        """Capabilities with default options, for ``ufuzz backends``."""
+        return Capabilities(notes="graphiti-core on Kuzu; offline direct writes (write_mode=episode with an LLM); "
+                                  "update = invalid_at/expired_at on the old edge; invalidated edges still rank "
+                                  "unless filter_invalid=true; fork = CHECKPOINT + file copy")
+
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(

@@ -222,6 +222,13 @@ class Mem0Backend(MemoryBackend):
                 return False, INSTALL_HINT
         return True, ""
 
+    @classmethod
+    def static_capabilities(cls) -> Capabilities:
+        """Capabilities with default options, for ``ufuzz backends``."""
+        return Capabilities(abstain_threshold=ABSTAIN_SEMANTIC,
+                            notes="mem0 OSS, add(infer=False), qdrant local + MiniLM; update overwrites in place; "
+                                  "delete is hard; forks copy the state's qdrant + history files")
+
     @property
     def capabilities(self) -> Capabilities:
         hybrid = self.config["hybrid"]
