@@ -28,5 +28,21 @@ def substitute(text: str, old: str, new: str) -> str | None:
     return pat.sub(new, text)
 
 
+def natural_key(memory_id: str) -> list:
+    """Sort key that orders embedded numbers numerically (``p1-m9`` before ``p1-m10``)."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", memory_id)]
+
+
+def latest_evidence(view: StateView | None, ids) -> str:
+    """The evidence memory written last: by stored timestamp where the state is at hand, else by id."""
+    ids = sorted(ids, key=natural_key)
+    if view is None:
+        return ids[-1]
+    def stamp(mid: str) -> str:
+        got = view.get(mid)
+        return got.timestamp if got is not None else ""
+    return max(ids, key=lambda mid: (stamp(mid), natural_key(mid)))
+
+
 def mentions_value(text: str, value: str) -> bool:
     return re.search(r"(?<![\w])" + re.escape(value) + r"(?![\w])", text, re.IGNORECASE) is not None

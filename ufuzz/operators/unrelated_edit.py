@@ -14,7 +14,7 @@ import random
 from ufuzz.engine.case import FuzzCase, StateOp
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.requery import entity_pattern
-from ufuzz.operators.statewrite import later_timestamp, mentions_value, substitute
+from ufuzz.operators.statewrite import later_timestamp, latest_evidence, mentions_value, substitute
 from ufuzz.seeds.model import Memory, Reference
 
 #: neutral memories an ``add`` may write: they mention no person, pet, place or value of any seed
@@ -70,7 +70,7 @@ class UnrelatedEdit(Operator):
         for fact in case.provenance.facts:
             if not fact.valid or fact.entity == f.entity or not fact.evidence:
                 continue
-            mid = sorted(fact.evidence)[-1]
+            mid = latest_evidence(None, fact.evidence)
             if mid not in texts or not self._unrelated(case, mid, texts[mid]):
                 continue
             alts = sorted(case.provenance.values_of_type(fact.value_type) - {fact.value} -

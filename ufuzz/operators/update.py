@@ -15,7 +15,7 @@ import random
 
 from ufuzz.engine.case import FuzzCase, StateOp
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
-from ufuzz.operators.statewrite import later_timestamp, mentions_value, substitute
+from ufuzz.operators.statewrite import later_timestamp, latest_evidence, mentions_value, substitute
 from ufuzz.seeds.model import Memory, Reference
 
 
@@ -41,7 +41,7 @@ class Update(Operator):
         fact = case.provenance.active(f.entity, f.attribute)
         if fact is None or not value:
             raise Rejected("no active fact to update")
-        old_id = sorted(fact.evidence)[-1]
+        old_id = latest_evidence(view, fact.evidence)
         old_text = view.get(old_id)
         if old_text is None:
             raise Rejected(f"evidence {old_id} not stored")
