@@ -3,6 +3,8 @@
 #   make test       the test suite
 VENV ?= .venv
 BUDGET ?= 2000
+# the integration tests run the real memory libraries: `make test` installs their extras too
+TEST_EXTRAS ?= mem0,graphiti,amem
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
@@ -12,10 +14,11 @@ install:
 	UFUZZ_VENV=$(VENV) bash scripts/install.sh
 
 campaign: install
-	$(VENV)/bin/ufuzz run --backend embedded --budget $(BUDGET) --seed 1 --out reports/campaign
+	$(VENV)/bin/ufuzz run --backend embedded --budget $(BUDGET) --seed 1 --out reports/campaign --force
 	$(VENV)/bin/ufuzz status reports/campaign
 
-test: install
+test:
+	UFUZZ_VENV=$(VENV) UFUZZ_EXTRAS=$(TEST_EXTRAS) bash scripts/install.sh
 	bash scripts/test.sh $(VENV)
 
 lint: install

@@ -18,5 +18,4 @@ fi
 # torch first and pinned: anything unpinned that depends on it would otherwise pull a multi-GB CUDA build.
 "${pip[@]}" install "torch==2.13.0"
 "${pip[@]}" install -e "$here[$extras]"
-rm -f "$venv"/.ufuzz-install-*
 touch "$stamp"
