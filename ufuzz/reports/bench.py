@@ -396,6 +396,7 @@ def write_outputs(result: dict[str, Any], out: Path) -> list[Path]:
         uf.series.append(Series(name, xs, agg["curve"]["unique_failures"]))
         cov.series.append(Series(name, xs, agg["curve"]["coverage"]))
     c = result["config"]
+    opts = "".join(f", {k}={v}" for k, v in sorted(c["options"].items()))
     files = write_chart(out / "curves.svg", [uf, cov],
-                        title=f"ufuzz bench: {c['backend']}, budget {c['budget']}, {c['runs']} run(s)")
+                        title=f"ufuzz bench: {c['backend']}{opts}, budget {c['budget']}, {c['runs']} run(s)")
     return [out / "bench.json", out / "bench.md", *files]
