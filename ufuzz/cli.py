@@ -126,6 +126,8 @@ def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out
     except (BackendError, ValueError) as exc:
         raise click.ClickException(f"backend {backend!r}: {exc}") from None
     _print_summary(summary, out_dir)
+    if summary["status"] == "interrupted":
+        sys.exit(130)
 
 
 def _run_with_status(campaign, quiet: bool) -> dict[str, Any]:

@@ -1,0 +1,35 @@
+"""Ctrl-C stops a campaign cleanly: the summary is written and the store is consistent."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def test_sigint_writes_summary_and_exits_130(tmp_path):
+    out = tmp_path / "c"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "ufuzz.cli", "run", "--budget", "100000", "--out", str(out),
+                             "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = out / "campaign.log"
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        if log.exists() and log.read_text().count('"event": "started"') and (out / "corpus.sqlite").exists():
+            break
+        time.sleep(0.5)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "interrupted"
+    assert 0 < summary["executions"] < 100000
+    from ufuzz.reports.status import campaign_status
+
+    st = campaign_status(Path(out))
+    assert st["status"] == "interrupted" and st["executions"] == summary["executions"]
