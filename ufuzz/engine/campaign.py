@@ -222,7 +222,8 @@ class Campaign:
             self._step(task, counter, hidden)
             self.progress.phase = task.phase
             self.progress.uncovered_obligations = self.scheduler.uncovered()
-            self.progress.coverage = len(self.feedback.covered())
+            self.progress.coverage = sum(self.feedback.coverage_of(cp).reached
+                                         for cp in self.suite.checkpoints.values())
             self.progress.unique_failures = len(self.unique_keys)
             if on_progress is not None:
                 on_progress(self.progress)
