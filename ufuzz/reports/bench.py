@@ -339,12 +339,19 @@ def _pm(ms: dict[str, float], digits: int) -> str:
     return f"{ms['mean']:.{digits}f} ± {ms['std']:.{digits}f}"
 
 
+def _ordered(result: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Strategies in the configured order (bench.json is written with sorted keys)."""
+    aggs = result["strategies"]
+    names = [n for n in result["config"]["strategies"] if n in aggs]
+    return [(n, aggs[n]) for n in names + sorted(set(aggs) - set(names))]
+
+
 def _rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     budgets = result["config"]["budgets"]
     head = ["strategy", "runs", *(f"UF@{b}" for b in budgets), *(f"Cov@{b}" for b in budgets),
             "reproduced", "execs", "s/run"]
     rows = []
-    for name, agg in result["strategies"].items():
+    for name, agg in _ordered(result):
         rep = agg.get("reproduced")
         rep_s = "-" if not rep else (f"{rep['reproduced']}/{rep['total']}"
                                      + (f" ({100 * rep['rate']:.0f}%)" if rep["rate"] is not None else ""))
@@ -391,7 +398,7 @@ def write_outputs(result: dict[str, Any], out: Path) -> list[Path]:
     (out / "bench.md").write_text(render_markdown(result), encoding="utf-8")
     uf = Panel("Unique failures", "executions", "unique failures (mean)")
     cov = Panel("Coverage", "executions", "memories reached / total (mean)", ymin=0.0, ymax=1.0)
-    for name, agg in result["strategies"].items():
+    for name, agg in _ordered(result):
         xs = agg["curve"]["executions"]
         uf.series.append(Series(name, xs, agg["curve"]["unique_failures"]))
         cov.series.append(Series(name, xs, agg["curve"]["coverage"]))

@@ -71,6 +71,8 @@ def line_chart_svg(panels: Sequence[Panel], *, title: str = "", panel_width: int
             if s.name not in names:
                 names.append(s.name)
     colour = {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(names)}
+    # every other series dashed, so that identical curves (e.g. two strategies that coincide) both show
+    dash = {n: (' stroke-dasharray="7 4"' if i % 2 else "") for i, n in enumerate(names)}
     head = 30 if title else 0
     legend_rows = math.ceil(len(names) / 4) if names else 0
     width = panel_width * max(len(panels), 1)
@@ -128,14 +130,14 @@ def line_chart_svg(panels: Sequence[Panel], *, title: str = "", panel_width: int
             pts = " ".join(f"{px(float(x)):.1f},{py(float(y)):.1f}" for x, y in zip(s.xs, s.ys))
             if pts:
                 out.append(f'<polyline class="series" data-name="{escape(s.name, {chr(34): "&quot;"})}" '
-                           f'fill="none" stroke="{colour[s.name]}" stroke-width="1.8" points="{pts}"/>')
+                           f'fill="none" stroke="{colour[s.name]}" stroke-width="1.8"{dash[s.name]} points="{pts}"/>')
         out.append("</g>")
     ly = head + panel_height + 16
     for j, n in enumerate(names):
         lx = 20 + (j % 4) * (width - 40) / 4
         yy = ly + 18 * (j // 4)
         out.append(f'<line x1="{lx:.1f}" y1="{yy:.1f}" x2="{lx + 22:.1f}" y2="{yy:.1f}" stroke="{colour[n]}" '
-                   'stroke-width="3"/>')
+                   f'stroke-width="3"{dash[n]}/>')
         out.append(f'<text x="{lx + 28:.1f}" y="{yy + 4:.1f}">{escape(n)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
@@ -157,7 +159,8 @@ def write_chart(path: str | Path, panels: Sequence[Panel], *, title: str = "") -
     fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(5 * max(len(panels), 1), 3.8), squeeze=False)
     for ax, p in zip(axes[0], panels):
         for i, s in enumerate(p.series):
-            ax.plot(list(s.xs), list(s.ys), label=s.name, color=PALETTE[i % len(PALETTE)])
+            ax.plot(list(s.xs), list(s.ys), label=s.name, color=PALETTE[i % len(PALETTE)],
+                    linestyle="--" if i % 2 else "-")
         ax.set_title(p.title)
         ax.set_xlabel(p.xlabel)
         ax.set_ylabel(p.ylabel)
