@@ -26,11 +26,13 @@ from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, MemoryBackend
 from ufuzz.engine.case import Execution, FuzzCase
 from ufuzz.engine.executor import Executor
-from ufuzz.oracles.expectations import evaluate, failure_key
-from ufuzz.seeds.model import Checkpoint, MutationDescriptor
+from ufuzz.oracles.expectations import evaluate
+from ufuzz.oracles.expectations import failure_key as compute_failure_key
+from ufuzz.seeds.model import Checkpoint, MutationDescriptor, Reference
 from ufuzz.seeds.provenance import Provenance
 
-__all__ = ["ReplayResult", "ReplayReport", "replay_campaign", "resolve_campaign", "render_replay"]
+__all__ = ["ReplayResult", "ReplayReport", "CampaignData", "load_campaign", "case_of", "replay_pair",
+           "replay_campaign", "resolve_campaign", "render_replay"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,9 @@ class ReplayResult:
     got_kind: str | None = None  # what the replayed mutant did (None: passed or not executed)
     got_stage: str | None = None
     same_key: bool = False
+    #: reproduced | fixed (mutant passes) | changed (fails differently) | parent_broken | error (backend fault)
+    #: | unbuildable (the corpus cannot rebuild the pair)
+    status: str = ""
 
 
 @dataclass
@@ -123,15 +128,29 @@ def _deleted(case: FuzzCase) -> tuple[str, ...]:
     return tuple(op.target for op in case.ops if op.op == "delete" and op.target)
 
 
-def replay_campaign(campaign_dir: str | Path, db: str | None = None, *, campaign_id: str | None = None,
-                    workdir: str | Path | None = None) -> ReplayReport:
-    """Replay every unique failure of the campaign in ``campaign_dir`` (see the module docstring).
+@dataclass
+class CampaignData:
+    """Everything a replay needs from a campaign's corpus database (read once, then closed)."""
 
-    ``db`` is the corpus's SQLAlchemy URL (default: the directory's corpus.sqlite). The fresh backend works
-    in ``workdir`` (default: a temporary directory, removed afterwards). Raises ``FileNotFoundError`` or
-    ``ValueError`` (with a message naming the directory, file or URL) for bad input; backend faults during
-    the replay of one failure make that failure "not reproduced", with the fault as the reason.
-    """
+    campaign_id: str
+    url: str
+    config: dict[str, Any]
+    backend_info: dict[str, Any]  # the campaign backend's ``describe()``
+    backend: str
+    backend_options: dict[str, Any]
+    k: int
+    checkpoints: dict[str, Checkpoint]
+    seeds: dict[str, Any]
+    mutants: dict[str, Any]
+    failures: list[Any]  # FailureRecord, discovery order
+    references: dict[str, Reference]
+
+
+def load_campaign(campaign_dir: str | Path, db: str | None = None, *,
+                  campaign_id: str | None = None) -> CampaignData:
+    """Read the campaign in ``campaign_dir`` (corpus and oracle side). ``db`` is the corpus's SQLAlchemy URL
+    (default: the directory's corpus.sqlite). Raises ``FileNotFoundError``/``ValueError`` naming the
+    directory, file or URL for bad input."""
     from ufuzz.corpus.failures import FailureStore
     from ufuzz.corpus.store import CorpusStore
 
@@ -157,12 +176,28 @@ def replay_campaign(campaign_dir: str | Path, db: str | None = None, *, campaign
     with FailureStore(url, cid) as fstore:
         failures = fstore.failures()
         refs = fstore.references()
-
     config = record.config
-    backend_name = str(config.get("backend") or record.backend.get("backend") or "")
-    options = _backend_options(config)
-    k = int(config.get("k") or 5)
-    report = ReplayReport(campaign_id=cid, backend=backend_name, backend_options=options)
+    return CampaignData(campaign_id=cid, url=url, config=config, backend_info=dict(record.backend),
+                        backend=str(config.get("backend") or record.backend.get("backend") or ""),
+                        backend_options=_backend_options(config), k=int(config.get("k") or 5),
+                        checkpoints=checkpoints, seeds=seeds, mutants=mutants, failures=failures,
+                        references=refs)
+
+
+def replay_campaign(campaign_dir: str | Path, db: str | None = None, *, campaign_id: str | None = None,
+                    workdir: str | Path | None = None) -> ReplayReport:
+    """Replay every unique failure of the campaign in ``campaign_dir`` (see the module docstring).
+
+    ``db`` is the corpus's SQLAlchemy URL (default: the directory's corpus.sqlite). The fresh backend works
+    in ``workdir`` (default: a temporary directory, removed afterwards). Raises ``FileNotFoundError`` or
+    ``ValueError`` (with a message naming the directory, file or URL) for bad input; backend faults during
+    the replay of one failure make that failure "not reproduced", with the fault as the reason.
+    """
+    data = load_campaign(campaign_dir, db, campaign_id=campaign_id)
+    checkpoints, seeds, mutants, refs, k = data.checkpoints, data.seeds, data.mutants, data.references, data.k
+    failures = data.failures
+    backend_name, options = data.backend, data.backend_options
+    report = ReplayReport(campaign_id=data.campaign_id, backend=backend_name, backend_options=options)
     if not failures:
         return report
 
@@ -188,7 +223,7 @@ def replay_campaign(campaign_dir: str | Path, db: str | None = None, *, campaign
     return report
 
 
-def _case_of(case_id: str, checkpoints: dict[str, Checkpoint], seeds: dict[str, Any],
+def case_of(case_id: str, checkpoints: dict[str, Checkpoint], seeds: dict[str, Any],
              mutants: dict[str, Any]) -> FuzzCase | str:
     """The FuzzCase of a seed or a recorded mutant, or a string saying why it cannot be rebuilt."""
     if case_id in mutants:
@@ -212,6 +247,9 @@ def _case_of(case_id: str, checkpoints: dict[str, Checkpoint], seeds: dict[str, 
     return f"case {case_id} is neither a recorded mutant nor a seed"
 
 
+_case_of = case_of
+
+
 def _run_isolated(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], case: FuzzCase,
                   k: int) -> Execution:
     """Build the checkpoint on its own, replay the case's ops, execute its query; release the state."""
@@ -226,46 +264,62 @@ def _run_isolated(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], ca
 def _replay_one(f: Any, backend: MemoryBackend, checkpoints: dict[str, Checkpoint], seeds: dict[str, Any],
                 mutants: dict[str, Any], refs: dict[str, Any], k: int) -> ReplayResult:
     base = {"failure_key": f.failure_key, "case_id": f.case_id, "seed_id": f.seed_id, "operator": f.operator,
-            "kind": f.kind, "stage": f.stage}
-    mutant = _case_of(f.case_id, checkpoints, seeds, mutants)
+            "kind": f.kind, "stage": f.stage, "status": "unbuildable"}
+    mutant = case_of(f.case_id, checkpoints, seeds, mutants)
     if isinstance(mutant, str):
         return ReplayResult(parent_id=None, reproduced=False, reason=mutant, **base)
     base["parent_id"] = mutant.parent_id
     if mutant.parent_id is None:
         return ReplayResult(reproduced=False, reason=f"case {f.case_id} has no parent", **base)
-    parent = _case_of(mutant.parent_id, checkpoints, seeds, mutants)
+    parent = case_of(mutant.parent_id, checkpoints, seeds, mutants)
     if isinstance(parent, str):
         return ReplayResult(reproduced=False, reason=f"parent: {parent}", **base)
     for cid in (parent.id, mutant.id):
         if cid not in refs:
             return ReplayResult(reproduced=False, reason=f"no stored reference for case {cid}", **base)
+    m = mutants.get(f.case_id)
+    target = (m.target if m is not None else None) or ""
+    return replay_pair(backend, checkpoints, parent, mutant, refs[parent.id], refs[mutant.id], k=k,
+                       failure_key=f.failure_key, kind=f.kind, stage=f.stage, target=target,
+                       seed_id=f.seed_id, operator=f.operator)
+
+
+def replay_pair(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], parent: FuzzCase, mutant: FuzzCase,
+                parent_ref: Reference, mutant_ref: Reference, *, k: int, failure_key: str, kind: str, stage: str,
+                target: str, seed_id: str | None = None, operator: str | None = None) -> ReplayResult:
+    """Rebuild ``parent`` and ``mutant`` each on its own fresh state of ``backend`` (checkpoint + full op
+    recipe), execute both and judge them with their references against the recorded verdict (``kind``,
+    ``stage``, ``failure_key``; ``target`` is the obligation target the key was computed with)."""
+    base = {"failure_key": failure_key, "case_id": mutant.id, "parent_id": parent.id,
+            "seed_id": seed_id or mutant.seed_id, "operator": operator if operator is not None else mutant.operator,
+            "kind": kind, "stage": stage}
     try:
         parent_ex = _run_isolated(backend, checkpoints, parent, k)
         mutant_ex = _run_isolated(backend, checkpoints, mutant, k)
     except BackendError as exc:  # replaying the op recipe failed
-        return ReplayResult(reproduced=False, reason=f"backend error while rebuilding: {exc}", **base)
+        return ReplayResult(reproduced=False, reason=f"backend error while rebuilding: {exc}", status="error",
+                            **base)
     for who, ex in (("parent", parent_ex), ("mutant", mutant_ex)):
         if ex.error is not None:
-            return ReplayResult(reproduced=False, reason=f"backend error executing the {who}: {ex.error}", **base)
+            return ReplayResult(reproduced=False, reason=f"backend error executing the {who}: {ex.error}",
+                                status="error", **base)
     hidden = not backend.capabilities.visible_retrieval
-    p_out = evaluate(refs[parent.id], parent_ex, _deleted(parent), hidden)
-    m_out = evaluate(refs[mutant.id], mutant_ex, _deleted(mutant), hidden)
+    p_out = evaluate(parent_ref, parent_ex, _deleted(parent), hidden)
+    m_out = evaluate(mutant_ref, mutant_ex, _deleted(mutant), hidden)
     got = {"got_kind": m_out.kind, "got_stage": m_out.stage}
     if not p_out.passed:
         return ReplayResult(reproduced=False, reason=f"parent {parent.id} no longer passes "
-                            f"({p_out.stage}:{p_out.kind})", **got, **base)
+                            f"({p_out.stage}:{p_out.kind})", status="parent_broken", **got, **base)
     if m_out.passed:
-        return ReplayResult(reproduced=False, reason="mutant passes", **got, **base)
-    if (m_out.kind, m_out.stage) != (f.kind, f.stage):
+        return ReplayResult(reproduced=False, reason="mutant passes", status="fixed", **got, **base)
+    if (m_out.kind, m_out.stage) != (kind, stage):
         return ReplayResult(reproduced=False, reason=f"mutant fails differently ({m_out.stage}:{m_out.kind})",
-                            **got, **base)
-    m = mutants.get(f.case_id)
-    target = (m.target if m is not None else None) or ""
-    key = failure_key(mutant.seed_id, mutant.operator or "", target, m_out.kind or "", m_out.stage or "",
-                      m_out.offending)
-    same = key == f.failure_key
+                            status="changed", **got, **base)
+    key = compute_failure_key(mutant.seed_id, mutant.operator or "", target, m_out.kind or "", m_out.stage or "",
+                              m_out.offending)
+    same = key == failure_key
     reason = "parent passes, mutant fails the same way" + ("" if same else " (other offending ids)")
-    return ReplayResult(reproduced=True, reason=reason, same_key=same, **got, **base)
+    return ReplayResult(reproduced=True, reason=reason, same_key=same, status="reproduced", **got, **base)
 
 
 def render_replay(report: ReplayReport, *, width: int = 60) -> str:
