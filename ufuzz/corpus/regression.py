@@ -1,0 +1,684 @@
+"""Committed regression corpora: a campaign's unique failures, exported so they replay without its database.
+
+A regression corpus is one JSONL file with a versioned schema. The first line is the header, then
+checkpoint and seed records (each written once), then one ``failure`` record per unique failure, in
+discovery order::
+
+    {"kind": "header", "schema": 1, "corpus": "regression", "backend": "embedded", "backend_options": {},
+     "k": 5, "source_campaign": "...", "backend_info": {...}, "source": {...}, "records": 120, ...}
+    {"kind": "checkpoint", "id": "p1", "memories": [...], "facts": [...], "entities": [...]}
+    {"kind": "seed", "id": "p1-s3", "checkpoint_id": "p1", "descriptor": {...}}
+    {"kind": "failure", "seed_id": "p1-s3", "checkpoint_id": "p1",
+     "parent": {"id": ..., "operator": null, "depth": 0, "query": {...}, "ops": [...], "reference": {...}},
+     "mutant": {"id": ..., "operator": "update", "depth": 1, "obligation": {"operator": ..., "target": ...},
+                "query": {...}, "ops": [...], "reference": {...}, "detail": "..."},
+     "expected": {"kind": "stale_answer", "stage": "post-selection", "failure_key": "...", "offending": [...]},
+     "discovery": {"first_seq": 17, "occurrences": 3}}
+
+``ops`` are full recipes: the parent's and the mutant's state are each the checkpoint with their own ops
+replayed (a parent that is a retained mutant carries its whole ancestry's ops). References are the oracle's
+and sit inside the record only because this file is the oracle side's artefact: nothing here is fed to a
+scheduler.
+
+:func:`check_corpus` replays every record on a fresh backend with
+:func:`ufuzz.reports.replay.replay_pair` (the very judging ``ufuzz replay`` uses) and classifies it:
+``reproduced`` (parent passes, mutant fails with the same kind, stage and failure key), ``fixed`` (the
+mutant now passes), ``changed`` (it fails differently, or the same way on other offending memories),
+``parent_broken`` (the parent no longer passes its own reference) or ``error`` (a backend fault).
+Malformed files raise :class:`CorpusFileError` naming ``file:line``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ufuzz.engine.case import FuzzCase, Obligation, StateOp
+from ufuzz.oracles.expectations import KINDS as FAILURE_KINDS
+from ufuzz.seeds.model import Checkpoint, MutationDescriptor, Query, Reference
+from ufuzz.seeds.provenance import Provenance
+
+__all__ = [
+    "SCHEMA", "STATUSES", "CorpusFileError", "CaseRecipe", "RegressionRecord", "RegressionCorpus",
+    "ExportResult", "CheckResult", "CheckReport", "build_records", "select_records", "export_campaign",
+    "write_corpus", "load_corpus", "check_corpus", "render_check",
+]
+
+SCHEMA = 1
+LINE_KINDS = ("header", "checkpoint", "seed", "failure")
+STAGES = ("selection", "post-selection", "response")
+STATE_OPS = ("add", "update", "delete")
+#: per-record outcomes of a check; only the first one means "still reproduces"
+STATUSES = ("reproduced", "fixed", "changed", "parent_broken", "error")
+
+T = TypeVar("T")
+
+
+class CorpusFileError(ValueError):
+    """A malformed regression corpus file; the message names file, line and field."""
+
+    def __init__(self, path: str | Path, line: int | None, message: str, field: str | None = None) -> None:
+        where = f"{path}:{line}" if line else str(path)
+        self.path, self.line, self.field = str(path), line, field
+        super().__init__(f"{where}: {message}" + (f" (field '{field}')" if field else ""))
+
+
+# ====================================================================== records
+
+
+@dataclass(frozen=True)
+class CaseRecipe:
+    """One side of a failure: a query on a state (checkpoint + ``ops``) and the reference it is judged by."""
+
+    id: str
+    query: Query
+    ops: tuple[StateOp, ...]
+    reference: Reference
+    operator: str | None = None  # None for a seed
+    depth: int = 0
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "operator": self.operator, "depth": self.depth, "query": self.query.to_dict(),
+                "ops": [o.to_dict() for o in self.ops], "reference": self.reference.to_dict(),
+                "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class RegressionRecord:
+    seed_id: str
+    checkpoint_id: str
+    parent: CaseRecipe
+    mutant: CaseRecipe
+    target: str  # the mutant's obligation target (part of the failure key)
+    kind: str  # the expected verdict
+    stage: str
+    failure_key: str
+    offending: tuple[str, ...] = ()
+    first_seq: int | None = None
+    occurrences: int = 1
+    line: int = 0  # where it was read from (0: built in memory)
+
+    @property
+    def operator(self) -> str:
+        return self.mutant.operator or ""
+
+    def to_dict(self) -> dict[str, Any]:
+        mutant = self.mutant.to_dict()
+        mutant["obligation"] = {"operator": self.operator, "target": self.target}
+        return {"kind": "failure", "seed_id": self.seed_id, "checkpoint_id": self.checkpoint_id,
+                "parent": self.parent.to_dict(), "mutant": mutant,
+                "expected": {"kind": self.kind, "stage": self.stage, "failure_key": self.failure_key,
+                             "offending": list(self.offending)},
+                "discovery": {"first_seq": self.first_seq, "occurrences": self.occurrences}}
+
+    def cases(self, checkpoint: Checkpoint, descriptor: MutationDescriptor | None = None
+              ) -> tuple[FuzzCase, FuzzCase]:
+        """The (parent, mutant) FuzzCases, rebuilt on ``checkpoint``."""
+        prov = Provenance.of(checkpoint)
+        desc = descriptor or MutationDescriptor()
+        p, m = self.parent, self.mutant
+        parent = FuzzCase(id=p.id, seed_id=self.seed_id, checkpoint_id=self.checkpoint_id, query=p.query,
+                          descriptor=desc, provenance=prov, ops=p.ops, operator=p.operator, depth=p.depth,
+                          detail=p.detail)
+        mutant = FuzzCase(id=m.id, seed_id=self.seed_id, checkpoint_id=self.checkpoint_id, query=m.query,
+                          descriptor=desc, provenance=prov, ops=m.ops, parent_id=p.id, operator=m.operator,
+                          obligation=Obligation(self.seed_id, self.operator, self.target), depth=m.depth,
+                          detail=m.detail)
+        return parent, mutant
+
+
+@dataclass
+class RegressionCorpus:
+    path: Path | None
+    header: dict[str, Any]
+    checkpoints: dict[str, Checkpoint]
+    descriptors: dict[str, MutationDescriptor]  # by seed id
+    records: list[RegressionRecord]
+
+    @property
+    def backend(self) -> str:
+        return str(self.header["backend"])
+
+    @property
+    def backend_options(self) -> dict[str, Any]:
+        return dict(self.header.get("backend_options") or {})
+
+    @property
+    def k(self) -> int:
+        return int(self.header["k"])
+
+    def by_operator(self) -> dict[str, int]:
+        return dict(sorted(Counter(r.operator for r in self.records).items()))
+
+    def by_operator_kind(self) -> dict[tuple[str, str], int]:
+        return dict(sorted(Counter((r.operator, r.kind) for r in self.records).items()))
+
+
+# ====================================================================== export
+
+
+def build_records(data: Any) -> tuple[list[RegressionRecord], list[tuple[str, str]]]:
+    """Every failure of a loaded campaign (:class:`ufuzz.reports.replay.CampaignData`) as a record, in
+    discovery order, plus ``(failure_key, reason)`` for the failures the corpus cannot rebuild."""
+    from ufuzz.reports.replay import case_of
+
+    records: list[RegressionRecord] = []
+    skipped: list[tuple[str, str]] = []
+    refs = data.references
+    for f in data.failures:
+        mutant = case_of(f.case_id, data.checkpoints, data.seeds, data.mutants)
+        if isinstance(mutant, str):
+            skipped.append((f.failure_key, mutant))
+            continue
+        if mutant.parent_id is None:
+            skipped.append((f.failure_key, f"case {f.case_id} has no parent"))
+            continue
+        parent = case_of(mutant.parent_id, data.checkpoints, data.seeds, data.mutants)
+        if isinstance(parent, str):
+            skipped.append((f.failure_key, f"parent: {parent}"))
+            continue
+        if parent.checkpoint_id != mutant.checkpoint_id:
+            skipped.append((f.failure_key, f"parent {parent.id} and mutant {mutant.id} are on different "
+                            "checkpoints"))
+            continue
+        missing = [c for c in (parent.id, mutant.id) if c not in refs]
+        if missing:
+            skipped.append((f.failure_key, f"no stored reference for case {missing[0]}"))
+            continue
+        m = data.mutants.get(f.case_id)
+        target = (m.target if m is not None else None) or str(f.detail.get("target") or "")
+        records.append(RegressionRecord(
+            seed_id=f.seed_id, checkpoint_id=mutant.checkpoint_id,
+            parent=CaseRecipe(id=parent.id, query=parent.query, ops=tuple(parent.ops), reference=refs[parent.id],
+                              operator=parent.operator, depth=parent.depth, detail=parent.detail),
+            mutant=CaseRecipe(id=mutant.id, query=mutant.query, ops=tuple(mutant.ops), reference=refs[mutant.id],
+                              operator=mutant.operator or f.operator, depth=mutant.depth, detail=mutant.detail),
+            target=target, kind=f.kind, stage=f.stage, failure_key=f.failure_key,
+            offending=tuple(str(x) for x in f.detail.get("offending") or ()), first_seq=f.first_seq,
+            occurrences=int(f.count)))
+    return records, skipped
+
+
+def select_records(items: Sequence[T], group: Callable[[T], Hashable], max_n: int | None) -> list[T]:
+    """The first ``max_n`` items (all when None) plus the first item of every group the prefix misses,
+    in the original order."""
+    if max_n is None or max_n >= len(items):
+        return list(items)
+    keep = set(range(max(max_n, 0)))
+    seen = {group(items[i]) for i in keep}
+    for i, item in enumerate(items):
+        g = group(item)
+        if g not in seen:
+            seen.add(g)
+            keep.add(i)
+    return [items[i] for i in sorted(keep)]
+
+
+@dataclass
+class ExportResult:
+    path: Path
+    records: list[RegressionRecord]
+    checkpoints: int
+    unique_failures: int  # in the campaign
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return self.path.stat().st_size
+
+    def by_operator(self) -> dict[str, int]:
+        return dict(sorted(Counter(r.operator for r in self.records).items()))
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ufuzz")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"
+
+
+def export_campaign(campaign_dir: str | Path, output: str | Path, db: str | None = None, *,
+                    max_records: int | None = None, campaign_id: str | None = None) -> ExportResult:
+    """Write the unique failures of the campaign in ``campaign_dir`` to the regression corpus ``output``.
+
+    ``max_records`` keeps the first N in discovery order plus the first failure of every
+    (operator, kind) the prefix lacks. Raises ``FileNotFoundError``/``ValueError`` for bad input (naming
+    the directory, file or URL) and ``ValueError`` when the campaign has no failure to export.
+    """
+    from ufuzz.reports.replay import load_campaign
+
+    if max_records is not None and max_records < 1:
+        raise ValueError(f"--max must be at least 1, got {max_records}")
+    data = load_campaign(campaign_dir, db, campaign_id=campaign_id)
+    records, skipped = build_records(data)
+    if not records:
+        why = f" ({len(skipped)} could not be rebuilt: {skipped[0][1]})" if skipped else ""
+        raise ValueError(f"campaign {data.campaign_id} has no failure to export{why}")
+    chosen = select_records(records, lambda r: (r.operator, r.kind), max_records)
+    seeds_cfg = data.config.get("seeds")
+    header = {
+        "kind": "header", "schema": SCHEMA, "corpus": "regression",
+        "backend": data.backend, "backend_options": data.backend_options, "k": data.k,
+        "source_campaign": data.campaign_id,
+        "backend_info": data.backend_info,
+        "source": {"budget": data.config.get("budget"), "seed": data.config.get("seed"),
+                   "strategy": data.config.get("strategy"),
+                   "seeds": Path(str(seeds_cfg)).name if seeds_cfg else "default"},
+        "generator": f"ufuzz corpus export (ufuzz {_version()})",
+        "records": len(chosen),
+        "selection": {"max": max_records, "unique_failures": len(data.failures), "exportable": len(records),
+                      "rule": "first N in discovery order plus the first of every (operator, kind)"},
+    }
+    used_cps = list(dict.fromkeys(r.checkpoint_id for r in chosen))
+    used_seeds = list(dict.fromkeys(r.seed_id for r in chosen))
+    descriptors = {s: (data.seeds[s].descriptor if s in data.seeds else MutationDescriptor()) for s in used_seeds}
+    seed_cp = {r.seed_id: r.checkpoint_id for r in chosen}
+    path = write_corpus(output, header, [data.checkpoints[c] for c in used_cps],
+                        [(s, seed_cp[s], descriptors[s]) for s in used_seeds], chosen)
+    return ExportResult(path=path, records=chosen, checkpoints=len(used_cps), unique_failures=len(data.failures),
+                        skipped=skipped)
+
+
+def write_corpus(path: str | Path, header: dict[str, Any], checkpoints: Iterable[Checkpoint],
+                 seeds: Iterable[tuple[str, str, MutationDescriptor]], records: Iterable[RegressionRecord]) -> Path:
+    """Write atomically: a temp file in the same folder replaces ``path`` only once fully written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            def put(rec: dict[str, Any]) -> None:
+                fh.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+            put({**header, "kind": "header"})
+            for cp in checkpoints:
+                put({"kind": "checkpoint", **cp.to_dict()})
+            for seed_id, cp_id, desc in seeds:
+                put({"kind": "seed", "id": seed_id, "checkpoint_id": cp_id, "descriptor": desc.to_dict()})
+            for r in records:
+                put(r.to_dict())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a corpus is an ordinary, shareable file
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+# ====================================================================== load
+
+
+def _need(obj: Any, key: str, typ: type | tuple[type, ...], path: Path, line: int, prefix: str = "",
+          *, optional: bool = False) -> Any:
+    if not isinstance(obj, dict) or key not in obj:
+        if optional:
+            return None
+        raise CorpusFileError(path, line, "missing required field", f"{prefix}{key}")
+    val = obj[key]
+    if optional and val is None:
+        return None
+    if not isinstance(val, typ) or (typ is int and isinstance(val, bool)):
+        tname = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
+        raise CorpusFileError(path, line, f"expected {tname}, got {type(val).__name__}", f"{prefix}{key}")
+    return val
+
+
+def _ops(raw: list[Any], path: Path, line: int, prefix: str) -> tuple[StateOp, ...]:
+    out = []
+    for i, o in enumerate(raw):
+        where = f"{prefix}ops[{i}]"
+        if not isinstance(o, dict):
+            raise CorpusFileError(path, line, "an op must be an object", where)
+        op = _need(o, "op", str, path, line, f"{where}.")
+        if op not in STATE_OPS:
+            raise CorpusFileError(path, line, f"unknown op {op!r}; expected one of {list(STATE_OPS)}", f"{where}.op")
+        if op in ("update", "delete") and not o.get("target"):
+            raise CorpusFileError(path, line, f"a{'n' if op == 'update' else ''} {op} op needs a target",
+                                  f"{where}.target")
+        if op in ("add", "update"):
+            mem = _need(o, "memory", dict, path, line, f"{where}.")
+            for k in ("id", "text", "timestamp"):
+                _need(mem, k, str, path, line, f"{where}.memory.")
+        out.append(StateOp.from_dict(o))
+    return tuple(out)
+
+
+def _case(raw: Any, path: Path, line: int, side: str) -> CaseRecipe:
+    if not isinstance(raw, dict):
+        raise CorpusFileError(path, line, "expected object", side)
+    p = f"{side}."
+    cid = _need(raw, "id", str, path, line, p)
+    q = _need(raw, "query", dict, path, line, p)
+    for k in ("id", "text"):
+        _need(q, k, str, path, line, f"{p}query.")
+    _need(q, "fields", dict, path, line, f"{p}query.")
+    ops = _ops(_need(raw, "ops", list, path, line, p), path, line, p)
+    ref = _need(raw, "reference", dict, path, line, p)
+    _need(ref, "query_id", str, path, line, f"{p}reference.")
+    operator = _need(raw, "operator", str, path, line, p, optional=True)
+    depth = _need(raw, "depth", int, path, line, p, optional=True) or 0
+    detail = _need(raw, "detail", str, path, line, p, optional=True) or ""
+    try:
+        query = Query.from_dict(q)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CorpusFileError(path, line, str(exc).strip("'\""), f"{p}query") from None
+    try:
+        reference = Reference.from_dict(ref)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CorpusFileError(path, line, str(exc).strip("'\""), f"{p}reference") from None
+    return CaseRecipe(id=cid, query=query, ops=ops, reference=reference, operator=operator, depth=depth,
+                      detail=detail)
+
+
+def _failure(rec: dict[str, Any], path: Path, line: int) -> RegressionRecord:
+    seed_id = _need(rec, "seed_id", str, path, line)
+    cp_id = _need(rec, "checkpoint_id", str, path, line)
+    parent = _case(_need(rec, "parent", dict, path, line), path, line, "parent")
+    mraw = _need(rec, "mutant", dict, path, line)
+    mutant = _case(mraw, path, line, "mutant")
+    if not mutant.operator:
+        raise CorpusFileError(path, line, "a mutant needs the operator that produced it", "mutant.operator")
+    ob = _need(mraw, "obligation", dict, path, line, "mutant.")
+    target = _need(ob, "target", str, path, line, "mutant.obligation.")
+    ob_op = _need(ob, "operator", str, path, line, "mutant.obligation.")
+    if ob_op != mutant.operator:
+        raise CorpusFileError(path, line, f"obligation operator {ob_op!r} is not the mutant's operator "
+                              f"{mutant.operator!r}", "mutant.obligation.operator")
+    exp = _need(rec, "expected", dict, path, line)
+    kind = _need(exp, "kind", str, path, line, "expected.")
+    if kind not in FAILURE_KINDS:
+        raise CorpusFileError(path, line, f"unknown failure kind {kind!r}; expected one of {list(FAILURE_KINDS)}",
+                              "expected.kind")
+    stage = _need(exp, "stage", str, path, line, "expected.")
+    if stage not in STAGES:
+        raise CorpusFileError(path, line, f"unknown stage {stage!r}; expected one of {list(STAGES)}",
+                              "expected.stage")
+    key = _need(exp, "failure_key", str, path, line, "expected.")
+    if not key:
+        raise CorpusFileError(path, line, "empty failure key", "expected.failure_key")
+    offending = _need(exp, "offending", list, path, line, "expected.", optional=True) or []
+    disc = _need(rec, "discovery", dict, path, line, optional=True) or {}
+    first_seq = _need(disc, "first_seq", int, path, line, "discovery.", optional=True)
+    occ = _need(disc, "occurrences", int, path, line, "discovery.", optional=True)
+    return RegressionRecord(seed_id=seed_id, checkpoint_id=cp_id, parent=parent, mutant=mutant, target=target,
+                            kind=kind, stage=stage, failure_key=key, offending=tuple(str(x) for x in offending),
+                            first_seq=first_seq, occurrences=occ if occ is not None else 1, line=line)
+
+
+def load_corpus(path: str | Path) -> RegressionCorpus:
+    """Read and validate a regression corpus. Any problem raises :class:`CorpusFileError` naming
+    ``file:line`` and the field at fault."""
+    path = Path(path)
+    if not path.is_file():
+        raise CorpusFileError(path, None, "no such regression corpus file")
+    header: dict[str, Any] | None = None
+    checkpoints: dict[str, Checkpoint] = {}
+    seeds: dict[str, tuple[str, MutationDescriptor, int]] = {}
+    records: list[RegressionRecord] = []
+    keys: dict[str, int] = {}
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise CorpusFileError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    with fh:
+        lineno = 0
+        try:
+            for lineno, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    rec = json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    raise CorpusFileError(path, lineno, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+                if not isinstance(rec, dict):
+                    raise CorpusFileError(path, lineno, "each line must be a JSON object")
+                kind = rec.get("kind")
+                if kind not in LINE_KINDS:
+                    raise CorpusFileError(path, lineno, f"unknown kind {kind!r}; expected one of {list(LINE_KINDS)}",
+                                          "kind")
+                if header is None:
+                    if kind != "header":
+                        raise CorpusFileError(path, lineno, "first record must be the header", "kind")
+                    header = _header(rec, path, lineno)
+                    continue
+                if kind == "header":
+                    raise CorpusFileError(path, lineno, "a second header", "kind")
+                if kind == "checkpoint":
+                    cid = _need(rec, "id", str, path, lineno)
+                    mems = _need(rec, "memories", list, path, lineno)
+                    for i, m in enumerate(mems):
+                        for k in ("id", "text", "timestamp"):
+                            _need(m, k, str, path, lineno, f"memories[{i}].")
+                    if cid in checkpoints:
+                        raise CorpusFileError(path, lineno, f"duplicate checkpoint id {cid!r}", "id")
+                    try:
+                        checkpoints[cid] = Checkpoint.from_dict(rec)
+                    except (ValueError, KeyError, TypeError) as exc:
+                        raise CorpusFileError(path, lineno, str(exc).strip("'\"")) from None
+                elif kind == "seed":
+                    sid = _need(rec, "id", str, path, lineno)
+                    cp = _need(rec, "checkpoint_id", str, path, lineno)
+                    desc = _need(rec, "descriptor", dict, path, lineno, optional=True) or {}
+                    if sid in seeds:
+                        raise CorpusFileError(path, lineno, f"duplicate seed id {sid!r}", "id")
+                    try:
+                        seeds[sid] = (cp, MutationDescriptor.from_dict(desc), lineno)
+                    except (ValueError, KeyError, TypeError) as exc:
+                        raise CorpusFileError(path, lineno, str(exc).strip("'\""), "descriptor") from None
+                else:
+                    r = _failure(rec, path, lineno)
+                    if r.failure_key in keys:
+                        raise CorpusFileError(path, lineno, f"duplicate failure key {r.failure_key!r} (first on "
+                                              f"line {keys[r.failure_key]})", "expected.failure_key")
+                    keys[r.failure_key] = lineno
+                    records.append(r)
+        except UnicodeDecodeError:
+            raise CorpusFileError(path, lineno + 1, "not UTF-8 text") from None
+    if header is None:
+        raise CorpusFileError(path, None, "empty regression corpus file (no header)")
+    for cp, _desc, line in seeds.values():
+        if cp not in checkpoints:
+            raise CorpusFileError(path, line, f"unknown checkpoint {cp!r}", "checkpoint_id")
+    for r in records:
+        if r.checkpoint_id not in checkpoints:
+            raise CorpusFileError(path, r.line, f"unknown checkpoint {r.checkpoint_id!r} (no checkpoint record)",
+                                  "checkpoint_id")
+        if r.seed_id not in seeds:
+            raise CorpusFileError(path, r.line, f"unknown seed {r.seed_id!r} (no seed record)", "seed_id")
+        if seeds[r.seed_id][0] != r.checkpoint_id:
+            raise CorpusFileError(path, r.line, f"seed {r.seed_id!r} is on checkpoint {seeds[r.seed_id][0]!r}, "
+                                  f"not {r.checkpoint_id!r}", "checkpoint_id")
+    declared = header.get("records")
+    if isinstance(declared, int) and declared != len(records):
+        raise CorpusFileError(path, 1, f"the header declares {declared} failure records, the file holds "
+                              f"{len(records)} (truncated or edited?)", "records")
+    return RegressionCorpus(path=path, header=header, checkpoints=checkpoints,
+                            descriptors={s: d for s, (_c, d, _l) in seeds.items()}, records=records)
+
+
+def _header(rec: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
+    schema = rec.get("schema")
+    if schema != SCHEMA:
+        raise CorpusFileError(path, line, f"unsupported schema version {schema!r}; this ufuzz reads version "
+                              f"{SCHEMA}", "schema")
+    if rec.get("corpus", "regression") != "regression":
+        raise CorpusFileError(path, line, f"not a regression corpus (corpus {rec.get('corpus')!r})", "corpus")
+    backend = _need(rec, "backend", str, path, line)
+    if not backend:
+        raise CorpusFileError(path, line, "empty backend name", "backend")
+    _need(rec, "backend_options", dict, path, line)
+    k = _need(rec, "k", int, path, line)
+    if k < 1:
+        raise CorpusFileError(path, line, f"k must be at least 1, got {k}", "k")
+    _need(rec, "records", int, path, line, optional=True)
+    return dict(rec)
+
+
+# ====================================================================== check
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    line: int
+    failure_key: str
+    case_id: str
+    parent_id: str
+    operator: str
+    kind: str  # expected
+    stage: str
+    status: str  # one of STATUSES
+    reason: str
+    got_kind: str | None = None
+    got_stage: str | None = None
+
+
+@dataclass
+class CheckReport:
+    path: str
+    backend: str
+    backend_options: dict[str, Any]
+    results: list[CheckResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. how the fresh backend differs from the recorded one
+    seconds: float = 0.0
+
+    def counts(self) -> dict[str, int]:
+        c = Counter(r.status for r in self.results)
+        return {s: c.get(s, 0) for s in STATUSES}
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status == "reproduced" for r in self.results)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {"file": self.path, "backend": self.backend, "backend_options": self.backend_options,
+                "counts": self.counts(), "total": len(self.results), "ok": self.ok, "notes": self.notes,
+                "seconds": self.seconds, "results": [asdict(r) for r in self.results]}
+
+
+def _classify(res: Any) -> tuple[str, str]:
+    """(status, reason) of a :class:`ufuzz.reports.replay.ReplayResult`."""
+    if res.status == "reproduced":
+        if res.same_key:
+            return "reproduced", "parent passes, mutant fails the same way"
+        return "changed", "same kind and stage, but other offending memories (failure key differs)"
+    if res.status in ("fixed", "changed", "parent_broken"):
+        return res.status, res.reason
+    return "error", res.reason
+
+
+def _differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    out = []
+    for key in sorted(set(recorded) | set(now)):
+        if recorded.get(key) != now.get(key):
+            out.append(f"{key}: recorded {json.dumps(recorded.get(key))}, now {json.dumps(now.get(key))}")
+    return out
+
+
+def check_corpus(corpus: RegressionCorpus | str | Path, *, backend: str | None = None,
+                 options: dict[str, Any] | None = None, workdir: str | Path | None = None,
+                 records: Sequence[RegressionRecord] | None = None) -> CheckReport:
+    """Replay the records (default: all) of ``corpus`` on a fresh backend and classify each.
+
+    The backend is ``backend`` (default: the header's); its options are the header's updated with
+    ``options`` when it is the recorded backend, else ``options`` alone. Raises :class:`CorpusFileError`
+    for a malformed file, ``KeyError`` for an unknown backend, ``BackendUnavailable``/``BackendError``/
+    ``ValueError`` when the backend cannot start; faults while replaying one record make it ``error``.
+    """
+    from ufuzz.backends import registry
+    from ufuzz.backends.protocol import BackendError
+    from ufuzz.reports.replay import replay_pair
+
+    rc = corpus if isinstance(corpus, RegressionCorpus) else load_corpus(corpus)
+    name = backend or rc.backend
+    opts = {**(rc.backend_options if name == rc.backend else {}), **(options or {})}
+    todo = list(rc.records if records is None else records)
+    report = CheckReport(path=str(rc.path) if rc.path else "", backend=name, backend_options=opts)
+    t0 = time.perf_counter()
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.mkdtemp(prefix="ufuzz-corpus-check-")
+        wd = Path(tmp)
+    else:
+        wd = Path(workdir)
+    try:
+        be = registry.create(name, wd / "backend", opts)
+        try:
+            if name == rc.backend and isinstance(rc.header.get("backend_info"), dict):
+                try:
+                    now = be.describe()
+                except Exception:  # noqa: BLE001 - a note only; never fail the check on describe()
+                    now = {}
+                diffs = _differences(rc.header["backend_info"], now) if now else []
+                report.notes += [f"backend differs from the recorded one: {d}" for d in diffs]
+            elif name != rc.backend:
+                report.notes.append(f"replaying on {name!r}, the corpus was recorded on {rc.backend!r}")
+            for r in todo:
+                parent, mutant = r.cases(rc.checkpoints[r.checkpoint_id], rc.descriptors.get(r.seed_id))
+                try:
+                    res = replay_pair(be, rc.checkpoints, parent, mutant, r.parent.reference, r.mutant.reference,
+                                      k=rc.k, failure_key=r.failure_key, kind=r.kind, stage=r.stage,
+                                      target=r.target, seed_id=r.seed_id, operator=r.operator)
+                    status, reason = _classify(res)
+                    got_kind, got_stage = res.got_kind, res.got_stage
+                except BackendError as exc:
+                    status, reason, got_kind, got_stage = "error", f"backend error: {exc}", None, None
+                report.results.append(CheckResult(
+                    line=r.line, failure_key=r.failure_key, case_id=r.mutant.id, parent_id=r.parent.id,
+                    operator=r.operator, kind=r.kind, stage=r.stage, status=status, reason=reason,
+                    got_kind=got_kind, got_stage=got_stage))
+        finally:
+            try:
+                be.close()
+            except BackendError:
+                pass
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+_LABEL = {"reproduced": "ok", "fixed": "FIXED", "changed": "CHANGED", "parent_broken": "PARENT BROKEN",
+          "error": "ERROR"}
+
+
+def render_check(report: CheckReport, *, all_rows: bool = True, width: int = 70) -> str:
+    """A table (every record, or only those that changed status) and a summary line."""
+    head = ("line", "failure", "case", "operator", "expected", "status", "reason")
+    shown = [r for r in report.results if all_rows or r.status != "reproduced"]
+    rows = [(str(r.line), r.failure_key[:12], r.case_id, r.operator, f"{r.stage}:{r.kind}", _LABEL[r.status],
+             r.reason[:width]) for r in shown]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
+    lines = [f"{report.path}: {len(report.results)} records on {report.backend} "
+             f"{json.dumps(report.backend_options, sort_keys=True)}"]
+    lines += [f"note: {n}" for n in report.notes]
+    if rows:
+        lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
+        lines.append("  ".join("-" * w for w in widths))
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    c = report.counts()
+    summary = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in c.items() if n or s == "reproduced")
+    verdict = "OK: every record still reproduces" if report.ok else \
+        f"CHANGED: {len(report.results) - c['reproduced']} of {len(report.results)} records changed status"
+    lines.append(f"{summary} ({report.seconds:.1f} s) — {verdict}")
+    return "\n".join(lines)
