@@ -177,6 +177,7 @@ def write_suite(suite: SeedSuite, path: str | Path, header: dict[str, Any] | Non
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for rec in suite_records(suite, header):
                 fh.write(json.dumps(rec, sort_keys=False, ensure_ascii=False) + "\n")
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600 files; a seed suite is ordinary data
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
