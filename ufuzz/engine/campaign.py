@@ -56,6 +56,7 @@ class CampaignConfig:
     retain: bool = True
     obligation_first: bool = True
     fork_queries: bool = True  # run query mutants on their own fork too (where the backend can copy)
+    max_live_states: int = 32  # mutated states kept open at once; older ones are rebuilt on demand
     llm_base_url: str | None = None  # OpenAI-compatible endpoint; None = no LLM anywhere
     llm_model: str | None = None
     llm_api_key_env: str = "OPENAI_API_KEY"
@@ -188,7 +189,8 @@ class Campaign:
         self.operators = all_operators(realizer=realizer)
         if cfg.operators:
             self.operators = {k: v for k, v in self.operators.items() if k in cfg.operators}
-        self.executor = ex_ = Executor(self.backend, self.suite.checkpoints, k=cfg.k, reader=reader)
+        self.executor = ex_ = Executor(self.backend, self.suite.checkpoints, k=cfg.k, reader=reader,
+                                       max_live_states=cfg.max_live_states)
         hidden = ex_.hidden
         self.oracle = Oracle(self._sink, hidden=hidden, reference_sink=self.failures.record_reference,
                              judge=judge)

@@ -10,6 +10,7 @@ Backend faults become ``Execution.error`` (never exceptions out of ``execute``).
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 
 from ufuzz.backends.protocol import BackendError, MemoryBackend, StateHandle
 from ufuzz.engine.case import Execution, FuzzCase, StateOp
@@ -20,7 +21,7 @@ from ufuzz.seeds.model import Checkpoint
 
 class Executor:
     def __init__(self, backend: MemoryBackend, checkpoints: dict[str, Checkpoint], k: int = 5,
-                 reader: TopEvidenceReader | None = None) -> None:
+                 reader: TopEvidenceReader | None = None, max_live_states: int = 32) -> None:
         self.backend = backend
         self.checkpoints = checkpoints
         self.k = k
@@ -28,7 +29,14 @@ class Executor:
         self.copyable = caps.copyable
         self.hidden = not caps.visible_retrieval
         self.reader = reader or TopEvidenceReader(caps.abstain_threshold)
-        self._states: dict[str, StateHandle] = {}
+        # live states by state key, least recently used first. Checkpoint states (no ops) stay; at most
+        # ``max_live_states`` mutated states are kept open — an evicted one is rebuilt from its recipe
+        # (checkpoint + ops) when a retained mutant needs it again. This bounds memory and open files on
+        # backends whose states are heavy (a Kuzu database, a qdrant directory per state).
+        self._states: OrderedDict[str, StateHandle] = OrderedDict()
+        self._pinned: set[str] = set()
+        self.max_live_states = max(1, int(max_live_states))
+        self.evictions = 0
         self._cache: dict[tuple[str, str], Execution] = {}
         self.forks = 0
         self.rebuilds = 0
@@ -58,8 +66,23 @@ class Executor:
             if case.ops:
                 self.rebuilds += 1
                 self._replay(handle, case.ops)
+            else:
+                self._pinned.add(key)
             self._states[key] = handle
+            self._evict(keep=key)
+        self._states.move_to_end(key)
         return self._states[key]
+
+    def _evict(self, keep: str) -> None:
+        unpinned = [k for k in self._states if k not in self._pinned and k != keep]
+        while len(unpinned) + (keep not in self._pinned) > self.max_live_states and unpinned:
+            victim = unpinned.pop(0)
+            handle = self._states.pop(victim)
+            self.evictions += 1
+            try:
+                self.backend.release(handle)
+            except BackendError:
+                pass
 
     def fork(self, case: FuzzCase) -> StateHandle:
         """An independent copy of ``case``'s state for a mutant to write to and run on."""
@@ -77,6 +100,8 @@ class Executor:
             self.release(handle)
             return
         self._states[case.state_key] = handle
+        self._states.move_to_end(case.state_key)
+        self._evict(keep=case.state_key)
 
     def release(self, handle: StateHandle) -> None:
         if handle in self._states.values():
