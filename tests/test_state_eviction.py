@@ -10,7 +10,7 @@ def test_evicting_states_changes_nothing_but_memory(tmp_path):
     suite = synthesize(personas=2, seed=5)
     runs = {}
     for limit in (1, 1000):
-        c = Campaign(CampaignConfig(budget=300, seed=9, out=str(tmp_path / f"c{limit}"), max_live_states=limit),
+        c = Campaign(CampaignConfig(budget=500, seed=9, out=str(tmp_path / f"c{limit}"), max_live_states=limit),
                      suite=suite)
         s = c.run()
         runs[limit] = (c, s)
