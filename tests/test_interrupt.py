@@ -24,7 +24,7 @@ def test_sigint_writes_summary_and_exits_130(tmp_path):
         time.sleep(0.5)
     time.sleep(3)
     proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=120)
+    output, _ = proc.communicate(timeout=300)
     assert proc.returncode == 130, output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "interrupted"

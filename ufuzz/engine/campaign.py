@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -146,12 +148,28 @@ class Campaign:
     def run(self, on_progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
         self._open()
         status = "finished"
+        self._stop = threading.Event()
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            # Ctrl-C asks the loop to stop after the current step, so that no backend call, transaction or
+            # lock is cut in half; a second Ctrl-C interrupts at once.
+            def on_sigint(signum, frame):  # noqa: ARG001 - signal handler signature
+                if self._stop.is_set():
+                    raise KeyboardInterrupt
+                self._stop.set()
+
+            previous = signal.signal(signal.SIGINT, on_sigint)
         try:
             self._loop(on_progress)
+            if self._stop.is_set():
+                status = "interrupted"
         except KeyboardInterrupt:
             status = "interrupted"
-            self.log.warning("interrupted", executions=self.progress.executions)
         finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+            if status == "interrupted":
+                self.log.warning("interrupted", executions=self.progress.executions)
             self.executor.close() if hasattr(self, "executor") else None
             self.store.finish_campaign(self.campaign_id, status=status)
             summary = self.summary(status)
@@ -216,7 +234,7 @@ class Campaign:
         self.log.info("started", seeds=len(self.cases), obligations=len(self.scheduler.obligations),
                       backend=self.backend.describe())
         counter = 0
-        while self.progress.executions < cfg.budget:
+        while self.progress.executions < cfg.budget and not self._stop.is_set():
             task = self.scheduler.next()
             if task is None:
                 break
