@@ -5,7 +5,7 @@ set -uo pipefail
 venv="${1:-.venv}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 "$venv/bin/ruff" check ufuzz tests benchmarks || exit 1
-"$venv/bin/python" -m pytest -q -p no:cacheprovider "${@:2}"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider --durations=15 "${@:2}"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests for this selection" >&2
