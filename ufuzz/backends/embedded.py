@@ -249,14 +249,14 @@ class EmbeddedBackend(MemoryBackend):
     @classmethod
     def static_capabilities(cls) -> Capabilities:
         """Capabilities with default options, for ``ufuzz backends``."""
-        return Capabilities(abstain_threshold=ABSTAIN["dense"],
+        return Capabilities(abstain_threshold=ABSTAIN["dense"], cheap_fork=True,
                             notes="options retrieval=dense|bm25|hybrid, update_policy=append|rewrite, "
                                   "delete=hard|tombstone; copy-on-write forks")
 
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(visible_retrieval=True, copyable=True, native_update=True, native_delete=True,
-                            observable_state=True, answers=False, deterministic=True,
+                            observable_state=True, answers=False, deterministic=True, cheap_fork=True,
                             abstain_threshold=ABSTAIN[self.retrieval],
                             notes=f"{self.retrieval} retrieval, update_policy={self.update_policy}, "
                                   f"delete={self.delete_mode}; copy-on-write forks")

@@ -47,6 +47,7 @@ class Capabilities:
     answers: bool = False  # answer() is the system's own answerer
     deterministic: bool = True
     abstain_threshold: float | None = None  # score below which the offline reader abstains
+    cheap_fork: bool = False  # fork costs next to nothing (copy-on-write): query mutants get their own fork too
     notes: str = ""
 
     def to_dict(self) -> dict[str, Any]:

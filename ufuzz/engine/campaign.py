@@ -57,7 +57,10 @@ class CampaignConfig:
     ablation: dict[str, bool] = field(default_factory=dict)
     retain: bool = True
     obligation_first: bool = True
-    fork_queries: bool = True  # run query mutants on their own fork too (where the backend can copy)
+    # Query mutants write nothing. None (auto): they get their own fork where forking is cheap (copy-on-write,
+    # the embedded backend) and run on the parent's state otherwise (mem0, Graphiti: a fork is a file copy,
+    # and Kuzu does not survive thousands of database opens in one process). True/False force it.
+    fork_queries: bool | None = None
     max_live_states: int = 32  # mutated states kept open at once; older ones are rebuilt on demand
     llm_base_url: str | None = None  # OpenAI-compatible endpoint; None = no LLM anywhere
     llm_model: str | None = None
@@ -290,7 +293,8 @@ class Campaign:
         handle = None
         mutation, reason = None, ""
         try:
-            if op.kind == "state" or (cfg.fork_queries and self.executor.copyable):
+            fork_queries = self.backend.capabilities.cheap_fork if cfg.fork_queries is None else cfg.fork_queries
+            if op.kind == "state" or (fork_queries and self.executor.copyable):
                 handle = self.executor.fork(parent)
             view = StateView(self.backend, handle) if op.kind == "state" else None
             mutation = op.mutate(parent, self.oracle.reference_of(parent.id), task.target, rng, view)
