@@ -10,8 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 
-def test_sigint_writes_summary_and_exits_130(tmp_path):
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 130)], ids=["SIGINT", "SIGTERM"])
+def test_signal_writes_summary_and_exits_130(tmp_path, sig, code):
     out = tmp_path / "c"
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "ufuzz.cli", "run", "--budget", "100000", "--out", str(out),
@@ -23,9 +26,9 @@ def test_sigint_writes_summary_and_exits_130(tmp_path):
             break
         time.sleep(0.5)
     time.sleep(3)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     output, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 130, output
+    assert proc.returncode == code, output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "interrupted"
     assert 0 < summary["executions"] < 100000

@@ -162,6 +162,8 @@ class Campaign:
                 self._stop.set()
 
             previous = signal.signal(signal.SIGINT, on_sigint)
+            # a CI job's timeout sends SIGTERM: stop the same way, once
+            previous_term = signal.signal(signal.SIGTERM, lambda s, f: self._stop.set())
         try:
             self._loop(on_progress)
             if self._stop.is_set():
@@ -171,6 +173,7 @@ class Campaign:
         finally:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
+                signal.signal(signal.SIGTERM, previous_term)
             if status == "interrupted":
                 self.log.warning("interrupted", executions=self.progress.executions)
             self.executor.close() if hasattr(self, "executor") else None
