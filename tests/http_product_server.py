@@ -31,9 +31,11 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from tests.loopback import serve_on_loopback
 
 K1, B = 1.2, 0.75
 _WORD = re.compile(r"[a-z0-9]+")
@@ -203,14 +205,6 @@ def _make_handler(server: ProductServer) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def start_product_server(token: str) -> Iterator[ProductServer]:
     state = ProductServer(token=token)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(state))
-    httpd.daemon_threads = True
-    state.port = int(httpd.server_address[1])
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serve_on_loopback(_make_handler(state)) as port:
+        state.port = port
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)

@@ -25,9 +25,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.loopback import serve_on_loopback
 from ufuzz.llm.uses import IDK, Answerer, FieldExtractor, Judge, ParaphraseRealizer
 
 
@@ -156,17 +157,9 @@ def start_llm_server(handler_fn: Handler | None = None, model: str = "rule-model
     """Run an OpenAI-compatible server on 127.0.0.1 (free port) for the ``with`` block."""
     handler_fn = handler_fn or RuleBasedResponder()
     state = LLMServer(host="127.0.0.1", port=0, model=model)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(state, handler_fn))
-    httpd.daemon_threads = True
-    state.port = int(httpd.server_address[1])
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serve_on_loopback(_make_handler(state, handler_fn)) as port:
+        state.port = port
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 # -- the rule-based local model -------------------------------------------------------------------------
