@@ -110,6 +110,10 @@ class Campaign:
         self.progress = Progress(budget=config.budget)
         self.unique_keys: set[str] = set()
         self.failure_log: list[tuple[int, Failure]] = []  # (execution number, failure) in discovery order
+        # made by _loop; None until the campaign runs
+        self.executor: Executor | None = None
+        self.scheduler: Scheduler | None = None
+        self.oracle: Oracle | None = None
 
     # -- set-up ------------------------------------------------------------------------------------------
     def _open(self):
@@ -176,7 +180,8 @@ class Campaign:
                 signal.signal(signal.SIGTERM, previous_term)
             if status == "interrupted":
                 self.log.warning("interrupted", executions=self.progress.executions)
-            self.executor.close() if hasattr(self, "executor") else None
+            if self.executor is not None:
+                self.executor.close()
             self.store.finish_campaign(self.campaign_id, status=status)
             summary = self.summary(status)
             (self.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
@@ -371,11 +376,11 @@ class Campaign:
             "campaign": getattr(self, "campaign_id", None), "status": status, "executions": p.executions,
             "budget": p.budget, "mutants_valid": p.mutants_valid, "mutants_rejected": p.mutants_rejected,
             "retained": p.retained, "coverage": p.coverage, "coverage_total": p.coverage_total,
-            "obligations": len(self.scheduler.obligations) if hasattr(self, "scheduler") else 0,
-            "obligations_covered": len(self.scheduler.covered) if hasattr(self, "scheduler") else 0,
+            "obligations": len(self.scheduler.obligations) if self.scheduler is not None else 0,
+            "obligations_covered": len(self.scheduler.covered) if self.scheduler is not None else 0,
             "unique_failures": len(self.unique_keys), "failures_by_operator": by_op, "failures_by_kind": by_kind,
             "errors": p.errors, "seed_baseline_failures": len(self.oracle.seed_baseline_failures)
-            if hasattr(self, "oracle") else 0,
+            if self.oracle is not None else 0,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "llm": self.llm.stats() if getattr(self, "llm", None) is not None else None,
             "failures": sorted(f.key for _, f in self.failure_log),

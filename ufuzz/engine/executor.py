@@ -122,9 +122,7 @@ class Executor:
             ex.top_texts = [r.text for r in got]
             resp = self.backend.answer(state, case.query.text, got)
             ex.response = resp if resp is not None else self.reader.read(case.query.text, got)
-        except BackendError as exc:
-            ex.error = f"{type(exc).__name__}: {exc}"
-        except Exception as exc:  # an adapter bug is still the backend's fault, not the fuzzer's
+        except Exception as exc:  # BackendError, or an adapter bug: the backend's fault, not the fuzzer's
             ex.error = f"{type(exc).__name__}: {exc}"
         ex.seconds = time.perf_counter() - t0
         ex.abstained = ex.error is None and is_abstention(ex.response)
