@@ -169,6 +169,7 @@ class _State:
 class AMemBackend(MemoryBackend):
     name = "a-mem"
     extra = "amem"
+    isolate = True  # native library: run in a recyclable worker process
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)

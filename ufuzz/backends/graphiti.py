@@ -278,6 +278,7 @@ class _State:
 class GraphitiBackend(MemoryBackend):
     name = "graphiti"
     extra = "graphiti"
+    isolate = True  # native library: run in a recyclable worker process
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)

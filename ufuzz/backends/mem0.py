@@ -163,6 +163,7 @@ class _State:
 class Mem0Backend(MemoryBackend):
     name = "mem0"
     extra = "mem0"
+    isolate = True  # native library: run in a recyclable worker process
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)

@@ -95,6 +95,10 @@ class MemoryBackend(ABC):
     name: str = "abstract"
     #: pip extra that installs the backend's dependencies, shown by ``ufuzz backends``
     extra: str | None = None
+    #: True for adapters over native libraries (databases, model runtimes) whose memory or crashes must not
+    #: take the fuzzer down: campaigns run them in a recyclable worker process (``ufuzz.backends.worker``)
+    #: unless ``--isolation none`` is given.
+    isolate: bool = False
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         self.workdir = Path(workdir)
