@@ -79,11 +79,21 @@ def main() -> None:
 @click.option("--llm-api-key-env", default="OPENAI_API_KEY", show_default=True,
               help="Environment variable holding the API key (never logged).")
 @click.option("--llm-uses", default="", help="Comma-separated LLM uses: paraphrase,answer,judge.")
+@click.option("--isolation", type=click.Choice(["auto", "process", "none"]), default="auto", show_default=True,
+              help="Run the backend in a recyclable worker process: auto = for native libraries "
+                   "(mem0, graphiti, a-mem), process = always, none = in the fuzzer's process.")
+@click.option("--worker-max-rss-mb", type=click.FloatRange(min=0), default=4096, show_default=True,
+              help="Recycle the backend worker when its resident memory passes this (0 = never).")
+@click.option("--worker-recycle", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Recycle the backend worker after this many backend calls (0 = no limit).")
+@click.option("--worker-timeout", type=click.FloatRange(min=0, min_open=True), default=600, show_default=True,
+              help="Seconds one backend call may take before the worker is killed (an error record).")
 @click.option("--force", is_flag=True, help="Overwrite an existing campaign directory.")
 @click.option("--quiet", is_flag=True, help="No live status line.")
 def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out: str | None, db: str | None,
         opts: tuple[str, ...], config_file: str | None, strategy: str, rbo_p: float, llm_base_url: str | None,
-        llm_model: str | None, llm_api_key_env: str, llm_uses: str, force: bool, quiet: bool) -> None:
+        llm_model: str | None, llm_api_key_env: str, llm_uses: str, isolation: str, worker_max_rss_mb: float,
+        worker_recycle: int, worker_timeout: float, force: bool, quiet: bool) -> None:
     """Run a fuzzing campaign."""
     import time
 
@@ -105,7 +115,9 @@ def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out
     try:
         cfg = CampaignConfig(backend=backend, backend_options=options, seeds=seeds, budget=budget, seed=rng_seed,
                              k=k, out=str(out_dir), db=db, p=rbo_p, llm_base_url=llm_base_url, llm_model=llm_model,
-                             llm_api_key_env=llm_api_key_env, llm_uses=uses)
+                             llm_api_key_env=llm_api_key_env, llm_uses=uses, isolation=isolation,
+                             worker_max_rss_mb=worker_max_rss_mb, worker_recycle=worker_recycle,
+                             worker_timeout=worker_timeout)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     apply_strategy(cfg, strategy)
@@ -155,6 +167,10 @@ def _print_summary(s: dict[str, Any], out_dir: Path) -> None:
                f"{s['retained']} retained")
     click.echo(f"coverage {s['coverage']}/{s['coverage_total']} memories; obligations "
                f"{s['obligations_covered']}/{s['obligations']}; errors {s['errors']}")
+    if s.get("worker"):
+        w = s["worker"]
+        click.echo(f"backend worker: {w['starts']} start(s), {w['recycles']} recycled, {w['crashes']} crashed, "
+                   f"{w['rebuilds']} states rebuilt, peak {w['peak_rss_mb']:.0f} MB")
     click.echo(f"unique failures: {s['unique_failures']}")
     for op, n in sorted(s["failures_by_operator"].items()):
         click.echo(f"  {op:16s} {n}")

@@ -59,9 +59,22 @@ def load(name: str) -> type[MemoryBackend]:
     return getattr(mod, attr)
 
 
-def create(name: str, workdir: Path, options: dict[str, Any] | None = None) -> MemoryBackend:
+ISOLATION = ("auto", "process", "none")
+
+
+def create(name: str, workdir: Path, options: dict[str, Any] | None = None, *, isolation: str = "none",
+           worker: dict[str, Any] | None = None) -> MemoryBackend:
+    """A backend instance. ``isolation``: "none" runs it in this process, "process" in a recyclable worker
+    process (``ufuzz.backends.worker``), "auto" in a worker when the adapter sets ``isolate`` (native
+    libraries). ``worker`` holds the worker's settings (recycle_every, max_rss_mb, call_timeout)."""
+    if isolation not in ISOLATION:
+        raise ValueError(f"isolation must be one of {', '.join(ISOLATION)}, not {isolation!r}")
     cls = load(name)
     ok, hint = cls.dependencies_installed()
     if not ok:
         raise BackendUnavailable(f"backend {name!r} needs packages that are not installed", hint)
+    if isolation == "process" or (isolation == "auto" and cls.isolate):
+        from ufuzz.backends.worker import wrap
+
+        return wrap(name, cls, Path(workdir), options or {}, **(worker or {}))
     return cls(Path(workdir), options or {})

@@ -62,6 +62,13 @@ class CampaignConfig:
     # and Kuzu does not survive thousands of database opens in one process). True/False force it.
     fork_queries: bool | None = None
     max_live_states: int = 32  # mutated states kept open at once; older ones are rebuilt on demand
+    # "auto": adapters over native libraries (mem0, Graphiti, A-Mem) run in a worker process that is recycled
+    # when it grows past worker_max_rss_mb (or every worker_recycle backend calls) and restarted after a crash;
+    # "process" forces a worker, "none" runs the backend in the fuzzer's own process.
+    isolation: str = "auto"
+    worker_recycle: int = 0  # backend calls per worker; 0 = no call limit
+    worker_max_rss_mb: float = 4096  # recycle the worker when its resident memory passes this; 0 = never
+    worker_timeout: float = 600  # seconds one backend call may take before the worker is killed
     llm_base_url: str | None = None  # OpenAI-compatible endpoint; None = no LLM anywhere
     llm_model: str | None = None
     llm_api_key_env: str = "OPENAI_API_KEY"
@@ -74,6 +81,10 @@ class CampaignConfig:
             raise ValueError(f"--llm-uses: unknown use(s) {bad}; allowed: {', '.join(LLM_USES)}")
         if self.llm_uses and not self.llm_base_url:
             raise ValueError("--llm-uses needs --llm-base-url (an OpenAI-compatible endpoint)")
+        if self.isolation not in registry.ISOLATION:
+            raise ValueError(f"--isolation must be one of {', '.join(registry.ISOLATION)}, not {self.isolation!r}")
+        if self.worker_recycle < 0 or self.worker_max_rss_mb < 0 or self.worker_timeout <= 0:
+            raise ValueError("--worker-recycle and --worker-max-rss-mb must be >= 0, --worker-timeout > 0")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -123,8 +134,11 @@ class Campaign:
         self.out.mkdir(parents=True, exist_ok=True)
         try:
             # the backend validates its options first: a bad option leaves nothing behind
-            self.backend = self._backend or registry.create(self.config.backend, self.out / "backend",
-                                                            self.config.backend_options)
+            cfg = self.config
+            self.backend = self._backend or registry.create(
+                cfg.backend, self.out / "backend", cfg.backend_options, isolation=cfg.isolation,
+                worker={"recycle_every": cfg.worker_recycle, "max_rss_mb": cfg.worker_max_rss_mb,
+                        "call_timeout": cfg.worker_timeout})
         except BaseException:
             if created:
                 shutil.rmtree(self.out, ignore_errors=True)
@@ -337,7 +351,12 @@ class Campaign:
             self.scheduler.report(task, False)
             return
         self.progress.mutants_valid += 1
-        state = handle if handle is not None else self.executor.state_of(parent)
+        try:
+            state = handle if handle is not None else self.executor.state_of(parent)
+        except BackendError as exc:  # the parent's state could not be rebuilt (e.g. a worker died meanwhile)
+            self._error(mid, "state", exc)
+            self.scheduler.report(task, False)
+            return
         ex = self.executor.execute(mutant, state)
         self._record_exec(ex, is_parent=False, checkpoint_id=mutant.checkpoint_id)
         if ex.error is not None:
@@ -383,5 +402,7 @@ class Campaign:
             if self.oracle is not None else 0,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "llm": self.llm.stats() if getattr(self, "llm", None) is not None else None,
+            "worker": stats.to_dict() if (stats := getattr(getattr(self, "backend", None), "stats", None))
+            is not None and hasattr(stats, "to_dict") else None,
             "failures": sorted(f.key for _, f in self.failure_log),
         }

@@ -135,7 +135,13 @@ class Executor:
         key = (case.state_key, case.query.text)
         if key in self._cache:
             return self._cache[key], False
-        ex = self.execute(case, self.state_of(case))
+        try:
+            state = self.state_of(case)
+        except BackendError as exc:  # the state could not be built or rebuilt: an error record, not a crash
+            ex = Execution(case_id=case.id, state_key=case.state_key, query=case.query.text,
+                           error=f"{type(exc).__name__}: {exc}")
+            return ex, True
+        ex = self.execute(case, state)
         if ex.error is None:
             self._cache[key] = ex
         return ex, True
