@@ -219,6 +219,36 @@ def test_malformed_bad_json_names_file_and_line(tmp_path):
         load_suite(path)
 
 
+@pytest.mark.parametrize("case, lineno, needle", [
+    ("not_object", 2, "each line must be a JSON object"),
+    ("unknown_kind", 2, "unknown kind 'chekpoint'"),
+    ("header_not_first", 1, "first record must be the header"),
+    ("second_header", 3, "a second header"),
+])
+def test_malformed_line_level_names_file_and_line(tmp_path, case, lineno, needle):
+    lines = DEFAULT.read_text(encoding="utf-8").splitlines()
+    if case == "not_object":
+        lines[1] = "[1, 2]"
+    elif case == "unknown_kind":
+        lines[1] = json.dumps({**json.loads(lines[1]), "kind": "chekpoint"})
+    elif case == "header_not_first":
+        lines[0], lines[1] = lines[1], lines[0]
+    else:
+        lines.insert(2, lines[0])
+    path = tmp_path / f"{case}.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(SeedFileError, match=re.escape(f"{path}:{lineno}: {needle}")) as err:
+        load_suite(path)
+    assert err.value.line == lineno
+
+
+def test_non_utf8_seed_file_is_a_seed_file_error(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(DEFAULT.read_bytes().splitlines(keepends=True)[0] + b'{"kind": "checkpoint", "id": "caf\xe9"}\n')
+    with pytest.raises(SeedFileError, match=re.escape(f"{path}:2: not UTF-8 text")):
+        load_suite(path)
+
+
 def test_malformed_missing_field_names_file_line_and_field(tmp_path):
     def edit(lines):
         i = _first_seed_line(lines)

@@ -8,17 +8,14 @@ mutates can see an expected answer or which cases failed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, func, select, update
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy.orm import Mapped, mapped_column
 
-from ufuzz.corpus.store import ID, Base, CampaignRow, MetaRow, open_engine
+from ufuzz.corpus.store import ID, Base, CampaignRow, MetaRow, SqlStore
 from ufuzz.seeds.model import Reference
 
 __all__ = ["FailureStore", "FailureRecord", "FailureRow", "ReferenceRow"]
@@ -65,32 +62,16 @@ class FailureRecord:
     count: int
 
 
-class FailureStore:
+class FailureStore(SqlStore):
     """Oracle-facing store of one campaign: references by case id, failures de-duplicated by key."""
 
     def __init__(self, url: str, campaign_id: str, *, echo: bool = False) -> None:
-        self._engine = open_engine(url, FAILURE_TABLES, echo=echo)
-        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
-        self.url = make_url(url).render_as_string(hide_password=True)
+        super().__init__(url, FAILURE_TABLES, echo=echo)
         self.campaign_id = campaign_id
         with self._sessions() as s:
             if s.get(CampaignRow, campaign_id) is None:
-                self._engine.dispose()
+                self.close()
                 raise KeyError(f"unknown campaign {campaign_id!r} in {self.url}")
-
-    def close(self) -> None:
-        self._engine.dispose()
-
-    def __enter__(self) -> FailureStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @contextmanager
-    def _tx(self) -> Iterator[Session]:
-        with self._sessions() as s, s.begin():
-            yield s
 
     # ------------------------------------------------------------------ references
 

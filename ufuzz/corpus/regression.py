@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 import time
 from collections import Counter
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ufuzz.engine.case import FuzzCase, Obligation, StateOp
+from ufuzz.jsonl import LineError, iter_json_lines
 from ufuzz.oracles.expectations import KINDS as FAILURE_KINDS
 from ufuzz.seeds.model import Checkpoint, MutationDescriptor, Query, Reference
 from ufuzz.seeds.provenance import Provenance
@@ -62,13 +62,8 @@ STATUSES = ("reproduced", "fixed", "changed", "parent_broken", "error")
 T = TypeVar("T")
 
 
-class CorpusFileError(ValueError):
+class CorpusFileError(LineError):
     """A malformed regression corpus file; the message names file, line and field."""
-
-    def __init__(self, path: str | Path, line: int | None, message: str, field: str | None = None) -> None:
-        where = f"{path}:{line}" if line else str(path)
-        self.path, self.line, self.field = str(path), line, field
-        super().__init__(f"{where}: {message}" + (f" (field '{field}')" if field else ""))
 
 
 # ====================================================================== records
@@ -430,64 +425,39 @@ def load_corpus(path: str | Path) -> RegressionCorpus:
     seeds: dict[str, tuple[str, MutationDescriptor, int]] = {}
     records: list[RegressionRecord] = []
     keys: dict[str, int] = {}
-    try:
-        fh = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise CorpusFileError(path, None, f"cannot read: {exc.strerror or exc}") from None
-    with fh:
-        lineno = 0
-        try:
-            for lineno, raw in enumerate(fh, start=1):
-                if not raw.strip():
-                    continue
-                try:
-                    rec = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    raise CorpusFileError(path, lineno, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
-                if not isinstance(rec, dict):
-                    raise CorpusFileError(path, lineno, "each line must be a JSON object")
-                kind = rec.get("kind")
-                if kind not in LINE_KINDS:
-                    raise CorpusFileError(path, lineno, f"unknown kind {kind!r}; expected one of {list(LINE_KINDS)}",
-                                          "kind")
-                if header is None:
-                    if kind != "header":
-                        raise CorpusFileError(path, lineno, "first record must be the header", "kind")
-                    header = _header(rec, path, lineno)
-                    continue
-                if kind == "header":
-                    raise CorpusFileError(path, lineno, "a second header", "kind")
-                if kind == "checkpoint":
-                    cid = _need(rec, "id", str, path, lineno)
-                    mems = _need(rec, "memories", list, path, lineno)
-                    for i, m in enumerate(mems):
-                        for k in ("id", "text", "timestamp"):
-                            _need(m, k, str, path, lineno, f"memories[{i}].")
-                    if cid in checkpoints:
-                        raise CorpusFileError(path, lineno, f"duplicate checkpoint id {cid!r}", "id")
-                    try:
-                        checkpoints[cid] = Checkpoint.from_dict(rec)
-                    except (ValueError, KeyError, TypeError) as exc:
-                        raise CorpusFileError(path, lineno, str(exc).strip("'\"")) from None
-                elif kind == "seed":
-                    sid = _need(rec, "id", str, path, lineno)
-                    cp = _need(rec, "checkpoint_id", str, path, lineno)
-                    desc = _need(rec, "descriptor", dict, path, lineno, optional=True) or {}
-                    if sid in seeds:
-                        raise CorpusFileError(path, lineno, f"duplicate seed id {sid!r}", "id")
-                    try:
-                        seeds[sid] = (cp, MutationDescriptor.from_dict(desc), lineno)
-                    except (ValueError, KeyError, TypeError) as exc:
-                        raise CorpusFileError(path, lineno, str(exc).strip("'\""), "descriptor") from None
-                else:
-                    r = _failure(rec, path, lineno)
-                    if r.failure_key in keys:
-                        raise CorpusFileError(path, lineno, f"duplicate failure key {r.failure_key!r} (first on "
-                                              f"line {keys[r.failure_key]})", "expected.failure_key")
-                    keys[r.failure_key] = lineno
-                    records.append(r)
-        except UnicodeDecodeError:
-            raise CorpusFileError(path, lineno + 1, "not UTF-8 text") from None
+    for lineno, kind, rec in iter_json_lines(path, CorpusFileError, LINE_KINDS):
+        if kind == "header":  # the first record, and only that one
+            header = _header(rec, path, lineno)
+            continue
+        if kind == "checkpoint":
+            cid = _need(rec, "id", str, path, lineno)
+            mems = _need(rec, "memories", list, path, lineno)
+            for i, m in enumerate(mems):
+                for k in ("id", "text", "timestamp"):
+                    _need(m, k, str, path, lineno, f"memories[{i}].")
+            if cid in checkpoints:
+                raise CorpusFileError(path, lineno, f"duplicate checkpoint id {cid!r}", "id")
+            try:
+                checkpoints[cid] = Checkpoint.from_dict(rec)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise CorpusFileError(path, lineno, str(exc).strip("'\"")) from None
+        elif kind == "seed":
+            sid = _need(rec, "id", str, path, lineno)
+            cp = _need(rec, "checkpoint_id", str, path, lineno)
+            desc = _need(rec, "descriptor", dict, path, lineno, optional=True) or {}
+            if sid in seeds:
+                raise CorpusFileError(path, lineno, f"duplicate seed id {sid!r}", "id")
+            try:
+                seeds[sid] = (cp, MutationDescriptor.from_dict(desc), lineno)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise CorpusFileError(path, lineno, str(exc).strip("'\""), "descriptor") from None
+        else:
+            r = _failure(rec, path, lineno)
+            if r.failure_key in keys:
+                raise CorpusFileError(path, lineno, f"duplicate failure key {r.failure_key!r} (first on "
+                                      f"line {keys[r.failure_key]})", "expected.failure_key")
+            keys[r.failure_key] = lineno
+            records.append(r)
     if header is None:
         raise CorpusFileError(path, None, "empty regression corpus file (no header)")
     for cp, _desc, line in seeds.values():
@@ -604,9 +574,8 @@ def check_corpus(corpus: RegressionCorpus | str | Path, *, backend: str | None =
     for a malformed file, ``KeyError`` for an unknown backend, ``BackendUnavailable``/``BackendError``/
     ``ValueError`` when the backend cannot start; faults while replaying one record make it ``error``.
     """
-    from ufuzz.backends import registry
     from ufuzz.backends.protocol import BackendError
-    from ufuzz.reports.replay import replay_pair
+    from ufuzz.reports.replay import fresh_backend, replay_pair
 
     rc = corpus if isinstance(corpus, RegressionCorpus) else load_corpus(corpus)
     name = backend or rc.backend
@@ -614,46 +583,30 @@ def check_corpus(corpus: RegressionCorpus | str | Path, *, backend: str | None =
     todo = list(rc.records if records is None else records)
     report = CheckReport(path=str(rc.path) if rc.path else "", backend=name, backend_options=opts)
     t0 = time.perf_counter()
-    tmp = None
-    if workdir is None:
-        tmp = tempfile.mkdtemp(prefix="ufuzz-corpus-check-")
-        wd = Path(tmp)
-    else:
-        wd = Path(workdir)
-    try:
-        be = registry.create(name, wd / "backend", opts)
-        try:
-            if name == rc.backend and isinstance(rc.header.get("backend_info"), dict):
-                try:
-                    now = be.describe()
-                except Exception:  # noqa: BLE001 - a note only; never fail the check on describe()
-                    now = {}
-                diffs = _differences(rc.header["backend_info"], now) if now else []
-                report.notes += [f"backend differs from the recorded one: {d}" for d in diffs]
-            elif name != rc.backend:
-                report.notes.append(f"replaying on {name!r}, the corpus was recorded on {rc.backend!r}")
-            for r in todo:
-                parent, mutant = r.cases(rc.checkpoints[r.checkpoint_id], rc.descriptors.get(r.seed_id))
-                try:
-                    res = replay_pair(be, rc.checkpoints, parent, mutant, r.parent.reference, r.mutant.reference,
-                                      k=rc.k, failure_key=r.failure_key, kind=r.kind, stage=r.stage,
-                                      target=r.target, seed_id=r.seed_id, operator=r.operator)
-                    status, reason = _classify(res)
-                    got_kind, got_stage = res.got_kind, res.got_stage
-                except BackendError as exc:
-                    status, reason, got_kind, got_stage = "error", f"backend error: {exc}", None, None
-                report.results.append(CheckResult(
-                    line=r.line, failure_key=r.failure_key, case_id=r.mutant.id, parent_id=r.parent.id,
-                    operator=r.operator, kind=r.kind, stage=r.stage, status=status, reason=reason,
-                    got_kind=got_kind, got_stage=got_stage))
-        finally:
+    with fresh_backend(name, opts, workdir, prefix="ufuzz-corpus-check-") as be:
+        if name == rc.backend and isinstance(rc.header.get("backend_info"), dict):
             try:
-                be.close()
-            except BackendError:
-                pass
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+                now = be.describe()
+            except Exception:  # noqa: BLE001 - a note only; never fail the check on describe()
+                now = {}
+            diffs = _differences(rc.header["backend_info"], now) if now else []
+            report.notes += [f"backend differs from the recorded one: {d}" for d in diffs]
+        elif name != rc.backend:
+            report.notes.append(f"replaying on {name!r}, the corpus was recorded on {rc.backend!r}")
+        for r in todo:
+            parent, mutant = r.cases(rc.checkpoints[r.checkpoint_id], rc.descriptors.get(r.seed_id))
+            try:
+                res = replay_pair(be, rc.checkpoints, parent, mutant, r.parent.reference, r.mutant.reference,
+                                  k=rc.k, failure_key=r.failure_key, kind=r.kind, stage=r.stage,
+                                  target=r.target, seed_id=r.seed_id, operator=r.operator)
+                status, reason = _classify(res)
+                got_kind, got_stage = res.got_kind, res.got_stage
+            except BackendError as exc:
+                status, reason, got_kind, got_stage = "error", f"backend error: {exc}", None, None
+            report.results.append(CheckResult(
+                line=r.line, failure_key=r.failure_key, case_id=r.mutant.id, parent_id=r.parent.id,
+                operator=r.operator, kind=r.kind, stage=r.stage, status=status, reason=reason,
+                got_kind=got_kind, got_stage=got_stage))
     report.seconds = time.perf_counter() - t0
     return report
 

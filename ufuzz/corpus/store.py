@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -54,7 +54,7 @@ SCHEMA_VERSION = 1
 ID = String(255)  # ids are short; a bounded length keeps them indexable on every backend
 
 __all__ = [
-    "SCHEMA_VERSION", "Base", "CorpusStore", "CampaignRecord", "MutantRecord", "ExecutionRecord",
+    "SCHEMA_VERSION", "Base", "SqlStore", "CorpusStore", "CampaignRecord", "MutantRecord", "ExecutionRecord",
     "FeedbackRecord", "ErrorRecord", "default_url", "open_engine",
 ]
 
@@ -358,25 +358,23 @@ def _campaign_record(r: CampaignRow) -> CampaignRecord:
 # ====================================================================== the store
 
 
-class CorpusStore:
-    """Scheduler-facing store of one database (any number of campaigns in it)."""
+_Store = TypeVar("_Store", bound="SqlStore")
 
-    def __init__(self, url: str, *, echo: bool = False) -> None:
-        self._engine = open_engine(url, CORPUS_TABLES, echo=echo)
+
+class SqlStore:
+    """What every store over the corpus database shares: its own private engine on ``url`` (creating
+    ``tables``), sessions, :meth:`_tx` for a committed write, ``close`` and use as a context manager.
+    ``url`` is kept with the password hidden, for messages."""
+
+    def __init__(self, url: str, tables: list[Any], *, echo: bool = False) -> None:
+        self._engine = open_engine(url, tables, echo=echo)
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
-        self._lock = threading.Lock()
-        self._seq: dict[str, int] = {}
-        self._known: set[str] = set()
         self.url = make_url(url).render_as_string(hide_password=True)
-
-    @classmethod
-    def for_campaign_dir(cls, campaign_dir: str | Path) -> CorpusStore:
-        return cls(default_url(campaign_dir))
 
     def close(self) -> None:
         self._engine.dispose()
 
-    def __enter__(self) -> CorpusStore:
+    def __enter__(self: _Store) -> _Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -387,6 +385,20 @@ class CorpusStore:
         """One transaction, committed on exit: every public write is one of these."""
         with self._sessions() as s, s.begin():
             yield s
+
+
+class CorpusStore(SqlStore):
+    """Scheduler-facing store of one database (any number of campaigns in it)."""
+
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        super().__init__(url, CORPUS_TABLES, echo=echo)
+        self._lock = threading.Lock()
+        self._seq: dict[str, int] = {}
+        self._known: set[str] = set()
+
+    @classmethod
+    def for_campaign_dir(cls, campaign_dir: str | Path) -> CorpusStore:
+        return cls(default_url(campaign_dir))
 
     def _require(self, s: Session, campaign_id: str) -> None:
         if campaign_id in self._known:

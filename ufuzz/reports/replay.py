@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ from ufuzz.seeds.model import Checkpoint, MutationDescriptor, Reference
 from ufuzz.seeds.provenance import Provenance
 
 __all__ = ["ReplayResult", "ReplayReport", "CampaignData", "load_campaign", "case_of", "replay_pair",
-           "replay_campaign", "resolve_campaign", "render_replay"]
+           "replay_campaign", "resolve_campaign", "render_replay", "fresh_backend"]
 
 
 @dataclass(frozen=True)
@@ -201,17 +203,28 @@ def replay_campaign(campaign_dir: str | Path, db: str | None = None, *, campaign
     if not failures:
         return report
 
+    with fresh_backend(backend_name, options, workdir) as backend:
+        for f in failures:
+            report.results.append(_replay_one(f, backend, checkpoints, seeds, mutants, refs, k))
+    return report
+
+
+@contextmanager
+def fresh_backend(name: str, options: dict[str, Any], workdir: str | Path | None = None, *,
+                  prefix: str = "ufuzz-replay-") -> Iterator[MemoryBackend]:
+    """A new ``name`` backend with ``options``, working in ``workdir``/backend (default: a temporary
+    directory named ``prefix…``, removed afterwards). Closed on exit; a fault while closing is ignored.
+    Raises what ``registry.create`` raises when the backend cannot start."""
     tmp = None
     if workdir is None:
-        tmp = tempfile.mkdtemp(prefix="ufuzz-replay-")
+        tmp = tempfile.mkdtemp(prefix=prefix)
         wd = Path(tmp)
     else:
         wd = Path(workdir)
     try:
-        backend = registry.create(backend_name, wd / "backend", options)
+        backend = registry.create(name, wd / "backend", options)
         try:
-            for f in failures:
-                report.results.append(_replay_one(f, backend, checkpoints, seeds, mutants, refs, k))
+            yield backend
         finally:
             try:
                 backend.close()
@@ -220,7 +233,6 @@ def replay_campaign(campaign_dir: str | Path, db: str | None = None, *, campaign
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-    return report
 
 
 def case_of(case_id: str, checkpoints: dict[str, Checkpoint], seeds: dict[str, Any],

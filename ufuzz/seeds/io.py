@@ -21,18 +21,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ufuzz.jsonl import LineError, iter_json_lines
 from ufuzz.seeds.model import SCHEMA_VERSION, Checkpoint, Reference, Seed, SeedSuite
 
 KINDS = ("header", "checkpoint", "seed", "reference")
 
 
-class SeedFileError(ValueError):
+class SeedFileError(LineError):
     """A malformed seed file; the message names file, line and field."""
-
-    def __init__(self, path: str | Path, line: int | None, message: str, field: str | None = None) -> None:
-        where = f"{path}:{line}" if line else str(path)
-        self.path, self.line, self.field = str(path), line, field
-        super().__init__(f"{where}: {message}" + (f" (field '{field}')" if field else ""))
 
 
 _REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
@@ -93,53 +89,38 @@ def load_suite(path: str | Path) -> SeedSuite:
     suite: SeedSuite | None = None
     seed_lines: dict[str, int] = {}
     ref_lines: dict[str, int] = {}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise SeedFileError(path, lineno, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
-            if not isinstance(rec, dict):
-                raise SeedFileError(path, lineno, "each line must be a JSON object")
-            kind = rec.get("kind")
-            if kind not in KINDS:
-                raise SeedFileError(path, lineno, f"unknown kind {kind!r}; expected one of {list(KINDS)}", "kind")
-            if suite is None:
-                if kind != "header":
-                    raise SeedFileError(path, lineno, "first record must be the header", "kind")
-                schema = rec.get("schema")
-                if schema != SCHEMA_VERSION:
-                    raise SeedFileError(path, lineno, f"unsupported schema version {schema!r}; this ufuzz reads "
-                                        f"version {SCHEMA_VERSION}", "schema")
-                suite = SeedSuite(name=str(rec.get("suite") or path.stem))
-                continue
-            if kind == "header":
-                raise SeedFileError(path, lineno, "a second header", "kind")
-            _validate(kind, rec, path, lineno)
-            try:
-                if kind == "checkpoint":
-                    cp = Checkpoint.from_dict(rec)
-                    if cp.id in suite.checkpoints:
-                        raise SeedFileError(path, lineno, f"duplicate checkpoint id {cp.id!r}", "id")
-                    suite.checkpoints[cp.id] = cp
-                elif kind == "seed":
-                    seed = Seed.from_dict(rec)
-                    if seed.id in seed_lines:
-                        raise SeedFileError(path, lineno, f"duplicate seed id {seed.id!r}", "id")
-                    seed_lines[seed.id] = lineno
-                    suite.seeds.append(seed)
-                else:
-                    ref = Reference.from_dict(rec)
-                    if ref.query_id in ref_lines:
-                        raise SeedFileError(path, lineno, f"duplicate reference for {ref.query_id!r}", "query_id")
-                    ref_lines[ref.query_id] = lineno
-                    suite.references[ref.query_id] = ref
-            except SeedFileError:
-                raise
-            except (ValueError, KeyError, TypeError) as exc:
-                raise SeedFileError(path, lineno, str(exc)) from None
+    for lineno, kind, rec in iter_json_lines(path, SeedFileError, KINDS):
+        if kind == "header":  # the first record, and only that one
+            schema = rec.get("schema")
+            if schema != SCHEMA_VERSION:
+                raise SeedFileError(path, lineno, f"unsupported schema version {schema!r}; this ufuzz reads "
+                                    f"version {SCHEMA_VERSION}", "schema")
+            suite = SeedSuite(name=str(rec.get("suite") or path.stem))
+            continue
+        assert suite is not None
+        _validate(kind, rec, path, lineno)
+        try:
+            if kind == "checkpoint":
+                cp = Checkpoint.from_dict(rec)
+                if cp.id in suite.checkpoints:
+                    raise SeedFileError(path, lineno, f"duplicate checkpoint id {cp.id!r}", "id")
+                suite.checkpoints[cp.id] = cp
+            elif kind == "seed":
+                seed = Seed.from_dict(rec)
+                if seed.id in seed_lines:
+                    raise SeedFileError(path, lineno, f"duplicate seed id {seed.id!r}", "id")
+                seed_lines[seed.id] = lineno
+                suite.seeds.append(seed)
+            else:
+                ref = Reference.from_dict(rec)
+                if ref.query_id in ref_lines:
+                    raise SeedFileError(path, lineno, f"duplicate reference for {ref.query_id!r}", "query_id")
+                ref_lines[ref.query_id] = lineno
+                suite.references[ref.query_id] = ref
+        except SeedFileError:
+            raise
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SeedFileError(path, lineno, str(exc)) from None
     if suite is None:
         raise SeedFileError(path, None, "empty seed file (no header)")
     for seed in suite.seeds:
