@@ -244,7 +244,8 @@ def test_malformed_line_level_names_file_and_line(tmp_path, case, lineno, needle
 
 def test_non_utf8_seed_file_is_a_seed_file_error(tmp_path):
     path = tmp_path / "latin1.jsonl"
-    path.write_bytes(DEFAULT.read_bytes().splitlines(keepends=True)[0] + b'{"kind": "checkpoint", "id": "caf\xe9"}\n')
+    header = DEFAULT.read_bytes().splitlines(keepends=True)[0]
+    path.write_bytes(header + b'{"kind": "checkpoint", "id": "caf\xe9"}\n')
     with pytest.raises(SeedFileError, match=re.escape(f"{path}:2: not UTF-8 text")):
         load_suite(path)
 
