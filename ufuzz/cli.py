@@ -82,8 +82,9 @@ def main() -> None:
 @click.option("--isolation", type=click.Choice(["auto", "process", "none"]), default="auto", show_default=True,
               help="Run the backend in a recyclable worker process: auto = for native libraries "
                    "(mem0, graphiti, a-mem), process = always, none = in the fuzzer's process.")
-@click.option("--worker-max-rss-mb", type=click.FloatRange(min=0), default=4096, show_default=True,
-              help="Recycle the backend worker when its resident memory passes this (0 = never).")
+@click.option("--worker-max-rss-mb", type=click.FloatRange(min=0), default=None,
+              help="Recycle the backend worker when its resident memory passes this many MB "
+                   "(default: a third of physical memory; 0 = never).")
 @click.option("--worker-recycle", type=click.IntRange(min=0), default=0, show_default=True,
               help="Recycle the backend worker after this many backend calls (0 = no limit).")
 @click.option("--worker-timeout", type=click.FloatRange(min=0, min_open=True), default=600, show_default=True,
@@ -92,7 +93,7 @@ def main() -> None:
 @click.option("--quiet", is_flag=True, help="No live status line.")
 def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out: str | None, db: str | None,
         opts: tuple[str, ...], config_file: str | None, strategy: str, rbo_p: float, llm_base_url: str | None,
-        llm_model: str | None, llm_api_key_env: str, llm_uses: str, isolation: str, worker_max_rss_mb: float,
+        llm_model: str | None, llm_api_key_env: str, llm_uses: str, isolation: str, worker_max_rss_mb: float | None,
         worker_recycle: int, worker_timeout: float, force: bool, quiet: bool) -> None:
     """Run a fuzzing campaign."""
     import time

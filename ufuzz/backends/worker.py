@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,11 +90,42 @@ def main(argv: list[str] | None = None) -> None:
             conn.send(("ok", getattr(backend, method)(*args)))
         except BaseException as exc:  # noqa: BLE001
             conn.send(_err(exc))
+        if method == "release":
+            _trim()
     try:
         backend.close()
     except BaseException:  # noqa: BLE001
         traceback.print_exc()
     conn.send(("ok", None))
+
+
+def _trim() -> None:
+    """Give freed heap back to the system. Kuzu frees a closed database's ~90 MB into glibc's arenas, which keep
+    it: without this the worker's resident size tracks the most states ever open at once, not the states open
+    now, and the memory limit would recycle a worker that holds nothing."""
+    global _LIBC
+    if _LIBC is None:
+        try:
+            import ctypes
+
+            _LIBC = ctypes.CDLL("libc.so.6")
+            _LIBC.malloc_trim.argtypes = [ctypes.c_size_t]
+        except (OSError, AttributeError):
+            _LIBC = False
+    if _LIBC:
+        _LIBC.malloc_trim(0)
+
+
+_LIBC: Any = None
+
+
+def default_max_rss_mb() -> float:
+    """The memory limit when none is given: a third of this machine's physical memory, at least 2 GB."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * _PAGE / 2**20
+    except (ValueError, OSError, AttributeError):
+        return 4096.0
+    return float(max(2048, int(total / 3)))
 
 
 def _err(exc: BaseException) -> tuple[str, str, str, str]:
@@ -149,12 +181,15 @@ class WorkerBackend(MemoryBackend):
     """The protocol of ``inner`` (a backend class spec ``module:Class``) served from a recyclable child."""
 
     def __init__(self, name: str, spec: str, workdir: Path, options: dict[str, Any] | None = None, *,
-                 recycle_every: int = 0, max_rss_mb: float = 4096, call_timeout: float = 600) -> None:
+                 recycle_every: int = 0, max_rss_mb: float | None = None, call_timeout: float = 600,
+                 observer: Callable[..., None] | None = None) -> None:
         super().__init__(workdir, options)
         self.name = name
         self.spec = spec
         self.recycle_every = max(0, int(recycle_every))
-        self.max_rss_mb = float(max_rss_mb or 0)
+        self.max_rss_mb = default_max_rss_mb() if max_rss_mb is None else float(max_rss_mb)
+        #: called as observer(event, **facts) on worker_started / worker_recycled / worker_crashed
+        self.observer = observer
         self.call_timeout = float(call_timeout)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.workdir / "worker.log"
@@ -206,6 +241,14 @@ class WorkerBackend(MemoryBackend):
                 raise BackendUnavailable(f"backend {self.name!r} worker failed to start: {exc}",
                                          getattr(exc, "hint", "")) from exc
         self._caps, self._describe = reply[1]
+        self._emit("worker_started", generation=self._gen, pid=proc.pid)
+
+    def _emit(self, event: str, **facts: Any) -> None:
+        if self.observer is not None:
+            try:
+                self.observer(event, backend=self.name, **facts)
+            except Exception:  # noqa: BLE001 - an observer must not break the backend
+                pass
 
     def _gen_dir(self, gen: int) -> Path:
         """Each worker generation works in its own directory, removed with the worker (crashed ones too)."""
@@ -233,6 +276,7 @@ class WorkerBackend(MemoryBackend):
     def _fault(self, message: str) -> None:
         self.stats.crashes += 1
         self.stats.last_exit = message
+        self._emit("worker_crashed", generation=self._gen, message=message)
         self._reap()
         if self.stats.starts and self._gen == 1 and self.stats.calls == 0:
             raise BackendUnavailable(f"backend {self.name!r}: {message}")
@@ -290,6 +334,8 @@ class WorkerBackend(MemoryBackend):
             due = rss > self.max_rss_mb
         if due:
             self.stats.recycles += 1
+            self._emit("worker_recycled", generation=self._gen, calls=self._calls_in_gen,
+                       rss_mb=round(self.rss_mb(), 1), live_states=len(self._live))
             self._stop_worker()
             self._start()
 

@@ -67,7 +67,7 @@ class CampaignConfig:
     # "process" forces a worker, "none" runs the backend in the fuzzer's own process.
     isolation: str = "auto"
     worker_recycle: int = 0  # backend calls per worker; 0 = no call limit
-    worker_max_rss_mb: float = 4096  # recycle the worker when its resident memory passes this; 0 = never
+    worker_max_rss_mb: float | None = None  # recycle the worker past this resident size; None = a third of RAM
     worker_timeout: float = 600  # seconds one backend call may take before the worker is killed
     llm_base_url: str | None = None  # OpenAI-compatible endpoint; None = no LLM anywhere
     llm_model: str | None = None
@@ -83,7 +83,7 @@ class CampaignConfig:
             raise ValueError("--llm-uses needs --llm-base-url (an OpenAI-compatible endpoint)")
         if self.isolation not in registry.ISOLATION:
             raise ValueError(f"--isolation must be one of {', '.join(registry.ISOLATION)}, not {self.isolation!r}")
-        if self.worker_recycle < 0 or self.worker_max_rss_mb < 0 or self.worker_timeout <= 0:
+        if self.worker_recycle < 0 or (self.worker_max_rss_mb or 0) < 0 or self.worker_timeout <= 0:
             raise ValueError("--worker-recycle and --worker-max-rss-mb must be >= 0, --worker-timeout > 0")
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,6 +156,8 @@ class Campaign:
             processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"),
                         structlog.processors.JSONRenderer(sort_keys=True)],
         ).bind(campaign=self.campaign_id)
+        if hasattr(self.backend, "observer"):  # a backend worker: its restarts go to the campaign log
+            self.backend.observer = lambda event, **facts: self.log.info(event, **facts)
 
     def _sink(self, failure: Failure, reference: Reference) -> None:
         self.failures.record(failure, None, seq=self.progress.executions)
