@@ -10,8 +10,8 @@ import pytest
 
 from ufuzz.seeds.importers import IMPORTERS, SeedImportError, import_file
 from ufuzz.seeds.importers.fields import detect_scope, find_entity, head_attribute, heuristic_fields
-from ufuzz.seeds.io import load_suite, write_suite
-from ufuzz.seeds.model import SeedSuite
+from ufuzz.seeds.io import SeedFileError, load_suite, write_suite
+from ufuzz.seeds.model import Rubric, SeedSuite
 from ufuzz.seeds.provenance import Provenance
 
 FIX = Path(__file__).parent / "fixtures" / "importers"
@@ -20,12 +20,13 @@ LME_SUBSET = REPO.parent / "shared" / "datasets" / "longmemeval" / "longmemeval_
 
 
 def assert_references_agree(suite: SeedSuite) -> None:
-    """Every stored reference is exactly what provenance derives for the seed's fields."""
+    """Every stored reference is exactly what provenance derives for the seed's fields (plus the benchmark's
+    judging rubric, which provenance cannot know)."""
     assert suite.seeds
     for seed in suite.seeds:
         cp = suite.checkpoint_of(seed)
         derived = Provenance.of(cp).reference_for(seed.query.id, seed.query.fields)
-        assert suite.reference_of(seed) == derived, seed.id
+        assert suite.reference_of(seed).with_(rubric=None) == derived, seed.id
         assert seed.query.template is None and seed.query.form == "free"
 
 
@@ -182,6 +183,40 @@ def test_memops_updates_traps_and_deletes(tmp_path):
     assert ref.abstain and seed.query.fields.attribute == "blood type"
     assert_references_agree(s)
     roundtrip(s, tmp_path)
+
+
+def test_memops_judge_rubrics_survive_write_and_load(tmp_path):
+    s = import_file("memops", FIX / "memops_evidence.json").suite
+    back = roundtrip(s, tmp_path)
+    rubrics = {seed.query.text: back.reference_of(seed).rubric for seed in back.seeds}
+    assert rubrics == {
+        "Where does Dana work now?": Rubric(("Globex",), ("Acme", "Initech")),
+        "Which city does Dana live in?": Rubric(("Boston",), ("Denver",)),
+        "Where did Dana work before Globex?": Rubric(("Acme",), ("Globex",)),
+        "Does Dana still have a pet?": Rubric((), ("Rufus",)),
+        "What is Dana's blood type?": None,  # an empty rubric checks nothing: not kept
+    }
+    lines = [json.loads(x) for x in (tmp_path / "suite.jsonl").read_text(encoding="utf-8").splitlines()]
+    refs = {r["query_id"]: r for r in lines if r["kind"] == "reference"}
+    assert refs["memops:ep-1:q4"]["rubric"] == {"must_include": [], "must_not_include": ["Rufus"]}
+    assert "rubric" not in refs["memops:ep-1:q5"]  # optional field: absent, as in files written before it
+
+
+@pytest.mark.parametrize("rubric, needle", [
+    ("must include Globex", "a rubric must be an object"),
+    ({"must_have": ["Globex"]}, "unknown rubric key(s) ['must_have']"),
+    ({"must_include": "Globex"}, "rubric must_include must be a list of strings"),
+    ({"must_not_include": [1]}, "rubric must_not_include must be a list of strings"),
+])
+def test_malformed_rubric_names_file_line_and_field(tmp_path, rubric, needle):
+    path = write_suite(import_file("memops", FIX / "memops_evidence.json").suite, tmp_path / "suite.jsonl")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    i = next(i for i, x in enumerate(lines) if json.loads(x)["kind"] == "reference")
+    lines[i] = json.dumps({**json.loads(lines[i]), "rubric": rubric})
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(SeedFileError) as err:
+        load_suite(path)
+    assert str(err.value).startswith(f"{path}:{i + 1}: {needle}") and err.value.field == "rubric"
 
 
 # -- MEME --------------------------------------------------------------------------------------------------

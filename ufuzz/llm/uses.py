@@ -191,6 +191,12 @@ class Judge:
                                         self.SCHEMA, schema_name="judgement")
         return apply_rubric(out["label"], str(out["reason"]), response, rubric)
 
+    def label(self, question: str, reference_answer: str | None, response: str,
+              rubric: dict[str, Any] | None = None) -> str:
+        """Just the label of :meth:`judge`: the form of judge :func:`ufuzz.oracles.expectations.evaluate`
+        calls, which passes a reference's rubric along."""
+        return self.judge(question, reference_answer, response, rubric).label
+
 
 class FieldExtractor:
     SYSTEM = (

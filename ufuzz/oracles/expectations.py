@@ -19,6 +19,7 @@ stage, offending memory ids with mutation-generated id suffixes normalised).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,8 +59,26 @@ def _stale_in(response: str | None, ref: Reference) -> list[str]:
     return [v for v in ref.stale_answers if v != ref.answer and contains_answer(response, v)]
 
 
-#: a response judge: (question, reference answer or None for abstention, response) -> Correct|Hallucination|Omission
-JudgeFn = Callable[[str, "str | None", str], str]
+#: a response judge: (question, reference answer or None for abstention, response[, rubric=...]) ->
+#: Correct|Hallucination|Omission. ``rubric`` (``{"must_include": [...], "must_not_include": [...]}``) is
+#: passed only to a judge that declares a ``rubric`` parameter (e.g. :meth:`ufuzz.llm.uses.Judge.label`).
+JudgeFn = Callable[..., str]
+
+
+def _takes_rubric(judge: JudgeFn) -> bool:
+    try:
+        params = inspect.signature(judge).parameters.values()
+    except (TypeError, ValueError):  # a callable without an inspectable signature
+        return False
+    return any(p.name == "rubric" or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _judge_label(judge: JudgeFn, question: str, ref: Reference, response: str) -> str:
+    """The judge's label for ``response``, with the reference's rubric when it has one and the judge takes
+    it (a three-argument judge is called as before)."""
+    if ref.rubric and _takes_rubric(judge):
+        return judge(question, ref.answer, response, rubric=ref.rubric.to_dict())
+    return judge(question, ref.answer, response)
 
 
 def evaluate(ref: Reference, ex: Execution, deleted: tuple[str, ...] = (), hidden: bool = False,
@@ -68,12 +87,13 @@ def evaluate(ref: Reference, ex: Execution, deleted: tuple[str, ...] = (), hidde
 
     Without ``judge`` the response is matched as text (answer contained, abstention phrases). With a judge
     (an LLM judge, ``--llm-uses judge``) its label decides correctness instead: Correct passes, Omission is an
-    abstention, Hallucination a wrong (or, when a stale value appears, stale) answer.
+    abstention, Hallucination a wrong (or, when a stale value appears, stale) answer. The reference's
+    rubric, if any, goes to the judge only; the offline matching ignores it.
     """
     resp = ex.response
     label = None
     if judge is not None and resp is not None:
-        label = judge(ex.query, ref.answer, resp)
+        label = _judge_label(judge, ex.query, ref, resp)
     if label is None:
         answered_right = (not ref.abstain) and any(contains_answer(resp, a) for a in (ref.answer, *ref.aliases)
                                                    if a)

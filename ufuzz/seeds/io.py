@@ -7,6 +7,10 @@ One JSON object per line. The first line is the header, then any order of the ot
     {"kind": "seed", "id": ..., "checkpoint_id": ..., "query": {...}, "descriptor": {...}}
     {"kind": "reference", "query_id": ..., "answer": ..., "abstain": ..., "supporting": [...], "invalidated": [...]}
 
+A reference may carry the benchmark's judging rubric, ``"rubric": {"must_include": [...],
+"must_not_include": [...]}`` (MemOps imports do); the field is optional and absent when there is none, so
+files written before it existed load unchanged and the schema stays version 1.
+
 References are kept apart from seeds (own records, keyed by query id). Loading checks structure and
 cross-references; any problem raises :class:`SeedFileError` naming ``file:line`` and the field at fault.
 Writing goes to a temporary file that replaces the target only when complete (nothing half-written).
@@ -22,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.jsonl import LineError, iter_json_lines
-from ufuzz.seeds.model import SCHEMA_VERSION, Checkpoint, Reference, Seed, SeedSuite
+from ufuzz.seeds.model import SCHEMA_VERSION, Checkpoint, Reference, Rubric, Seed, SeedSuite
 
 KINDS = ("header", "checkpoint", "seed", "reference")
 
@@ -80,6 +84,11 @@ def _validate(kind: str, rec: dict[str, Any], path: Path, line: int) -> None:
         if "answer" in rec or "answer" in (rec.get("descriptor") or {}):
             raise SeedFileError(path, line, "seeds and descriptors never carry the answer; use a reference record",
                                 "answer")
+    elif kind == "reference" and rec.get("rubric") is not None:
+        try:
+            Rubric.from_dict(rec["rubric"])
+        except ValueError as exc:
+            raise SeedFileError(path, line, str(exc), "rubric") from None
 
 
 def load_suite(path: str | Path) -> SeedSuite:

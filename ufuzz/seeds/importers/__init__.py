@@ -6,9 +6,9 @@ imported, by reason — ``no_fields`` when the question's entity/attribute canno
 guessed). A malformed file raises :class:`SeedImportError` naming the file and the record.
 
 Formats: ``locomo``, ``longmemeval``, ``memops``, ``meme``, ``halumem``. Every imported reference is
-exactly ``Provenance.of(checkpoint).reference_for(query.id, query.fields)`` and agrees with the
-benchmark's answer and evidence; a question whose derived reference would disagree is dropped
-(``reference_mismatch``).
+exactly ``Provenance.of(checkpoint).reference_for(query.id, query.fields)`` (plus, for MemOps, the
+question's judging rubric) and agrees with the benchmark's answer and evidence; a question whose derived
+reference would disagree is dropped (``reference_mismatch``).
 """
 
 from __future__ import annotations

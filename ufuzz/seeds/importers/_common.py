@@ -5,7 +5,8 @@ Every importer turns one benchmark record (sample, question, episode, user) into
 needs). :meth:`Builder.add_checkpoint` then resolves field collisions, builds the checkpoint, derives each
 reference with ``Provenance.reference_for`` and keeps a seed only when that derived reference agrees with
 the benchmark's own (answer, abstention, supporting ids) — so imported references are exactly what
-provenance gives, and operators can keep deriving from it.
+provenance gives (plus the benchmark's judging rubric, where it has one), and operators can keep deriving
+from it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ufuzz.seeds.model import (
     MutationDescriptor,
     Query,
     QueryFields,
+    Rubric,
     Seed,
     SeedSuite,
 )
@@ -159,6 +161,7 @@ class Pending:
     expect_invalidated: tuple[str, ...] | None = None  # checked when given
     extra_targets: dict[str, tuple[str, ...]] = field(default_factory=dict)
     memory_ops: tuple[str, ...] | None = None
+    rubric: Rubric | None = None  # the benchmark's judging rubric, carried on the reference
 
 
 @dataclass
@@ -223,6 +226,8 @@ class Builder:
                 self.dropped["reference_mismatch"] += 1
                 continue
             query = Query(id=p.qid, text=p.text, fields=p.fields, context="", form="free", template=None)
+            if p.rubric:
+                ref = ref.with_(rubric=p.rubric)
             seeds.append((Seed(id=p.qid, checkpoint_id=cp_id, query=query,
                                descriptor=self._descriptor(prov, p, cp)), ref))
         if not seeds:

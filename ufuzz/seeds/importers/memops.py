@@ -15,7 +15,8 @@ question then abstains, the deleted value's memory is ``invalidated``). Tentativ
 ``valid_from=None``) so its memory is in the reference's ``invalidated``. A tentative value is not a fact
 (the memory stays as a distractor). A question's target is its ``target`` field, else the one target
 whose values match the expected answer (or, for abstentions, a ``must_not_include`` value), else the
-heuristic fields.
+heuristic fields. A non-empty ``judge_rubric`` is kept on the seed's reference (``Reference.rubric``) for
+the LLM judge.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from ufuzz.seeds.importers._common import (
     snippets,
 )
 from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_type_of
-from ufuzz.seeds.model import MEMORY_OPS, Entity, Fact, Memory, QueryFields
+from ufuzz.seeds.model import MEMORY_OPS, Entity, Fact, Memory, QueryFields, Rubric
 from ufuzz.seeds.provenance import Provenance
 
 OP_TYPES = ("add", "update", "delete")
@@ -184,7 +185,8 @@ def _episode(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> N
         ref = prov.reference_for(qid, fields)
         pending.append(Pending(qid=f"memops:{eid}:{qid}", text=q["question"], fields=fields, answer=answer,
                                supporting=ref.supporting if answer is not None else (),
-                               extra_targets={"recency_trap": tuple(traps.get(k, []))}, memory_ops=MEMORY_OPS))
+                               extra_targets={"recency_trap": tuple(traps.get(k, []))}, memory_ops=MEMORY_OPS,
+                               rubric=Rubric(tuple(must), tuple(must_not)) or None))
     b.add_checkpoint(f"memops-cp:{eid}", memories, pending, entities=[Entity(n, "person") for n in names],
                      base_facts=base)
 
