@@ -289,12 +289,8 @@ class Campaign:
                                        api_key_env=cfg.llm_api_key_env), CallCache(cfg.llm_cache))
         realizer = ParaphraseRealizer(self.llm) if "paraphrase" in cfg.llm_uses else None
         reader = LLMReader(Answerer(self.llm)) if "answer" in cfg.llm_uses else None
-        judge = None
-        if "judge" in cfg.llm_uses:
-            j = Judge(self.llm)
-
-            def judge(question: str, answer: str | None, response: str) -> str:
-                return j.judge(question, answer, response).label
+        # Judge.label takes the reference's rubric too (MemOps), so evaluate() passes it on
+        judge = Judge(self.llm).label if "judge" in cfg.llm_uses else None
         return realizer, reader, judge
 
     def _parent_execution(self, parent: FuzzCase, hidden: bool) -> Execution:
