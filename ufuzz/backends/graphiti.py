@@ -17,10 +17,16 @@ Write modes (option ``write_mode``):
     are uuid5 of the names/ids, so rebuilding a checkpoint gives the same graph.
 ``episode`` (native, needs an OpenAI-compatible LLM: options ``llm_base_url``, ``llm_model``,
     ``llm_api_key_env``)
-    Each memory is an ``add_episode`` call through ``OpenAIGenericClient`` (json_schema structured output);
-    the episode uuid is derived from the memory id, and retrieved edges map back to memories through the
-    edge's ``episodes``. update = a later episode (Graphiti's LLM decides what it invalidates); delete =
-    ``remove_episode``.
+    Each memory is an ``add_episode`` call through ``OpenAIGenericClient`` (json_schema structured output;
+    with the default prompts about three requests per memory: entity extraction, fact extraction and, once
+    the graph holds candidates, one dedupe/invalidation prompt per fact). The episode's name is the memory
+    id (Graphiti mints its uuid); retrieved edges map back to memories through the edge's ``episodes``
+    (an edge several memories asserted maps to the first). A memory is active while one of the edges its
+    episode asserted is neither invalid nor expired (a memory without edges stays active). update = a
+    later episode; Graphiti's LLM decides what it invalidates, and only an invalidated edge of the old
+    memory makes it ``superseded`` (otherwise nothing is reported superseded). delete = ``remove_episode``
+    (edges and nodes only that episode supports go; summaries of the rest are rebuilt by the LLM); it does
+    not undo invalidations the episode made, so deleting an update leaves the old memory inactive.
 
 Retrieval options: ``reranker`` (``cross_encoder`` default, ``rrf``, ``mmr``), ``filter_invalid`` (default
 false: Graphiti's default search also returns invalidated/expired edges; true adds ``invalid_at IS NULL``
@@ -305,6 +311,7 @@ class GraphitiBackend(MemoryBackend):
         self._states: dict[StateHandle, _State] = {}
         self._counter = 0
         self._embedder, self._ranker, self._nollm_cls = _make_clients()
+        self._llm: Any = None  # the OpenAIGenericClient of write_mode=episode, made on first use
         self._driver_cls = _driver_class()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="ufuzz-graphiti-loop", daemon=True)
@@ -401,10 +408,12 @@ class GraphitiBackend(MemoryBackend):
         from graphiti_core.llm_client.config import LLMConfig
         from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
 
-        key = os.environ.get(self.llm_api_key_env) or "not-needed"
-        cfg = LLMConfig(api_key=key, model=self.llm_model, small_model=self.llm_model, base_url=self.llm_base_url,
-                        temperature=0.0)
-        return OpenAIGenericClient(config=cfg, structured_output_mode="json_schema")
+        if self._llm is None:  # one client (one connection pool) for every state of this backend
+            key = os.environ.get(self.llm_api_key_env) or "not-needed"
+            cfg = LLMConfig(api_key=key, model=self.llm_model, small_model=self.llm_model,
+                            base_url=self.llm_base_url, temperature=0.0)
+            self._llm = OpenAIGenericClient(config=cfg, structured_output_mode="json_schema")
+        return self._llm
 
     # -- states ----------------------------------------------------------------------------------------
     def build(self, checkpoint: Checkpoint) -> StateHandle:
@@ -450,6 +459,11 @@ class GraphitiBackend(MemoryBackend):
             return
         for h in list(self._states):
             self.release(h)
+        if self._llm is not None:  # the episode-mode HTTP client's connection pool
+            try:
+                self._run("close", self._llm.client.close())
+            except BackendError:
+                pass
         self._closed = True
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
@@ -536,11 +550,13 @@ class GraphitiBackend(MemoryBackend):
     async def _add_episode(self, st: _State, m: Memory) -> Any:
         from graphiti_core.nodes import EpisodeType
 
-        ep_uuid = _uuid("episode", m.id)
+        # No uuid= here: add_episode treats a given uuid as "re-process this stored episode" and loads it with
+        # EpisodicNode.get_by_uuid (graphiti-core 0.31.2 graphiti.py:1448-1449), so a fresh uuid raises
+        # NodeNotFoundError. Graphiti mints the uuid; the memory id is the episode's name and the map below.
         res = await st.graphiti.add_episode(name=m.id, episode_body=m.text, source_description="ufuzz memory",
                                             reference_time=_parse_ts(m.timestamp), source=EpisodeType.message,
-                                            group_id=_GROUP, uuid=ep_uuid)
-        st.ids[m.id] = ep_uuid
+                                            group_id=_GROUP)
+        st.ids[m.id] = res.episode.uuid
         return res
 
     async def _episode(self, st: _State, memory_id: str) -> Any | None:
@@ -556,9 +572,13 @@ class GraphitiBackend(MemoryBackend):
             return None
 
     async def _episode_edges(self, st: _State, ep: Any) -> list[Any]:
+        """The edges the episode asserted. ``ep.entity_edges`` also lists the older edges the episode
+        invalidated (add_episode stores ``resolved_edges + invalidated_edges``, graphiti-core 0.31.2
+        graphiti.py:1507 and :1033); those carry other episodes and are not this memory's."""
         from graphiti_core.edges import EntityEdge
 
-        return list(await EntityEdge.get_by_uuids(st.driver, list(ep.entity_edges or [])))
+        edges = await EntityEdge.get_by_uuids(st.driver, list(ep.entity_edges or []))
+        return [e for e in edges if ep.uuid in (e.episodes or [])]
 
     # -- memory use ------------------------------------------------------------------------------------
     def _search_config(self, k: int) -> Any:
