@@ -170,6 +170,10 @@ def test_cli_isolation_flags(tmp_path):
     assert "backend worker: " in r.output and "recycled" in r.output
     summary = json.loads((tmp_path / "c" / "summary.json").read_text())
     assert summary["worker"]["recycles"] >= 1
+    st = CliRunner().invoke(main, ["status", str(tmp_path / "c")])
+    assert st.exit_code == 0, st.output
+    assert f"worker     {summary['worker']['starts']} start(s), {summary['worker']['recycles']} recycled" in st.output
+    assert "worker.recycle_every=150" in st.output  # nested backend facts flattened, not a dict repr
     bad = CliRunner().invoke(main, ["run", "--budget", "5", "--out", str(tmp_path / "d"), "--isolation", "thread"])
     assert bad.exit_code == 2 and "--isolation" in bad.output
     assert not (tmp_path / "d").exists()

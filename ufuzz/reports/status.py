@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,14 @@ def campaign_status(campaign_dir: Path, db: str | None = None, campaign_id: str 
         by_op[g["operator"] or "?"] = by_op.get(g["operator"] or "?", 0) + g["unique"]
         k = f"{g['stage']}:{g['kind']}"
         by_kind[k] = by_kind.get(k, 0) + g["unique"]
+    written = Path(campaign_dir) / "summary.json"  # what only the running process knew: its backend worker
+    if written.exists():
+        try:
+            final = json.loads(written.read_text())
+        except (OSError, ValueError):
+            final = {}
+        if final.get("campaign") == rec.id and final.get("worker"):
+            summary["worker"] = final["worker"]
     summary["failures_by_operator"] = dict(sorted(by_op.items()))
     summary["failures_by_kind"] = dict(sorted(by_kind.items()))
     summary["failure_groups"] = groups
@@ -60,13 +69,19 @@ def render_status(st: dict[str, Any]) -> str:
     lines = [
         f"campaign   {st['campaign']}  ({st['status']}, strategy {st.get('strategy')}, seed {st.get('seed')})",
         f"backend    {st['backend'].get('backend')}  "
-        + " ".join(f"{k}={v}" for k, v in sorted(st["backend"].items()) if k != "backend"),
+        + " ".join(_facts(st["backend"], skip=("backend",))),
         f"executions {st['executions']} of budget {st.get('budget')}  "
         f"(parents {st['parent_executions']}, mutants {st['mutant_executions']}, errored {st['failed_executions']})",
         f"mutants    {st['mutants']['valid']} valid, {st['mutants']['rejected']} rejected; retained {st['retained']}",
         f"coverage   {cov['reached']}/{cov['total']} memories ({100 * cov['ratio']:.1f}%)"
         + (f", +{cov['extra']} added by mutants" if cov.get("extra") else ""),
         f"errors     {st['errors']}",
+    ]
+    if st.get("worker"):
+        w = st["worker"]
+        lines.append(f"worker     {w['starts']} start(s), {w['recycles']} recycled, {w['crashes']} crashed, "
+                     f"{w['rebuilds']} states rebuilt, peak {w['peak_rss_mb']:.0f} MB")
+    lines += [
         f"unique failures {st['unique_failures']}",
     ]
     if st["failure_groups"]:
@@ -75,3 +90,16 @@ def render_status(st: dict[str, Any]) -> str:
             lines.append(f"  {g['operator'] or '?':16s} {g['stage']:15s} {g['kind']:28s} {g['unique']:6d} "
                          f"{g['occurrences']:6d}")
     return "\n".join(lines)
+
+
+def _facts(d: dict[str, Any], prefix: str = "", skip: tuple[str, ...] = ()) -> list[str]:
+    """key=value words, nested mappings flattened as outer.inner=value."""
+    out: list[str] = []
+    for k, v in sorted(d.items()):
+        if k in skip:
+            continue
+        if isinstance(v, dict):
+            out.extend(_facts(v, f"{prefix}{k}."))
+        else:
+            out.append(f"{prefix}{k}={v}")
+    return out
