@@ -117,3 +117,55 @@ def test_random_strategy_samples_uniformly_without_phase_one():
         seen.add((t.case_id, t.operator))
         s.report(t, True)
     assert seen == {("s0", "paraphrase"), ("s0", "update"), ("s1", "delete")}
+
+
+@settings(max_examples=40, deadline=None)
+@given(seeds_strategy, st.integers(0, 50), st.sampled_from([0.1, 0.25, 0.5]))
+def test_explore_share_interleaves_yet_every_obligation_is_still_tried(seed_moves, rng_seed, share):
+    """With explore_share, phase-2 picks come only after a mutant was retained and only while obligations
+    remain; phase 1 still tries every obligation (each at most ``attempts`` times) before the queue is done."""
+    s = build(seed_moves, rng_seed, attempts=2, explore_share=share)
+    all_obs = {f"s{i}|{o}|{t}" for i, moves in enumerate(seed_moves) for o, t in moves}
+    tried: dict[str, int] = {}
+    covered: set[str] = set()  # by a valid task of either phase (a phase-2 pick on a seed covers its obligation)
+    retained = 0
+    early_phase2 = 0
+    phase1_done = False
+    for step in range(600):
+        task = s.next()
+        if task is None:
+            break
+        if task.phase == 2:
+            assert retained > 0 or phase1_done, "no phase-2 pick before anything was retained"
+            if not phase1_done:
+                early_phase2 += 1
+        else:
+            assert not phase1_done
+            tried[task.obligation.key] = tried.get(task.obligation.key, 0) + 1
+            assert tried[task.obligation.key] <= 2
+        keep = step % 3 == 0  # every third task yields a retained mutant
+        s.report(task, True, retained=keep, new_case_id=f"m{step}" if keep else None,
+                 moves=[("paraphrase", "x")] if keep else None)
+        covered.add(task.obligation.key)
+        retained += keep
+        phase1_done = phase1_done or s.uncovered() == 0
+    assert all_obs <= covered, "every obligation was covered"
+    assert set(tried) <= all_obs
+    if len(all_obs) >= 20:
+        # enough phase-1 steps with a retained mutant around for the share to show
+        assert early_phase2 > 0
+
+
+def test_explore_share_zero_is_the_strict_order_and_bad_shares_are_refused():
+    moves = [[(o, t) for o in OPS for t in "abcd"]]
+    a, b = build(moves, 3), build(moves, 3, explore_share=0.0)
+    for _ in range(len(moves[0])):  # every obligation, with retained mutants piling up: never a phase-2 pick
+        ta, tb = a.next(), b.next()
+        assert ta == tb and ta.phase == 1
+        for s_, t in ((a, ta), (b, tb)):
+            s_.report(t, True, retained=True, new_case_id=f"m{t.obligation.key}", moves=[("paraphrase", "x")])
+    import pytest
+
+    for bad in (-0.1, 1.0, 2):
+        with pytest.raises(ValueError, match="explore_share"):
+            SchedulerConfig(explore_share=bad)

@@ -57,6 +57,7 @@ class CampaignConfig:
     ablation: dict[str, bool] = field(default_factory=dict)
     retain: bool = True
     obligation_first: bool = True
+    explore_share: float = 0.0  # chance of a retained-mutant pick while obligations remain (see scheduler)
     # Query mutants write nothing. None (auto): they get their own fork where forking is cheap (copy-on-write,
     # the embedded backend) and run on the parent's state otherwise (mem0, Graphiti: a fork is a file copy,
     # and Kuzu does not survive thousands of database opens in one process). True/False force it.
@@ -81,6 +82,8 @@ class CampaignConfig:
             raise ValueError(f"--llm-uses: unknown use(s) {bad}; allowed: {', '.join(LLM_USES)}")
         if self.llm_uses and not self.llm_base_url:
             raise ValueError("--llm-uses needs --llm-base-url (an OpenAI-compatible endpoint)")
+        if not 0.0 <= self.explore_share < 1.0:
+            raise ValueError(f"--explore-share must be in [0, 1), not {self.explore_share}")
         if self.isolation not in registry.ISOLATION:
             raise ValueError(f"--isolation must be one of {', '.join(registry.ISOLATION)}, not {self.isolation!r}")
         if self.worker_recycle < 0 or (self.worker_max_rss_mb or 0) < 0 or self.worker_timeout <= 0:
@@ -243,7 +246,7 @@ class Campaign:
         self.feedback = FeedbackState(ab, p=cfg.p)
         self.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
             attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
-            use_divergence=ab.use_divergence, operators=tuple(self.operators)))
+            use_divergence=ab.use_divergence, operators=tuple(self.operators), explore_share=cfg.explore_share))
         self.cases: dict[str, FuzzCase] = {}
         self.progress.coverage_total = sum(len(c.memories) for c in self.suite.checkpoints.values())
         for cp in self.suite.checkpoints.values():

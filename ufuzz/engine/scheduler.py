@@ -10,6 +10,10 @@ operators; each obligation gets up to ``attempts`` tries until one produces a va
 Phase 2 picks a pool entry (retained mutants, and the seeds themselves) with probability proportional to
 its energy — 1 + coverage gain + (for meaning-preserving mutants) ``divergence_weight`` × RBO divergence —
 divided by (1 + times picked), then a uniformly chosen (operator, target) available on it.
+
+``explore_share`` (default 0: strictly obligations first) lets retained mutants compete before phase 1 ends:
+once the pool holds a retained mutant, each task is a phase-2 pick with that probability. With many
+obligations and a small budget phase 1 never ends, so without it the feedback cannot act at all.
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ class SchedulerConfig:
     divergence_weight: float = 2.0
     use_divergence: bool = True
     operators: tuple[str, ...] | None = None  # None = all
+    explore_share: float = 0.0  # chance that a task is a phase-2 pick while obligations remain (0 <= x < 1)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.explore_share < 1.0:
+            raise ValueError(f"explore_share must be in [0, 1), not {self.explore_share}")
 
 
 @dataclass
@@ -65,6 +74,7 @@ class Scheduler:
         self._covered: set[str] = set()
         self._known: set[str] = set()
         self.phase2_picks = 0
+        self._retained = 0
         self._pending_by_seed: list[dict[str, list[_Pending]]] = []
 
     # -- input ------------------------------------------------------------------------------------------
@@ -107,6 +117,9 @@ class Scheduler:
     # -- output -----------------------------------------------------------------------------------------
     def next(self) -> Task | None:
         if self.config.obligation_first:
+            share = self.config.explore_share
+            if share and self._retained and self._queue and self.rng.random() < share:
+                return self._pick_pool()
             while self._queue:
                 p = self._queue[0]
                 if p.obligation.key in self._covered or p.tries >= self.config.attempts:
@@ -147,6 +160,7 @@ class Scheduler:
             energy += self.config.divergence_weight * divergence
         seed_id = task.obligation.seed_id
         self._pool.append(PoolEntry(new_case_id, seed_id, moves, energy=energy))
+        self._retained += 1
 
     # -- introspection ------------------------------------------------------------------------------------
     @property

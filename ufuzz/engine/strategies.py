@@ -5,6 +5,8 @@
 * ``random`` — uniform seed × operator × target, no obligation ordering, no retention;
 * ``query-only`` / ``state-only`` — the full method restricted to query or memory-state operators;
 * ``no-feedback`` — obligation-first mutation of the seeds without retention;
+* ``interleaved`` — the full method with retained mutants competing from the start (``explore_share`` 0.25
+  unless set): for budgets smaller than the obligations;
 * ``no-<operator>`` — the full method without one operator (e.g. ``no-paraphrase``);
 * ``no-coverage`` / ``no-novelty`` / ``no-divergence`` — the full method without one feedback signal.
 """
@@ -14,11 +16,13 @@ from __future__ import annotations
 from ufuzz.operators import OPERATOR_NAMES, QUERY_OPERATORS, STATE_OPERATORS
 
 BASE = ("full", "random", "query-only", "state-only", "no-feedback")
+EXTRA = ("interleaved",)
+INTERLEAVED_SHARE = 0.25
 SIGNALS = ("coverage", "novelty", "divergence")
 
 
 def strategy_names() -> list[str]:
-    return [*BASE, *(f"no-{op.replace('_', '-')}" for op in OPERATOR_NAMES), *(f"no-{s}" for s in SIGNALS)]
+    return [*BASE, *EXTRA, *(f"no-{op.replace('_', '-')}" for op in OPERATOR_NAMES), *(f"no-{s}" for s in SIGNALS)]
 
 
 def apply_strategy(cfg, name: str):
@@ -34,6 +38,8 @@ def apply_strategy(cfg, name: str):
         cfg.operators = STATE_OPERATORS
     elif name == "no-feedback":
         cfg.retain = False
+    elif name == "interleaved":
+        cfg.explore_share = cfg.explore_share or INTERLEAVED_SHARE
     elif name.startswith("no-") and name[3:] in SIGNALS:
         cfg.ablation = {**cfg.ablation, f"use_{name[3:]}": False}
     elif name.startswith("no-"):
