@@ -99,6 +99,16 @@ def test_backends_lists_embedded_installed():
     assert r.exit_code == 0
     line = next(x for x in r.output.splitlines() if x.startswith("embedded"))
     assert "[installed]" in line
+    # each backend's block says where it runs: native libraries in a worker, the embedded one in process
+    blocks: dict[str, str] = {}
+    for x in r.output.splitlines():
+        if x and not x[0].isspace():
+            name = x.split()[0]
+            blocks[name] = ""
+        blocks[name] += x + "\n"
+    assert "runs in: the fuzzer's process" in blocks["embedded"]
+    for native in ("graphiti", "mem0", "a-mem"):
+        assert "runs in: a recyclable worker process" in blocks[native]
 
 
 def test_cache_stats_on_missing_file(tmp_path):

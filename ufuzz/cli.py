@@ -286,6 +286,8 @@ def backends() -> None:
             click.echo(f"    capabilities: {', '.join(flags)}")
             if c.notes:
                 click.echo(f"    notes: {c.notes}")
+        click.echo("    runs in: " + ("a recyclable worker process (--isolation auto; 'none' keeps it in process)"
+                                      if getattr(cls, "isolate", False) else "the fuzzer's process"))
 
 
 # ---------------------------------------------------------------------------------------------------- cache
