@@ -3,7 +3,18 @@
 Any SQLAlchemy URL works; the default is one SQLite file per campaign directory
 (:func:`default_url` → ``sqlite:///<campaign>/corpus.sqlite``), and a team can point several campaigns at
 one PostgreSQL database. Column types are the portable ones (``JSON``, ``Text``, ``String``, ``Float``,
-``Integer``, ``Boolean``, ``DateTime``).
+``Integer``, ``BigInteger``, ``Boolean``, ``DateTime``), and the store behaves the same on SQLite and
+PostgreSQL (tested against a real server in ``tests/test_corpus_postgres.py``):
+
+* ids sort bytewise (``COLLATE "C"`` on PostgreSQL, like SQLite's ``BINARY``) whatever locale the
+  database was created with, and are unbounded there (``String(255)`` elsewhere, for MySQL's indexes);
+* datetimes come back in UTC whatever the server's ``TimeZone``;
+* JSON is standard JSON on every database: a non-finite float (a backend's NaN score) is stored as the
+  string ``"NaN"``/``"Infinity"``/``"-Infinity"`` (PostgreSQL's ``json`` rejects the bare tokens), and
+  execution scores are read back as floats;
+* PostgreSQL text cannot hold NUL characters: in text columns (queries, responses, error messages) they are
+  stored as U+FFFD there, rather than failing the write;
+* campaign seeds and budgets are 64-bit.
 
 Every ``record_*``/``add_*`` call commits before it returns, so a campaign that dies loses at most the
 record in flight and ``ufuzz status`` (another process) sees progress as it happens. SQLite files run in
@@ -17,6 +28,8 @@ read them — no method touches those tables and its engine is private.
 
 from __future__ import annotations
 
+import json
+import math
 import secrets
 import threading
 from collections.abc import Iterator
@@ -28,6 +41,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Engine,
@@ -37,6 +51,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    TypeDecorator,
     UniqueConstraint,
     create_engine,
     event,
@@ -51,7 +66,10 @@ from ufuzz.engine.case import Execution, FuzzCase, Obligation, StateOp
 from ufuzz.seeds.model import Checkpoint, MutationDescriptor, Query, Seed
 
 SCHEMA_VERSION = 1
-ID = String(255)  # ids are short; a bounded length keeps them indexable on every backend
+# Ids: bounded where a database needs it to index them (MySQL); on PostgreSQL unbounded like SQLite, and
+# compared bytewise (COLLATE "C", like SQLite's BINARY) so that ordered reads are the same whatever locale
+# the team database was created with.
+ID = String(255).with_variant(String(collation="C"), "postgresql")
 
 __all__ = [
     "SCHEMA_VERSION", "Base", "SqlStore", "CorpusStore", "CampaignRecord", "MutantRecord", "ExecutionRecord",
@@ -73,11 +91,46 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _aware(dt: datetime | None) -> datetime | None:
-    # SQLite hands DateTime back naive; everything we write is UTC.
-    if dt is not None and dt.tzinfo is None:
+def _utc(dt: datetime | None) -> datetime | None:
+    # SQLite hands DateTime back naive (everything we write is UTC); PostgreSQL hands it back in the
+    # session's TimeZone, which is the server's default unless the client sets one.
+    if dt is None:
+        return None
+    if dt.tzinfo is None:
         return dt.replace(tzinfo=timezone.utc)
-    return dt
+    return dt.astimezone(timezone.utc)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by its name as a string (JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _json_dumps(value: Any) -> str:
+    """The JSON columns' serializer on every database: standard JSON (no bare NaN/Infinity tokens)."""
+    try:
+        return json.dumps(value, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(value), allow_nan=False)
+
+
+class SafeText(TypeDecorator):
+    """``Text`` that PostgreSQL accepts whatever it holds: NUL characters become U+FFFD there (PostgreSQL
+    text cannot store them; SQLite keeps them)."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Any) -> Any:
+        if isinstance(value, str) and "\x00" in value and dialect.name == "postgresql":
+            return value.replace("\x00", "\ufffd")
+        return value
 
 
 # ====================================================================== ORM models
@@ -90,7 +143,7 @@ class Base(DeclarativeBase):
 class MetaRow(Base):
     __tablename__ = "ufuzz_meta"
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
-    value: Mapped[str] = mapped_column(Text)
+    value: Mapped[str] = mapped_column(SafeText)
 
 
 class CampaignRow(Base):
@@ -100,8 +153,8 @@ class CampaignRow(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     config: Mapped[dict[str, Any]] = mapped_column(JSON)
     backend: Mapped[dict[str, Any]] = mapped_column(JSON)
-    seed: Mapped[int] = mapped_column(Integer)
-    budget: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    seed: Mapped[int] = mapped_column(BigInteger)
+    budget: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     status: Mapped[str] = mapped_column(String(32))
 
 
@@ -134,15 +187,15 @@ class MutantRow(Base):
     seed_id: Mapped[str] = mapped_column(ID)
     checkpoint_id: Mapped[str | None] = mapped_column(ID, nullable=True)
     operator: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    obligation_key: Mapped[str | None] = mapped_column(Text, nullable=True)
-    target: Mapped[str | None] = mapped_column(Text, nullable=True)
+    obligation_key: Mapped[str | None] = mapped_column(SafeText, nullable=True)
+    target: Mapped[str | None] = mapped_column(SafeText, nullable=True)
     query: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # None: no mutant was produced
     ops: Mapped[list[Any]] = mapped_column(JSON)
     depth: Mapped[int] = mapped_column(Integer)
     valid: Mapped[bool] = mapped_column(Boolean)
-    rejection_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    rejection_reason: Mapped[str | None] = mapped_column(SafeText, nullable=True)
     created_seq: Mapped[int] = mapped_column(Integer)
-    detail: Mapped[str] = mapped_column(Text, default="")
+    detail: Mapped[str] = mapped_column(SafeText, default="")
 
 
 class ExecutionRow(Base):
@@ -155,13 +208,13 @@ class ExecutionRow(Base):
     case_id: Mapped[str] = mapped_column(ID)
     checkpoint_id: Mapped[str | None] = mapped_column(ID, nullable=True)
     state_key: Mapped[str] = mapped_column(String(64))
-    query: Mapped[str] = mapped_column(Text)
+    query: Mapped[str] = mapped_column(SafeText)
     top_ids: Mapped[list[Any]] = mapped_column(JSON)
     top_scores: Mapped[list[Any]] = mapped_column(JSON)
     top_texts: Mapped[list[Any]] = mapped_column(JSON)
-    response: Mapped[str | None] = mapped_column(Text, nullable=True)
+    response: Mapped[str | None] = mapped_column(SafeText, nullable=True)
     abstained: Mapped[bool] = mapped_column(Boolean)
-    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(SafeText, nullable=True)
     seconds: Mapped[float] = mapped_column(Float)
     is_parent: Mapped[bool] = mapped_column(Boolean)
 
@@ -188,7 +241,7 @@ class ErrorRow(Base):
     seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
     case_id: Mapped[str | None] = mapped_column(ID, nullable=True)
     operation: Mapped[str] = mapped_column(String(64))
-    message: Mapped[str] = mapped_column(Text)
+    message: Mapped[str] = mapped_column(SafeText)
 
 
 #: The tables the scheduler-facing store creates and touches (never failures/references).
@@ -249,7 +302,10 @@ def open_engine(url: str, tables: list[Any], *, echo: bool = False) -> Engine:
             raise ValueError(f"cannot create the folder {str(folder)!r} of SQLite corpus database {safe} "
                              f"(scheme {scheme!r}): {e.strerror or type(e).__name__}") from None
     try:
-        engine = create_engine(u, echo=echo)
+        try:
+            engine = create_engine(u, echo=echo, json_serializer=_json_dumps)
+        except TypeError:  # a dialect without JSON support takes no serializer
+            engine = create_engine(u, echo=echo)
     except NoSuchModuleError:
         raise ValueError(f"corpus database URL scheme {scheme!r} names no database/driver SQLAlchemy knows "
                          "(try sqlite:///PATH or postgresql+psycopg://...)") from None
@@ -350,7 +406,7 @@ class ErrorRecord:
 
 
 def _campaign_record(r: CampaignRow) -> CampaignRecord:
-    return CampaignRecord(id=r.id, started_at=_aware(r.started_at), finished_at=_aware(r.finished_at),
+    return CampaignRecord(id=r.id, started_at=_utc(r.started_at), finished_at=_utc(r.finished_at),
                           config=dict(r.config or {}), backend=dict(r.backend or {}), seed=r.seed,
                           budget=r.budget, status=r.status)
 
@@ -621,7 +677,8 @@ class CorpusStore(SqlStore):
             return [ExecutionRecord(seq=r.seq, checkpoint_id=r.checkpoint_id, is_parent=r.is_parent,
                                     execution=Execution(
                                         case_id=r.case_id, state_key=r.state_key, query=r.query,
-                                        top_ids=list(r.top_ids), top_scores=list(r.top_scores),
+                                        top_ids=list(r.top_ids),
+                                        top_scores=[float(x) for x in r.top_scores],
                                         top_texts=list(r.top_texts or []), response=r.response,
                                         abstained=r.abstained, error=r.error, seconds=r.seconds))
                     for r in rows]
