@@ -114,3 +114,19 @@ def test_backends_lists_embedded_installed():
 def test_cache_stats_on_missing_file(tmp_path):
     r = invoke("cache", "stats", "--path", tmp_path / "none.sqlite")
     assert r.exit_code == 0
+
+
+def test_status_of_a_directory_on_a_shared_database_is_that_directorys_campaign(tmp_path):
+    """Two campaigns in one (team) database: `ufuzz status DIR --db URL` shows DIR's, not the newest."""
+    db = f"sqlite:///{tmp_path / 'team.sqlite'}"
+    ids = []
+    for name, budget in (("a", 12), ("b", 20)):
+        r = invoke("run", "--budget", budget, "--out", tmp_path / name, "--db", db, "--quiet", "--opt", "retrieval=bm25")
+        assert r.exit_code == 0, r.output
+        ids.append(json.loads((tmp_path / name / "campaign.json").read_text())["campaign"])
+    assert ids[0] != ids[1]
+    for name, cid, budget in (("a", ids[0], 12), ("b", ids[1], 20)):
+        st = invoke("status", tmp_path / name, "--db", db, "--json")
+        assert st.exit_code == 0, st.output
+        got = json.loads(st.output)
+        assert (got["campaign"], got["executions"]) == (cid, budget)

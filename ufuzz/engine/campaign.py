@@ -9,6 +9,7 @@ is spent, when no obligation or pool entry is left, or on Ctrl-C (the summary is
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import signal
@@ -148,10 +149,15 @@ class Campaign:
             raise
         url = self.config.db or f"sqlite:///{(self.out / 'corpus.sqlite').resolve()}"
         self.store = CorpusStore(url)
-        self.campaign_id = f"{self.config.strategy}-s{self.config.seed}-{time.strftime('%Y%m%dT%H%M%S')}"
+        # strategy, seed and start second, plus a random tag: two runs started in the same second on one team
+        # database must not collide (the tag is not from the campaign's rng, so it does not disturb determinism)
+        self.campaign_id = (f"{self.config.strategy}-s{self.config.seed}-{time.strftime('%Y%m%dT%H%M%S')}"
+                            f"-{os.urandom(3).hex()}")
         self.store.start_campaign(self.campaign_id, config=self.config.to_dict(),
                                   backend=self.backend.describe(), seed=self.config.seed, budget=self.config.budget)
         self.failures = FailureStore(url, self.campaign_id)
+        # which campaign of the (possibly shared) store this directory holds: `ufuzz status DIR --db URL` reads it
+        (self.out / "campaign.json").write_text(json.dumps({"campaign": self.campaign_id}) + "\n")
         log_file = (self.out / "campaign.log").open("a", encoding="utf-8")
         self._log_file = log_file
         self.log = structlog.wrap_logger(
@@ -206,6 +212,11 @@ class Campaign:
             (self.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
             self.log.info("finished", **{k: v for k, v in summary.items() if k != "failures"})
             self._log_file.close()
+            for store in (self.store, self.failures):  # a team database must not keep idle connections
+                try:
+                    store.close()
+                except Exception:  # noqa: BLE001 - closing is best effort once the summary is written
+                    pass
             try:
                 self.backend.close()
             except BackendError:

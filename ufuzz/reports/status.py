@@ -10,6 +10,18 @@ from ufuzz.corpus.failures import FailureStore
 from ufuzz.corpus.store import CorpusStore, default_url
 
 
+def directory_campaign(campaign_dir: Path) -> str | None:
+    """The id of the campaign a directory holds (``campaign.json``, written when it starts), if known."""
+    for name in ("campaign.json", "summary.json"):
+        try:
+            cid = json.loads((campaign_dir / name).read_text()).get("campaign")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if cid:
+            return str(cid)
+    return None
+
+
 def campaign_status(campaign_dir: Path, db: str | None = None, campaign_id: str | None = None) -> dict[str, Any]:
     """Summary of the latest (or the named) campaign in ``campaign_dir``'s store."""
     if db is None:
@@ -22,6 +34,8 @@ def campaign_status(campaign_dir: Path, db: str | None = None, campaign_id: str 
         campaigns = store.campaigns()
         if not campaigns:
             raise ValueError(f"{store.url}: holds no campaign")
+        if campaign_id is None:
+            campaign_id = directory_campaign(Path(campaign_dir))
         if campaign_id is None:
             rec = campaigns[-1]
         else:
