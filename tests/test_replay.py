@@ -33,6 +33,8 @@ def campaign_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("replay") / "camp"
     summary = Campaign(CampaignConfig(backend="embedded", budget=200, seed=1, out=str(out)), suite=suite).run()
     assert summary["status"] == "finished" and summary["executions"] == 200
+    # phase 2 covers moves of its own; the summary counts only the seeds' obligations
+    assert 0 < summary["obligations_covered"] <= summary["obligations"]
     shutil.rmtree(out / "backend")  # the replay must not need the campaign's backend state
     return out
 
@@ -167,3 +169,21 @@ def test_cli_replay_bad_input(tmp_path):
     assert not (tmp_path / "missing.sqlite").exists()
     res = runner.invoke(main, ["replay", str(empty), "--db", "nosuchdb://x"])
     assert res.exit_code != 0 and "nosuchdb" in res.output
+
+
+def test_summary_counts_only_seed_obligations_as_covered(tmp_path):
+    """Phase 2 runs moves that are no seed's obligation (targets of mutated states); the summary's covered count
+    stays within the seeds' obligations however long phase 2 runs."""
+    from ufuzz.engine.campaign import Campaign, CampaignConfig
+    from ufuzz.seeds.io import load_suite
+    from ufuzz.seeds.model import SeedSuite
+
+    full = load_suite(ROOT / "seeds" / "default.jsonl")
+    seeds = sorted(full.seeds, key=lambda s: s.id)[:1]
+    suite = SeedSuite(name="one", checkpoints={s.checkpoint_id: full.checkpoints[s.checkpoint_id] for s in seeds},
+                      seeds=seeds, references={s.query.id: full.references[s.query.id] for s in seeds})
+    c = Campaign(CampaignConfig(backend="embedded", backend_options={"retrieval": "bm25"}, budget=150, seed=2,
+                                out=str(tmp_path / "c")), suite=suite)
+    summary = c.run()
+    assert len(c.scheduler.covered) > len(c.scheduler.obligations)  # the situation this is about
+    assert summary["obligations_covered"] == summary["obligations"]

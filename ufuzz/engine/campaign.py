@@ -408,7 +408,10 @@ class Campaign:
             "budget": p.budget, "mutants_valid": p.mutants_valid, "mutants_rejected": p.mutants_rejected,
             "retained": p.retained, "coverage": p.coverage, "coverage_total": p.coverage_total,
             "obligations": len(self.scheduler.obligations) if self.scheduler is not None else 0,
-            "obligations_covered": len(self.scheduler.covered) if self.scheduler is not None else 0,
+            # seed obligations covered (a phase-2 pick also covers its own seed x operator x target, counted
+            # only when that is one of the seeds' obligations)
+            "obligations_covered": len(self.scheduler.covered & self.scheduler.obligations)
+            if self.scheduler is not None else 0,
             "unique_failures": len(self.unique_keys), "failures_by_operator": by_op, "failures_by_kind": by_kind,
             "errors": p.errors, "seed_baseline_failures": len(self.oracle.seed_baseline_failures)
             if self.oracle is not None else 0,
