@@ -278,7 +278,7 @@ class WorkerBackend(MemoryBackend):
         self.stats.last_exit = message
         self._emit("worker_crashed", generation=self._gen, message=message)
         self._reap()
-        if self.stats.starts and self._gen == 1 and self.stats.calls == 0:
+        if self._gen == 1 and self.stats.calls == 0:  # the first worker never answered a call
             raise BackendUnavailable(f"backend {self.name!r}: {message}")
         raise BackendError(f"{self.name}: {message}; states are rebuilt in a new worker")
 
