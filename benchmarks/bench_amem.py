@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from ufuzz.backends.amem import AMemBackend
-from ufuzz.seeds.model import Checkpoint, Memory
+from ufuzz.model import Checkpoint, Memory
 
 NAMES = ["Lena", "Omar", "Pip", "Ada", "Bruno", "Chidi", "Dora", "Emil"]
 PLACES = ["Velmora", "Tessaly Heights", "Orrin Bay", "Brask", "Quillstone", "Harrowgate"]

@@ -12,9 +12,8 @@ from pathlib import Path
 
 from ufuzz.corpus.failures import FailureStore
 from ufuzz.corpus.store import CorpusStore, default_url
-from ufuzz.engine.case import Execution
 from ufuzz.engine.feedback import Feedback
-from ufuzz.seeds.model import Checkpoint, Memory
+from ufuzz.model import Checkpoint, Execution, Memory
 
 
 def main(n: int) -> None:

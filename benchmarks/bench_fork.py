@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ufuzz.backends.embedded import EmbeddedBackend
 from ufuzz.backends.embedding import default_embedder
-from ufuzz.seeds.model import Checkpoint, Memory
+from ufuzz.model import Checkpoint, Memory
 
 NAMES = ["Lena", "Omar", "Tomas", "Mira", "Priya", "Jonas", "Aiko", "Felix", "Sana", "Ravi", "Elin", "Marco",
          "Noor", "Hugo", "Ines", "Kofi", "Yara", "Bram", "Zoe", "Ivo"]

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ufuzz.backends.graphiti import GraphitiBackend  # noqa: E402
-from ufuzz.seeds.model import Checkpoint, Entity, Fact, Memory  # noqa: E402
+from ufuzz.model import Checkpoint, Entity, Fact, Memory  # noqa: E402
 
 PEOPLE = ["Lena", "Omar", "Ravi", "Mia", "Tomas", "Anya", "Jun", "Sofia", "Kai", "Noor"]
 CITIES = ["Velmora", "Brask", "Orrin Bay", "Tessaly Heights", "Quarn", "Ostrel", "Miravel", "Dunholt"]

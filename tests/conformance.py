@@ -11,7 +11,7 @@ Use from a test module::
 from __future__ import annotations
 
 from ufuzz.backends.protocol import MemoryBackend
-from ufuzz.seeds.model import Checkpoint, Entity, Fact, Memory
+from ufuzz.model import Checkpoint, Entity, Fact, Memory
 
 
 def tiny_checkpoint(cid: str = "ck-tiny") -> Checkpoint:

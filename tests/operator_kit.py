@@ -9,11 +9,9 @@ from pathlib import Path
 
 from ufuzz.backends.embedded import EmbeddedBackend
 from ufuzz.backends.protocol import Capabilities, StateHandle
-from ufuzz.engine.case import FuzzCase
+from ufuzz.model import FuzzCase, Provenance, Reference, Seed, SeedSuite
 from ufuzz.operators import Mutation, Operator, StateView, all_operators
 from ufuzz.seeds.io import load_suite
-from ufuzz.seeds.model import Reference, Seed, SeedSuite
-from ufuzz.seeds.provenance import Provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 

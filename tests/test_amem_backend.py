@@ -16,7 +16,7 @@ from tests.conformance import CONFORMANCE_CHECKS, tiny_checkpoint  # noqa: E402
 from tests.llm_server import start_llm_server  # noqa: E402
 from ufuzz.backends import registry  # noqa: E402
 from ufuzz.backends.amem import AMemBackend  # noqa: E402
-from ufuzz.seeds.model import Checkpoint, Memory  # noqa: E402
+from ufuzz.model import Checkpoint, Memory  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

@@ -19,7 +19,7 @@ from ufuzz.backends import registry
 from ufuzz.backends.embedded import EmbeddedBackend
 from ufuzz.backends.protocol import BackendError, BackendUnavailable
 from ufuzz.backends.worker import WorkerBackend, wrap
-from ufuzz.seeds.model import Memory
+from ufuzz.model import Memory
 
 BM25 = {"retrieval": "bm25", "db": "memory"}
 LENA = "Where does Lena live?"

@@ -27,19 +27,22 @@ from tests.test_separation import _walk
 from ufuzz.cli import main
 from ufuzz.corpus.failures import FAILURE_TABLES, FailureStore
 from ufuzz.corpus.store import CORPUS_TABLES, CorpusStore, default_url
-from ufuzz.engine.case import Execution, FuzzCase, Obligation, StateOp
 from ufuzz.engine.feedback import Feedback
-from ufuzz.seeds.model import (
+from ufuzz.model import (
     Checkpoint,
+    Execution,
     Fact,
+    FuzzCase,
     Memory,
     MutationDescriptor,
+    Obligation,
+    Provenance,
     Query,
     QueryFields,
     Reference,
     Seed,
+    StateOp,
 )
-from ufuzz.seeds.provenance import Provenance
 
 pytest.importorskip("psycopg", reason="the PostgreSQL driver is missing: pip install 'ufuzz[postgres]'")
 

@@ -19,19 +19,22 @@ from ufuzz.corpus import failures as failures_mod
 from ufuzz.corpus import store as store_mod
 from ufuzz.corpus.failures import FAILURE_TABLES, FailureStore
 from ufuzz.corpus.store import CORPUS_TABLES, CorpusStore, ExecutionRow, default_url
-from ufuzz.engine.case import Execution, FuzzCase, Obligation, StateOp
 from ufuzz.engine.feedback import Feedback
-from ufuzz.seeds.model import (
+from ufuzz.model import (
     Checkpoint,
+    Execution,
     Fact,
+    FuzzCase,
     Memory,
     MutationDescriptor,
+    Obligation,
+    Provenance,
     Query,
     QueryFields,
     Reference,
     Seed,
+    StateOp,
 )
-from ufuzz.seeds.provenance import Provenance
 
 # ---------------------------------------------------------------- fixtures
 

@@ -15,7 +15,7 @@ from ufuzz.backends import registry
 from ufuzz.backends.embedded import ABSTAIN, RRF_DEPTH, RRF_K, EmbeddedBackend
 from ufuzz.backends.embedding import MODEL_NAME, Embedder
 from ufuzz.backends.protocol import BackendError
-from ufuzz.seeds.model import Checkpoint, Memory
+from ufuzz.model import Checkpoint, Memory
 
 COMBOS = list(itertools.product(("dense", "bm25", "hybrid"), ("append", "rewrite"), ("hard", "tombstone")))
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from ufuzz.engine.case import Execution
+from ufuzz.model import Execution, Reference
 from ufuzz.oracles.expectations import evaluate, failure_key, normalise_id
 from ufuzz.oracles.matching import contains_answer, is_abstention
-from ufuzz.seeds.model import Reference
 
 
 def ex(ids, response):

@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ufuzz.engine.case import Execution
 from ufuzz.engine.feedback import Ablation, Feedback, FeedbackState, normalize_response, response_hash
 from ufuzz.engine.rbo import rbo_ext
-from ufuzz.seeds.model import Checkpoint, Memory
+from ufuzz.model import Checkpoint, Execution, Memory
 
 
 def ex(top: list[str], response: str | None = "ok", *, error: str | None = None, abstained: bool = False,

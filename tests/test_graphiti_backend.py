@@ -14,7 +14,7 @@ from tests.conformance import CONFORMANCE_CHECKS, tiny_checkpoint  # noqa: E402
 from ufuzz.backends import registry  # noqa: E402
 from ufuzz.backends.graphiti import INSTALL_HINT, GraphitiBackend  # noqa: E402
 from ufuzz.backends.protocol import BackendError  # noqa: E402
-from ufuzz.seeds.model import Checkpoint, Entity, Fact, Memory  # noqa: E402
+from ufuzz.model import Checkpoint, Entity, Fact, Memory  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

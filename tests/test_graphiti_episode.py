@@ -20,7 +20,7 @@ from tests.llm_server import RawReply, RecordedRequest, start_llm_server  # noqa
 from ufuzz.backends.graphiti import GraphitiBackend  # noqa: E402
 from ufuzz.backends.protocol import BackendError  # noqa: E402
 from ufuzz.engine.campaign import Campaign, CampaignConfig  # noqa: E402
-from ufuzz.seeds.model import Memory  # noqa: E402
+from ufuzz.model import Memory  # noqa: E402
 from ufuzz.seeds.synth import synthesize  # noqa: E402
 
 pytestmark = pytest.mark.integration

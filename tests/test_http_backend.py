@@ -17,7 +17,7 @@ from tests.http_product_server import start_product_server
 from ufuzz.backends import registry
 from ufuzz.backends.http import HttpBackend, JsonPath, parse_config
 from ufuzz.backends.protocol import BackendError
-from ufuzz.seeds.model import Memory
+from ufuzz.model import Memory
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "product.toml"
 TOKEN = "tok-" + "s3cr3t-9f2c41"

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from ufuzz.model import Provenance, Rubric, SeedSuite
 from ufuzz.seeds.importers import IMPORTERS, SeedImportError, import_file
 from ufuzz.seeds.importers.fields import detect_scope, find_entity, head_attribute, heuristic_fields
 from ufuzz.seeds.io import SeedFileError, load_suite, write_suite
-from ufuzz.seeds.model import Rubric, SeedSuite
-from ufuzz.seeds.provenance import Provenance
 
 FIX = Path(__file__).parent / "fixtures" / "importers"
 REPO = Path(__file__).resolve().parent.parent

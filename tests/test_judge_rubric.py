@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.llm_server import RuleBasedResponder, start_llm_server
-from ufuzz.engine.case import Execution
 from ufuzz.engine.executor import Executor
 from ufuzz.llm import Judge, LLMClient, LLMConfig
+from ufuzz.model import Execution
 from ufuzz.oracles.expectations import evaluate
 from ufuzz.oracles.oracle import Oracle
 from ufuzz.reports.replay import case_of, fresh_backend

@@ -25,7 +25,7 @@ from tests.conformance import CONFORMANCE_CHECKS, tiny_checkpoint  # noqa: E402
 from ufuzz.backends import registry  # noqa: E402
 from ufuzz.backends.mem0 import INSTALL_HINT, Mem0Backend  # noqa: E402
 from ufuzz.backends.protocol import BackendError  # noqa: E402
-from ufuzz.seeds.model import Checkpoint, Memory  # noqa: E402
+from ufuzz.model import Checkpoint, Memory  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -256,7 +256,7 @@ NO_NETWORK = textwrap.dedent("""
     from pathlib import Path
     from tests.conformance import tiny_checkpoint
     from ufuzz.backends.mem0 import Mem0Backend
-    from ufuzz.seeds.model import Memory
+    from ufuzz.model import Memory
     b = Mem0Backend(Path(sys.argv[1]), {"llm_base_url": "http://127.0.0.1:9/v1"})
     s = b.build(tiny_checkpoint())
     f = b.fork(s)

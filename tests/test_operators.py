@@ -11,9 +11,8 @@ from collections import Counter
 import pytest
 
 from tests.operator_kit import case_of, cases, embedded, operators, reference, rng, snapshot, suite
-from ufuzz.engine.case import FuzzCase
+from ufuzz.model import FuzzCase, MutationDescriptor
 from ufuzz.operators import Rejected, StateView
-from ufuzz.seeds.model import MutationDescriptor
 
 QUERY_OPS = ("paraphrase", "target_change", "unsupported")
 STATE_OPS = ("update", "delete", "unrelated_edit")

@@ -23,8 +23,8 @@ def campaign_dir(tmp_path_factory):
     """A real 200-execution campaign on six seeds of the shipped suite, so that retained mutants become
     parents (phase 2) within the budget; the embedded backend's own directory is removed afterwards."""
     from ufuzz.engine.campaign import Campaign, CampaignConfig
+    from ufuzz.model import SeedSuite
     from ufuzz.seeds.io import load_suite
-    from ufuzz.seeds.model import SeedSuite
 
     full = load_suite(ROOT / "seeds" / "default.jsonl")
     seeds = sorted(full.seeds, key=lambda s: s.id)[:6]
@@ -175,8 +175,8 @@ def test_summary_counts_only_seed_obligations_as_covered(tmp_path):
     """Phase 2 runs moves that are no seed's obligation (targets of mutated states); the summary's covered count
     stays within the seeds' obligations however long phase 2 runs."""
     from ufuzz.engine.campaign import Campaign, CampaignConfig
+    from ufuzz.model import SeedSuite
     from ufuzz.seeds.io import load_suite
-    from ufuzz.seeds.model import SeedSuite
 
     full = load_suite(ROOT / "seeds" / "default.jsonl")
     seeds = sorted(full.seeds, key=lambda s: s.id)[:1]

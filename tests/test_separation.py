@@ -56,8 +56,8 @@ def _walk(obj, seen, found):
     if id(obj) in seen:
         return
     seen.add(id(obj))
+    from ufuzz.model import Reference
     from ufuzz.oracles.expectations import Failure, Outcome
-    from ufuzz.seeds.model import Reference
 
     if isinstance(obj, (Reference, Failure, Outcome)):
         found.append(obj)

@@ -10,10 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ufuzz.model import MEMORY_OPS, Provenance, QueryFields, SeedSuite
 from ufuzz.seeds import pools
 from ufuzz.seeds.io import SeedFileError, load_suite, write_suite
-from ufuzz.seeds.model import MEMORY_OPS, QueryFields, SeedSuite
-from ufuzz.seeds.provenance import Provenance
 from ufuzz.seeds.synth import STATEMENTS, header, synthesize, write_synthetic
 from ufuzz.seeds.wording import ATTRIBUTES, CONTEXTS, FORMS, attributes_for, fields_of, realize, template_ids
 

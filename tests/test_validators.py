@@ -19,10 +19,9 @@ from tests.operator_kit import (
     suite,
 )
 from ufuzz.backends.protocol import OpResult
-from ufuzz.engine.case import FuzzCase, StateOp
+from ufuzz.model import FuzzCase, Memory, Query, QueryFields, Reference, StateOp
 from ufuzz.operators import Mutation, StateView
 from ufuzz.seeds import wording
-from ufuzz.seeds.model import Memory, Query, QueryFields, Reference
 
 PARA, TC, UNS = operators()["paraphrase"], operators()["target_change"], operators()["unsupported"]
 UPD, DEL, UNR = operators()["update"], operators()["delete"], operators()["unrelated_edit"]

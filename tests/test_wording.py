@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ufuzz.model import SCOPES, QueryFields
 from ufuzz.seeds import pools
-from ufuzz.seeds.model import SCOPES, QueryFields
 from ufuzz.seeds.wording import (
     ATTRIBUTES,
     CONTEXTS,

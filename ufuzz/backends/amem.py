@@ -62,7 +62,7 @@ from ufuzz.backends.protocol import (
     StateHandle,
     StoredMemory,
 )
-from ufuzz.seeds.model import Checkpoint, Memory
+from ufuzz.model import Checkpoint, Memory
 
 OPTIONS = ("llm_base_url", "llm_model", "llm_api_key_env", "llm_timeout", "cache")
 HINT = "pip install 'ufuzz[amem]' (after torch==2.13.0)"

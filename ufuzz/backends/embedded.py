@@ -57,7 +57,7 @@ from ufuzz.backends.protocol import (
     StateHandle,
     StoredMemory,
 )
-from ufuzz.seeds.model import Checkpoint, Memory
+from ufuzz.model import Checkpoint, Memory
 
 RRF_K = 60
 #: candidates taken from each ranking before fusion (``max(RRF_DEPTH, k)``); fixed so that the fused

@@ -63,7 +63,7 @@ from ufuzz.backends.protocol import (
     StateHandle,
     StoredMemory,
 )
-from ufuzz.seeds.model import Checkpoint, Memory
+from ufuzz.model import Checkpoint, Memory
 
 INSTALL_HINT = "pip install 'ufuzz[graphiti]'"
 _NS = uuidlib.UUID("6b1d3c8e-5a52-4c1e-9a4f-2f0f4d6b7a11")

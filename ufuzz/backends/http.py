@@ -65,7 +65,7 @@ from ufuzz.backends.protocol import (
     StateHandle,
     StoredMemory,
 )
-from ufuzz.seeds.model import Checkpoint, Memory
+from ufuzz.model import Checkpoint, Memory
 
 # -- a small JSON-path subset ----------------------------------------------------------------------------
 

@@ -46,7 +46,7 @@ from ufuzz.backends.protocol import (
     StateHandle,
     StoredMemory,
 )
-from ufuzz.seeds.model import Checkpoint, Memory
+from ufuzz.model import Checkpoint, Memory
 
 _START_TIMEOUT = 600.0  # importing torch and a model on a loaded 2-core machine can take a while
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ufuzz.corpus.store import ID, Base, CampaignRow, MetaRow, SqlStore
-from ufuzz.seeds.model import Reference
+from ufuzz.model import Reference
 
 __all__ = ["FailureStore", "FailureRecord", "FailureRow", "ReferenceRow"]
 

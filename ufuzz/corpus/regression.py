@@ -40,11 +40,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ufuzz.engine.case import FuzzCase, Obligation, StateOp
 from ufuzz.jsonl import LineError, iter_json_lines
+from ufuzz.model import (
+    Checkpoint,
+    FuzzCase,
+    MutationDescriptor,
+    Obligation,
+    Provenance,
+    Query,
+    Reference,
+    StateOp,
+)
 from ufuzz.oracles.expectations import KINDS as FAILURE_KINDS
-from ufuzz.seeds.model import Checkpoint, MutationDescriptor, Query, Reference
-from ufuzz.seeds.provenance import Provenance
 
 __all__ = [
     "SCHEMA", "STATUSES", "CorpusFileError", "CaseRecipe", "RegressionRecord", "RegressionCorpus",

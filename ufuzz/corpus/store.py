@@ -62,8 +62,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-from ufuzz.engine.case import Execution, FuzzCase, Obligation, StateOp
-from ufuzz.seeds.model import Checkpoint, MutationDescriptor, Query, Seed
+from ufuzz.model import Checkpoint, Execution, FuzzCase, MutationDescriptor, Obligation, Query, Seed, StateOp
 
 SCHEMA_VERSION = 1
 # Ids: bounded where a database needs it to index them (MySQL); on PostgreSQL unbounded like SQLite, and

@@ -24,17 +24,15 @@ import structlog
 
 from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, MemoryBackend
-from ufuzz.engine.case import Execution, FuzzCase
 from ufuzz.engine.executor import Executor
 from ufuzz.engine.feedback import Ablation, FeedbackState
 from ufuzz.engine.scheduler import Scheduler, SchedulerConfig
+from ufuzz.model import Execution, FuzzCase, Provenance, Reference, SeedSuite
 from ufuzz.operators import all_operators
 from ufuzz.operators.base import Rejected, StateView
 from ufuzz.oracles.expectations import Failure
 from ufuzz.oracles.oracle import Oracle
 from ufuzz.seeds.io import load_suite
-from ufuzz.seeds.model import Reference, SeedSuite
-from ufuzz.seeds.provenance import Provenance
 
 LLM_USES = ("paraphrase", "answer", "judge")
 DEFAULT_SEEDS = Path(__file__).resolve().parents[2] / "seeds" / "default.jsonl"

@@ -13,10 +13,9 @@ import time
 from collections import OrderedDict
 
 from ufuzz.backends.protocol import BackendError, MemoryBackend, StateHandle
-from ufuzz.engine.case import Execution, FuzzCase, StateOp
+from ufuzz.model import Checkpoint, Execution, FuzzCase, StateOp
 from ufuzz.oracles.matching import is_abstention
 from ufuzz.oracles.reader import TopEvidenceReader
-from ufuzz.seeds.model import Checkpoint
 
 
 class Executor:

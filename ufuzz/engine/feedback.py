@@ -28,9 +28,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from ufuzz.engine.case import Execution
 from ufuzz.engine.rbo import rbo_divergence
-from ufuzz.seeds.model import Checkpoint
+from ufuzz.model import Checkpoint, Execution
 
 __all__ = ["Ablation", "Coverage", "Feedback", "FeedbackState", "normalize_response", "response_hash"]
 

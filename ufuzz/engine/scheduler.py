@@ -22,7 +22,7 @@ import random
 from collections import deque
 from dataclasses import dataclass
 
-from ufuzz.engine.case import Obligation
+from ufuzz.model import Obligation
 
 
 @dataclass(frozen=True)

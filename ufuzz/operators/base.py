@@ -16,9 +16,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from ufuzz.backends.protocol import MemoryBackend, OpResult, StateHandle, StoredMemory
-from ufuzz.engine.case import FuzzCase, StateOp
-from ufuzz.seeds.model import Memory, Query, Reference
-from ufuzz.seeds.provenance import Provenance
+from ufuzz.model import FuzzCase, Memory, Provenance, Query, Reference, StateOp
 
 
 class StateView:

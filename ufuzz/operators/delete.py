@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import random
 
-from ufuzz.engine.case import FuzzCase, StateOp
+from ufuzz.model import FuzzCase, Reference, StateOp
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
-from ufuzz.seeds.model import Reference
 
 
 class Delete(Operator):

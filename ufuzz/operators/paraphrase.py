@@ -16,11 +16,10 @@ import random
 import re
 from dataclasses import replace
 
-from ufuzz.engine.case import FuzzCase
+from ufuzz.model import FuzzCase, Query, Reference
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.requery import fields_match, known_entities, stable_index
 from ufuzz.seeds import wording
-from ufuzz.seeds.model import Query, Reference
 
 TRANSFORMATIONS = ("reword", "shorten", "add_context", "change_form")
 

@@ -10,10 +10,9 @@ import hashlib
 import re
 from dataclasses import replace
 
-from ufuzz.engine.case import FuzzCase
+from ufuzz.model import FuzzCase, Query, QueryFields
 from ufuzz.operators.base import Rejected
 from ufuzz.seeds import wording
-from ufuzz.seeds.model import Query, QueryFields
 
 
 def stable_index(n: int, *parts: str) -> int:

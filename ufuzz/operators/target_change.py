@@ -11,10 +11,9 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from ufuzz.engine.case import FuzzCase
+from ufuzz.model import FuzzCase, Reference
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.requery import fields_match, requery
-from ufuzz.seeds.model import Reference
 
 
 def parse_target(target: str) -> tuple[str, str]:

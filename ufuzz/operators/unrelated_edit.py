@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import random
 
-from ufuzz.engine.case import FuzzCase, StateOp
+from ufuzz.model import FuzzCase, Memory, Reference, StateOp
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.requery import entity_pattern
 from ufuzz.operators.statewrite import later_timestamp, latest_evidence, mentions_value, substitute
-from ufuzz.seeds.model import Memory, Reference
 
 #: neutral memories an ``add`` may write: they mention no person, pet, place or value of any seed
 NEUTRAL = (

@@ -11,12 +11,11 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from ufuzz.engine.case import FuzzCase
+from ufuzz.model import FuzzCase, Reference
 from ufuzz.operators.base import Mutation, Operator, StateView, Verdict
 from ufuzz.operators.requery import fields_match, requery
 from ufuzz.operators.target_change import parse_target
 from ufuzz.seeds import wording
-from ufuzz.seeds.model import Reference
 
 
 class Unsupported(Operator):

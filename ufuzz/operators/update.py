@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import random
 
-from ufuzz.engine.case import FuzzCase, StateOp
+from ufuzz.model import FuzzCase, Memory, Reference, StateOp
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.statewrite import later_timestamp, latest_evidence, mentions_value, substitute
-from ufuzz.seeds.model import Memory, Reference
 
 
 class Update(Operator):

@@ -25,9 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ufuzz.engine.case import Execution
+from ufuzz.model import Execution, Reference
 from ufuzz.oracles.matching import contains_answer, is_abstention
-from ufuzz.seeds.model import Reference
 
 KINDS = ("missing_evidence", "stale_ranked_above_valid", "deleted_evidence_retrieved", "wrong_answer",
          "stale_answer", "false_abstention", "unsupported_answer")

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ufuzz.engine.case import Execution, FuzzCase
+from ufuzz.model import Execution, FuzzCase, Reference
 from ufuzz.oracles.expectations import Failure, JudgeFn, Outcome, evaluate, failure_key
-from ufuzz.seeds.model import Reference
 
 
 class Oracle:

@@ -43,7 +43,7 @@ from ufuzz.backends.protocol import (
     StateHandle,
     StoredMemory,
 )
-from ufuzz.seeds.model import Checkpoint, Memory, SeedSuite
+from ufuzz.model import Checkpoint, Memory, SeedSuite
 
 __all__ = ["BenchConfig", "DEFAULT_STRATEGIES", "parse_strategies", "run_bench", "budgets_of", "render_table",
            "render_markdown", "write_outputs"]

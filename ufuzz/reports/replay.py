@@ -26,12 +26,10 @@ from typing import Any
 
 from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, MemoryBackend
-from ufuzz.engine.case import Execution, FuzzCase
 from ufuzz.engine.executor import Executor
+from ufuzz.model import Checkpoint, Execution, FuzzCase, MutationDescriptor, Provenance, Reference
 from ufuzz.oracles.expectations import evaluate
 from ufuzz.oracles.expectations import failure_key as compute_failure_key
-from ufuzz.seeds.model import Checkpoint, MutationDescriptor, Reference
-from ufuzz.seeds.provenance import Provenance
 
 __all__ = ["ReplayResult", "ReplayReport", "CampaignData", "load_campaign", "case_of", "replay_pair",
            "replay_campaign", "resolve_campaign", "render_replay", "fresh_backend"]

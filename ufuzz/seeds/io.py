@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.jsonl import LineError, iter_json_lines
-from ufuzz.seeds.model import SCHEMA_VERSION, Checkpoint, Reference, Rubric, Seed, SeedSuite
+from ufuzz.model import SCHEMA_VERSION, Checkpoint, Reference, Rubric, Seed, SeedSuite
 
 KINDS = ("header", "checkpoint", "seed", "reference")
 

@@ -5,7 +5,7 @@ memory under test; occupations, hobbies and species are ordinary words (knowing 
 they are). Every pool is a tuple in a fixed order — the synthesiser samples from it with a seeded RNG, so
 the order is part of the generated suite and must not be changed casually.
 
-``POOLS`` maps a ``value_type`` (as used by :class:`ufuzz.seeds.model.Fact`) to its values; ``ENTITY_NAMES``
+``POOLS`` maps a ``value_type`` (as used by :class:`ufuzz.model.Fact`) to its values; ``ENTITY_NAMES``
 maps an entity type to the names entities of that type may have. Pools are pairwise disjoint (case-folded)
 and no value is a whole word of a name (checked by the tests).
 """

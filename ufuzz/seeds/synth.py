@@ -20,21 +20,21 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ufuzz.seeds import pools
-from ufuzz.seeds.io import write_suite
-from ufuzz.seeds.model import (
+from ufuzz.model import (
     MEMORY_OPS,
     Checkpoint,
     Entity,
     Fact,
     Memory,
     MutationDescriptor,
+    Provenance,
     Query,
     QueryFields,
     Seed,
     SeedSuite,
 )
-from ufuzz.seeds.provenance import Provenance
+from ufuzz.seeds import pools
+from ufuzz.seeds.io import write_suite
 from ufuzz.seeds.wording import ATTRIBUTES, CONTEXTS, FORMS, attributes_for, fields_of, realize, template_ids
 
 GENERATOR = "ufuzz.seeds.synth.synthesize"

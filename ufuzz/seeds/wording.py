@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ufuzz.seeds.model import SCOPES, QueryFields
+from ufuzz.model import SCOPES, QueryFields
 
 FORMS = ("question", "imperative", "indirect")
 

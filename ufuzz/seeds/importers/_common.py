@@ -19,26 +19,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ufuzz.seeds.importers.fields import (
-    GENERIC_ATTRIBUTES,
-    PERSON_NAMES,
-    mentions_word,
-    value_pool,
-)
-from ufuzz.seeds.model import (
+from ufuzz.model import (
     MEMORY_OPS,
     Checkpoint,
     Entity,
     Fact,
     Memory,
     MutationDescriptor,
+    Provenance,
     Query,
     QueryFields,
     Rubric,
     Seed,
     SeedSuite,
 )
-from ufuzz.seeds.provenance import Provenance
+from ufuzz.seeds.importers.fields import (
+    GENERIC_ATTRIBUTES,
+    PERSON_NAMES,
+    mentions_word,
+    value_pool,
+)
 
 #: value_type of a history fact whose value the benchmark does not state (only that it was superseded).
 UNSTATED = "unstated"

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ufuzz.seeds.model import SCOPES, QueryFields
+from ufuzz.model import SCOPES, QueryFields
 
 
 class Extractor(Protocol):

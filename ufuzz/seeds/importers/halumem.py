@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ufuzz.model import Entity, Fact, Memory
 from ufuzz.seeds.importers._common import (
     UNSTATED,
     Builder,
@@ -34,7 +35,6 @@ from ufuzz.seeds.importers._common import (
     snippets,
 )
 from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_type_of
-from ufuzz.seeds.model import Entity, Fact, Memory
 
 _ABSTAIN = re.compile(r"\b(not mentioned|no information|not (?:been )?(?:provided|stated|specified)|unknown|"
                       r"cannot be determined|not enough information)\b", re.I)

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ufuzz.model import Entity, Fact, Memory
 from ufuzz.seeds.importers._common import (
     Builder,
     ImportResult,
@@ -36,7 +37,6 @@ from ufuzz.seeds.importers._common import (
     snippets,
 )
 from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_type_of
-from ufuzz.seeds.model import Entity, Fact, Memory
 
 _DATE = re.compile(r"^\s*(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$",
                    re.I)

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ufuzz.model import Entity, Fact, Memory, QueryFields
 from ufuzz.seeds.importers._common import (
     UNSTATED,
     Builder,
@@ -36,7 +37,6 @@ from ufuzz.seeds.importers._common import (
     snippets,
 )
 from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_type_of
-from ufuzz.seeds.model import Entity, Fact, Memory, QueryFields
 
 _DATE = re.compile(r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}):(\d{2})\s*$")
 

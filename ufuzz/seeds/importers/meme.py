@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ufuzz.model import MEMORY_OPS, Entity, Fact, Memory, Provenance, QueryFields
 from ufuzz.seeds.importers._common import (
     Builder,
     ImportResult,
@@ -34,8 +35,6 @@ from ufuzz.seeds.importers._common import (
     snippets,
 )
 from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_type_of
-from ufuzz.seeds.model import MEMORY_OPS, Entity, Fact, Memory, QueryFields
-from ufuzz.seeds.provenance import Provenance
 
 _EDGE = {"is", "are", "was", "were", "has", "have", "had", "the", "a", "an", "of", "in", "at", "on", "to",
          "for", "with", "as", "by", "from", "'s", "s"}

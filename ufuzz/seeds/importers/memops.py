@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ufuzz.model import MEMORY_OPS, Entity, Fact, Memory, Provenance, QueryFields, Rubric
 from ufuzz.seeds.importers._common import (
     Builder,
     ImportResult,
@@ -37,8 +38,6 @@ from ufuzz.seeds.importers._common import (
     snippets,
 )
 from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_type_of
-from ufuzz.seeds.model import MEMORY_OPS, Entity, Fact, Memory, QueryFields, Rubric
-from ufuzz.seeds.provenance import Provenance
 
 OP_TYPES = ("add", "update", "delete")
 VALIDITIES = ("confirmed", "tentative", "retracted")

@@ -1,4 +1,4 @@
-"""Test cases, state operations and executions: the units the engine moves around.
+"""Test cases, state operations and obligations: the units the engine moves around.
 
 A :class:`FuzzCase` is a seed or a mutant: a query on a memory state. The memory state is described by a
 *recipe* — the checkpoint id plus the ordered native operations applied to it — so any backend can
@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from ufuzz.seeds.model import Memory, MutationDescriptor, Query
-from ufuzz.seeds.provenance import Provenance
+from ufuzz.model.memory import Memory
+from ufuzz.model.provenance import Provenance
+from ufuzz.model.query import MutationDescriptor, Query
 
 
 @dataclass(frozen=True)
@@ -71,23 +72,3 @@ class FuzzCase:
     @property
     def state_key(self) -> str:
         return state_key(self.checkpoint_id, self.ops)
-
-
-@dataclass
-class Execution:
-    """The observed memory-use behaviour U(q, M) of one case."""
-
-    case_id: str
-    state_key: str
-    query: str
-    top_ids: list[str] = field(default_factory=list)
-    top_scores: list[float] = field(default_factory=list)
-    top_texts: list[str] = field(default_factory=list)
-    response: str | None = None
-    abstained: bool = False
-    error: str | None = None
-    seconds: float = 0.0
-
-    @property
-    def signature(self) -> tuple[str, ...]:
-        return tuple(self.top_ids)

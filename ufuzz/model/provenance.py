@@ -16,7 +16,9 @@ from dataclasses import dataclass, replace
 
 import networkx as nx
 
-from ufuzz.seeds.model import Checkpoint, Entity, Fact, QueryFields, Reference
+from ufuzz.model.memory import Checkpoint, Entity, Fact
+from ufuzz.model.query import QueryFields
+from ufuzz.model.reference import Reference
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,25 @@
+"""An execution: the observed memory-use behaviour U(q, M) of one case on one memory state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Execution:
+    """The observed memory-use behaviour U(q, M) of one case."""
+
+    case_id: str
+    state_key: str
+    query: str
+    top_ids: list[str] = field(default_factory=list)
+    top_scores: list[float] = field(default_factory=list)
+    top_texts: list[str] = field(default_factory=list)
+    response: str | None = None
+    abstained: bool = False
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def signature(self) -> tuple[str, ...]:
+        return tuple(self.top_ids)
