@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ufuzz.backends.embedded import EmbeddedBackend
 from ufuzz.backends.protocol import Capabilities, StateHandle
-from ufuzz.model import FuzzCase, Provenance, Reference, Seed, SeedSuite
+from ufuzz.model import FuzzCase, Reference, Seed, SeedSuite
 from ufuzz.operators import Mutation, Operator, StateView, all_operators
 from ufuzz.seeds.io import load_suite
 
@@ -25,11 +25,9 @@ def suite() -> SeedSuite:
 
 
 def case_of(seed: Seed, s: SeedSuite | None = None) -> FuzzCase:
-    """A seed as ``Campaign._loop`` turns it into a case."""
+    """A seed as a campaign turns it into a case."""
     s = s or suite()
-    cp = s.checkpoint_of(seed)
-    return FuzzCase(id=seed.id, seed_id=seed.id, checkpoint_id=cp.id, query=seed.query,
-                    descriptor=seed.descriptor, provenance=Provenance.of(cp))
+    return FuzzCase.from_seed(seed, s.checkpoint_of(seed))
 
 
 @lru_cache(maxsize=1)
@@ -51,10 +49,8 @@ def operators() -> dict[str, Operator]:
 
 def child_of(parent: FuzzCase, mutation: Mutation, op: Operator, case_id: str) -> FuzzCase:
     """The mutant case ``Campaign._step`` builds from ``mutation``."""
-    return FuzzCase(id=case_id, seed_id=parent.seed_id, checkpoint_id=parent.checkpoint_id,
-                    query=mutation.query, descriptor=parent.descriptor, provenance=mutation.provenance,
-                    ops=parent.ops + mutation.ops, parent_id=parent.id, operator=op.name,
-                    depth=parent.depth + 1, detail=mutation.detail)
+    return parent.child(case_id, operator=op.name, query=mutation.query, provenance=mutation.provenance,
+                        ops=mutation.ops, detail=mutation.detail)
 
 
 def embedded(tmp: Path, update_policy: str = "append", delete: str = "hard", retrieval: str = "dense",

@@ -15,7 +15,6 @@ from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.dialects import mysql, postgresql
 from sqlalchemy.schema import CreateTable
 
-from ufuzz.corpus import failures as failures_mod
 from ufuzz.corpus import store as store_mod
 from ufuzz.corpus.failures import FAILURE_TABLES, FailureStore
 from ufuzz.corpus.store import CORPUS_TABLES, CorpusStore, ExecutionRow, default_url
@@ -460,14 +459,6 @@ def test_corpus_store_instance_exposes_no_engine_or_session(store: CorpusStore) 
         value = getattr(store, name)
         assert not isinstance(value, (Engine, Session, sessionmaker)), name
     assert isinstance(store.url, str)
-
-
-def test_failure_store_importable_from_store_module() -> None:
-    from ufuzz.corpus.store import FailureStore as Alias
-
-    assert Alias is failures_mod.FailureStore
-    with pytest.raises(AttributeError):
-        store_mod.NoSuchThing  # noqa: B018
 
 
 # ---------------------------------------------------------------- portability

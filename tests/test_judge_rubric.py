@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 from tests.llm_server import RuleBasedResponder, start_llm_server
+from ufuzz.corpus.campaign import case_of
 from ufuzz.engine.executor import Executor
+from ufuzz.engine.replay import fresh_backend
 from ufuzz.llm import Judge, LLMClient, LLMConfig
 from ufuzz.model import Execution
 from ufuzz.oracles.expectations import evaluate
 from ufuzz.oracles.oracle import Oracle
-from ufuzz.reports.replay import case_of, fresh_backend
 from ufuzz.seeds.importers import import_file
 from ufuzz.seeds.io import load_suite, write_suite
 

@@ -16,12 +16,12 @@ from ufuzz.cli import main
 from ufuzz.corpus.failures import FailureStore
 from ufuzz.corpus.regression import (
     CorpusFileError,
-    check_corpus,
     export_campaign,
     load_corpus,
     select_records,
     write_corpus,
 )
+from ufuzz.engine.regression import check_corpus
 from ufuzz.oracles.expectations import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]

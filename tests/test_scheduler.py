@@ -7,7 +7,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ufuzz.engine.scheduler import Scheduler, SchedulerConfig
+from ufuzz.engine.scheduler import Scheduler, SchedulerConfig, StepOutcome
 
 OPS = ("paraphrase", "target_change", "unsupported", "update", "delete", "unrelated_edit")
 
@@ -45,7 +45,7 @@ def test_every_obligation_is_tried_before_phase_two(seed_moves, rng_seed, validi
         tried[key] = tried.get(key, 0) + 1
         assert tried[key] <= 2
         ok = validity[step]
-        s.report(task, ok)
+        s.report(task, StepOutcome(ok))
         if ok:
             covered.add(key)
     assert s.obligations == frozenset(all_obs)
@@ -62,8 +62,8 @@ def test_same_seed_same_schedule(seed_moves, rng_seed):
             if t is None:
                 break
             out.append((t.case_id, t.operator, t.target, t.phase))
-            s.report(t, i % 3 != 0, retained=i % 2 == 0, new_case_id=f"m{i}", moves=[("paraphrase", "a")],
-                     coverage_gain=i % 4)
+            s.report(t, StepOutcome(i % 3 != 0, retained=i % 2 == 0, new_case_id=f"m{i}", moves=[("paraphrase", "a")],
+                     coverage_gain=i % 4))
         return out
     assert trace() == trace()
 
@@ -77,7 +77,7 @@ def test_no_retention_never_grows_pool(seed_moves):
         t = s.next()
         if t is None:
             break
-        s.report(t, True, retained=True, new_case_id=f"m{i}", moves=[("delete", "all")], coverage_gain=3)
+        s.report(t, StepOutcome(True, retained=True, new_case_id=f"m{i}", moves=[("delete", "all")], coverage_gain=3))
     assert s.pool_size() == start
 
 
@@ -89,17 +89,17 @@ def test_operator_filter_is_respected():
         if t is None:
             break
         ops.add(t.operator)
-        s.report(t, True)
+        s.report(t, StepOutcome(True))
     assert ops == {"update"}
 
 
 def test_retained_mutant_competes_in_phase_two_and_energy_prefers_divergence():
     s = build([[("paraphrase", "a")]])
     t = s.next()
-    s.report(t, True, retained=True, new_case_id="hot", moves=[("paraphrase", "b")], coverage_gain=0,
-             divergence=1.0, meaning_preserving=True)
-    s.report(t, True, retained=True, new_case_id="cold", moves=[("paraphrase", "b")], coverage_gain=0,
-             divergence=0.0, meaning_preserving=True)
+    s.report(t, StepOutcome(True, retained=True, new_case_id="hot", moves=[("paraphrase", "b")], coverage_gain=0,
+             divergence=1.0, meaning_preserving=True))
+    s.report(t, StepOutcome(True, retained=True, new_case_id="cold", moves=[("paraphrase", "b")], coverage_gain=0,
+             divergence=0.0, meaning_preserving=True))
     picks = {"hot": 0, "cold": 0, "s0": 0}
     for _ in range(300):
         t2 = s.next()
@@ -115,7 +115,7 @@ def test_random_strategy_samples_uniformly_without_phase_one():
         t = s.next()
         assert t.phase == 2
         seen.add((t.case_id, t.operator))
-        s.report(t, True)
+        s.report(t, StepOutcome(True))
     assert seen == {("s0", "paraphrase"), ("s0", "update"), ("s1", "delete")}
 
 
@@ -124,6 +124,11 @@ def test_random_strategy_samples_uniformly_without_phase_one():
 def test_explore_share_interleaves_yet_every_obligation_is_still_tried(seed_moves, rng_seed, share):
     """With explore_share, phase-2 picks come only after a mutant was retained and only while obligations
     remain; phase 1 still tries every obligation (each at most ``attempts`` times) before the queue is done."""
+    _run_explore(seed_moves, rng_seed, share)
+
+
+def _run_explore(seed_moves, rng_seed: int, share: float) -> int:
+    """Drive a scheduler with explore_share, asserting its invariants; the number of early phase-2 picks."""
     s = build(seed_moves, rng_seed, attempts=2, explore_share=share)
     all_obs = {f"s{i}|{o}|{t}" for i, moves in enumerate(seed_moves) for o, t in moves}
     tried: dict[str, int] = {}
@@ -144,16 +149,21 @@ def test_explore_share_interleaves_yet_every_obligation_is_still_tried(seed_move
             tried[task.obligation.key] = tried.get(task.obligation.key, 0) + 1
             assert tried[task.obligation.key] <= 2
         keep = step % 3 == 0  # every third task yields a retained mutant
-        s.report(task, True, retained=keep, new_case_id=f"m{step}" if keep else None,
-                 moves=[("paraphrase", "x")] if keep else None)
+        s.report(task, StepOutcome(True, retained=keep, new_case_id=f"m{step}" if keep else None,
+                 moves=[("paraphrase", "x")] if keep else None))
         covered.add(task.obligation.key)
         retained += keep
         phase1_done = phase1_done or s.uncovered() == 0
     assert all_obs <= covered, "every obligation was covered"
     assert set(tried) <= all_obs
-    if len(all_obs) >= 20:
-        # enough phase-1 steps with a retained mutant around for the share to show
-        assert early_phase2 > 0
+    return early_phase2
+
+
+def test_explore_share_does_interleave_on_a_fixed_example():
+    """Whether a given share interleaves within a run is a matter of chance, so the property above never
+    asserts it; on one fixed rng seed it is a fixed fact (the same run every time)."""
+    moves = [[(o, t) for o in OPS for t in "abcd"] for _ in range(4)]
+    assert _run_explore(moves, 7, 0.5) > 0
 
 
 def test_explore_share_zero_is_the_strict_order_and_bad_shares_are_refused():
@@ -163,7 +173,7 @@ def test_explore_share_zero_is_the_strict_order_and_bad_shares_are_refused():
         ta, tb = a.next(), b.next()
         assert ta == tb and ta.phase == 1
         for s_, t in ((a, ta), (b, tb)):
-            s_.report(t, True, retained=True, new_case_id=f"m{t.obligation.key}", moves=[("paraphrase", "x")])
+            s_.report(t, StepOutcome(True, retained=True, new_case_id=f"m{t.obligation.key}", moves=[("paraphrase", "x")]))
     import pytest
 
     for bad in (-0.1, 1.0, 2):

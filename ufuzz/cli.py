@@ -320,7 +320,8 @@ def cache_clear_cmd(path: str | None) -> None:
 def replay(campaign_dir: str, db: str | None, as_json: bool) -> None:
     """Rebuild every unique failure of a campaign on a fresh backend and check that it reproduces."""
     from ufuzz.backends.protocol import BackendError
-    from ufuzz.reports.replay import render_replay, replay_campaign
+    from ufuzz.engine.replay import replay_campaign
+    from ufuzz.reports.replay import render_replay
 
     if not Path(campaign_dir).is_dir():
         raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")
@@ -429,7 +430,9 @@ def corpus_check(file: str, backend: str | None, opts: tuple[str, ...], as_json:
     parent broken, backend error), 2 bad input (malformed file, unknown backend or options).
     """
     from ufuzz.backends.protocol import BackendError, BackendUnavailable
-    from ufuzz.corpus.regression import CorpusFileError, check_corpus, load_corpus, render_check
+    from ufuzz.corpus.regression import CorpusFileError, load_corpus
+    from ufuzz.engine.regression import check_corpus
+    from ufuzz.reports.regression import render_check
 
     def bad(message: str) -> None:
         click.echo(f"Error: {message}", err=True)

@@ -1,9 +1,9 @@
 """The oracle side of the corpus database: failures and references.
 
 These two tables live in the same database as the corpus (:mod:`ufuzz.corpus.store`) but only this
-module's :class:`FailureStore` writes or reads them. The scheduler holds a
-:class:`~ufuzz.corpus.store.CorpusStore`, which cannot reach either table, so nothing that schedules or
-mutates can see an expected answer or which cases failed.
+module's :class:`FailureStore` writes or reads them. The engine records its progress through a
+:class:`~ufuzz.corpus.store.CorpusStore`, which cannot reach either table, and the scheduler holds no store at
+all, so nothing that schedules or mutates can see an expected answer or which cases failed.
 """
 
 from __future__ import annotations

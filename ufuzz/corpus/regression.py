@@ -20,8 +20,8 @@ replayed (a parent that is a retained mutant carries its whole ancestry's ops). 
 and sit inside the record only because this file is the oracle side's artefact: nothing here is fed to a
 scheduler.
 
-:func:`check_corpus` replays every record on a fresh backend with
-:func:`ufuzz.reports.replay.replay_pair` (the very judging ``ufuzz replay`` uses) and classifies it:
+:func:`ufuzz.engine.regression.check_corpus` replays every record on a fresh backend with
+:func:`ufuzz.engine.replay.replay_pair` (the very judging ``ufuzz replay`` uses) and classifies it:
 ``reproduced`` (parent passes, mutant fails with the same kind, stage and failure key), ``fixed`` (the
 mutant now passes), ``changed`` (it fails differently, or the same way on other offending memories),
 ``parent_broken`` (the parent no longer passes its own reference) or ``error`` (a backend fault).
@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -55,8 +54,7 @@ from ufuzz.oracles.expectations import KINDS as FAILURE_KINDS
 
 __all__ = [
     "SCHEMA", "STATUSES", "CorpusFileError", "CaseRecipe", "RegressionRecord", "RegressionCorpus",
-    "ExportResult", "CheckResult", "CheckReport", "build_records", "select_records", "export_campaign",
-    "write_corpus", "load_corpus", "check_corpus", "render_check",
+    "ExportResult", "build_records", "select_records", "export_campaign", "write_corpus", "load_corpus",
 ]
 
 SCHEMA = 1
@@ -169,9 +167,9 @@ class RegressionCorpus:
 
 
 def build_records(data: Any) -> tuple[list[RegressionRecord], list[tuple[str, str]]]:
-    """Every failure of a loaded campaign (:class:`ufuzz.reports.replay.CampaignData`) as a record, in
+    """Every failure of a loaded campaign (:class:`ufuzz.corpus.campaign.CampaignData`) as a record, in
     discovery order, plus ``(failure_key, reason)`` for the failures the corpus cannot rebuild."""
-    from ufuzz.reports.replay import case_of
+    from ufuzz.corpus.campaign import case_of
 
     records: list[RegressionRecord] = []
     skipped: list[tuple[str, str]] = []
@@ -258,7 +256,7 @@ def export_campaign(campaign_dir: str | Path, output: str | Path, db: str | None
     (operator, kind) the prefix lacks. Raises ``FileNotFoundError``/``ValueError`` for bad input (naming
     the directory, file or URL) and ``ValueError`` when the campaign has no failure to export.
     """
-    from ufuzz.reports.replay import load_campaign
+    from ufuzz.corpus.campaign import load_campaign
 
     if max_records is not None and max_records < 1:
         raise ValueError(f"--max must be at least 1, got {max_records}")
@@ -503,142 +501,3 @@ def _header(rec: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
         raise CorpusFileError(path, line, f"k must be at least 1, got {k}", "k")
     _need(rec, "records", int, path, line, optional=True)
     return dict(rec)
-
-
-# ====================================================================== check
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    line: int
-    failure_key: str
-    case_id: str
-    parent_id: str
-    operator: str
-    kind: str  # expected
-    stage: str
-    status: str  # one of STATUSES
-    reason: str
-    got_kind: str | None = None
-    got_stage: str | None = None
-
-
-@dataclass
-class CheckReport:
-    path: str
-    backend: str
-    backend_options: dict[str, Any]
-    results: list[CheckResult] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # e.g. how the fresh backend differs from the recorded one
-    seconds: float = 0.0
-
-    def counts(self) -> dict[str, int]:
-        c = Counter(r.status for r in self.results)
-        return {s: c.get(s, 0) for s in STATUSES}
-
-    @property
-    def ok(self) -> bool:
-        return all(r.status == "reproduced" for r in self.results)
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.ok else 1
-
-    def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return {"file": self.path, "backend": self.backend, "backend_options": self.backend_options,
-                "counts": self.counts(), "total": len(self.results), "ok": self.ok, "notes": self.notes,
-                "seconds": self.seconds, "results": [asdict(r) for r in self.results]}
-
-
-def _classify(res: Any) -> tuple[str, str]:
-    """(status, reason) of a :class:`ufuzz.reports.replay.ReplayResult`."""
-    if res.status == "reproduced":
-        if res.same_key:
-            return "reproduced", "parent passes, mutant fails the same way"
-        return "changed", "same kind and stage, but other offending memories (failure key differs)"
-    if res.status in ("fixed", "changed", "parent_broken"):
-        return res.status, res.reason
-    return "error", res.reason
-
-
-def _differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
-    out = []
-    for key in sorted(set(recorded) | set(now)):
-        if recorded.get(key) != now.get(key):
-            out.append(f"{key}: recorded {json.dumps(recorded.get(key))}, now {json.dumps(now.get(key))}")
-    return out
-
-
-def check_corpus(corpus: RegressionCorpus | str | Path, *, backend: str | None = None,
-                 options: dict[str, Any] | None = None, workdir: str | Path | None = None,
-                 records: Sequence[RegressionRecord] | None = None) -> CheckReport:
-    """Replay the records (default: all) of ``corpus`` on a fresh backend and classify each.
-
-    The backend is ``backend`` (default: the header's); its options are the header's updated with
-    ``options`` when it is the recorded backend, else ``options`` alone. Raises :class:`CorpusFileError`
-    for a malformed file, ``KeyError`` for an unknown backend, ``BackendUnavailable``/``BackendError``/
-    ``ValueError`` when the backend cannot start; faults while replaying one record make it ``error``.
-    """
-    from ufuzz.backends.protocol import BackendError
-    from ufuzz.reports.replay import fresh_backend, replay_pair
-
-    rc = corpus if isinstance(corpus, RegressionCorpus) else load_corpus(corpus)
-    name = backend or rc.backend
-    opts = {**(rc.backend_options if name == rc.backend else {}), **(options or {})}
-    todo = list(rc.records if records is None else records)
-    report = CheckReport(path=str(rc.path) if rc.path else "", backend=name, backend_options=opts)
-    t0 = time.perf_counter()
-    with fresh_backend(name, opts, workdir, prefix="ufuzz-corpus-check-") as be:
-        if name == rc.backend and isinstance(rc.header.get("backend_info"), dict):
-            try:
-                now = be.describe()
-            except Exception:  # noqa: BLE001 - a note only; never fail the check on describe()
-                now = {}
-            diffs = _differences(rc.header["backend_info"], now) if now else []
-            report.notes += [f"backend differs from the recorded one: {d}" for d in diffs]
-        elif name != rc.backend:
-            report.notes.append(f"replaying on {name!r}, the corpus was recorded on {rc.backend!r}")
-        for r in todo:
-            parent, mutant = r.cases(rc.checkpoints[r.checkpoint_id], rc.descriptors.get(r.seed_id))
-            try:
-                res = replay_pair(be, rc.checkpoints, parent, mutant, r.parent.reference, r.mutant.reference,
-                                  k=rc.k, failure_key=r.failure_key, kind=r.kind, stage=r.stage,
-                                  target=r.target, seed_id=r.seed_id, operator=r.operator)
-                status, reason = _classify(res)
-                got_kind, got_stage = res.got_kind, res.got_stage
-            except BackendError as exc:
-                status, reason, got_kind, got_stage = "error", f"backend error: {exc}", None, None
-            report.results.append(CheckResult(
-                line=r.line, failure_key=r.failure_key, case_id=r.mutant.id, parent_id=r.parent.id,
-                operator=r.operator, kind=r.kind, stage=r.stage, status=status, reason=reason,
-                got_kind=got_kind, got_stage=got_stage))
-    report.seconds = time.perf_counter() - t0
-    return report
-
-
-_LABEL = {"reproduced": "ok", "fixed": "FIXED", "changed": "CHANGED", "parent_broken": "PARENT BROKEN",
-          "error": "ERROR"}
-
-
-def render_check(report: CheckReport, *, all_rows: bool = True, width: int = 70) -> str:
-    """A table (every record, or only those that changed status) and a summary line."""
-    head = ("line", "failure", "case", "operator", "expected", "status", "reason")
-    shown = [r for r in report.results if all_rows or r.status != "reproduced"]
-    rows = [(str(r.line), r.failure_key[:12], r.case_id, r.operator, f"{r.stage}:{r.kind}", _LABEL[r.status],
-             r.reason[:width]) for r in shown]
-    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
-    lines = [f"{report.path}: {len(report.results)} records on {report.backend} "
-             f"{json.dumps(report.backend_options, sort_keys=True)}"]
-    lines += [f"note: {n}" for n in report.notes]
-    if rows:
-        lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
-        lines.append("  ".join("-" * w for w in widths))
-        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
-    c = report.counts()
-    summary = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in c.items() if n or s == "reproduced")
-    verdict = "OK: every record still reproduces" if report.ok else \
-        f"CHANGED: {len(report.results) - c['reproduced']} of {len(report.results)} records changed status"
-    lines.append(f"{summary} ({report.seconds:.1f} s) — {verdict}")
-    return "\n".join(lines)

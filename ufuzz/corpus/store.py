@@ -22,8 +22,8 @@ WAL mode so that such a reader never blocks the writer. One writer per campaign 
 numbers are allocated in-process).
 
 Failures and references are the oracle side's: their tables are written and read only through
-:class:`ufuzz.corpus.failures.FailureStore`. :class:`CorpusStore`, which the scheduler holds, has no way to
-read them — no method touches those tables and its engine is private.
+:class:`ufuzz.corpus.failures.FailureStore`. :class:`CorpusStore`, which the campaign's engine writes, has no
+way to read them — no method touches those tables and its database engine is private.
 """
 
 from __future__ import annotations
@@ -74,16 +74,6 @@ __all__ = [
     "SCHEMA_VERSION", "Base", "SqlStore", "CorpusStore", "CampaignRecord", "MutantRecord", "ExecutionRecord",
     "FeedbackRecord", "ErrorRecord", "default_url", "open_engine",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # ``from ufuzz.corpus.store import FailureStore`` works, but the class lives (and its tables are only
-    # touched) in ufuzz.corpus.failures; imported lazily because that module builds on this one.
-    if name == "FailureStore":
-        from ufuzz.corpus.failures import FailureStore
-
-        return FailureStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def utcnow() -> datetime:
@@ -243,7 +233,7 @@ class ErrorRow(Base):
     message: Mapped[str] = mapped_column(SafeText)
 
 
-#: The tables the scheduler-facing store creates and touches (never failures/references).
+#: The tables the engine-facing store creates and touches (never failures/references).
 CORPUS_TABLES = [MetaRow.__table__, CampaignRow.__table__, SeedRow.__table__, CheckpointRow.__table__,
                  MutantRow.__table__, ExecutionRow.__table__, FeedbackRow.__table__, ErrorRow.__table__]
 

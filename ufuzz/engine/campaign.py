@@ -26,10 +26,10 @@ from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, MemoryBackend
 from ufuzz.engine.executor import Executor
 from ufuzz.engine.feedback import Ablation, FeedbackState
-from ufuzz.engine.scheduler import Scheduler, SchedulerConfig
-from ufuzz.model import Execution, FuzzCase, Provenance, Reference, SeedSuite
+from ufuzz.engine.scheduler import NO_MUTANT, Scheduler, SchedulerConfig, StepOutcome, Task
+from ufuzz.model import Execution, FuzzCase, Reference, SeedSuite
 from ufuzz.operators import all_operators
-from ufuzz.operators.base import Rejected, StateView
+from ufuzz.operators.base import Mutation, Operator, Rejected, StateView
 from ufuzz.oracles.expectations import Failure
 from ufuzz.oracles.oracle import Oracle
 from ufuzz.seeds.io import load_suite
@@ -109,6 +109,16 @@ class Progress:
     phase: int = 1
 
 
+@dataclass
+class Proposal:
+    """A step's mutant in the making: the fork it writes to and, once valid, the mutant and its mutation."""
+
+    handle: str | None = None  # the mutant's own fork (state operators; query mutants where forks are cheap)
+    mutant: FuzzCase | None = None  # set only when the mutation was produced and validated
+    mutation: Mutation | None = None
+    adopted: bool = False  # the fork became a retained mutant's live state: not released
+
+
 def resolve_seeds(path: str | None) -> Path:
     return Path(path) if path else DEFAULT_SEEDS
 
@@ -123,14 +133,26 @@ class Campaign:
         self.progress = Progress(budget=config.budget)
         self.unique_keys: set[str] = set()
         self.failure_log: list[tuple[int, Failure]] = []  # (execution number, failure) in discovery order
-        # made by _loop; None until the campaign runs
+        # made by _open and _loop; None (or empty) until the campaign runs
+        self.backend: MemoryBackend | None = None
+        self.store: Any = None  # CorpusStore
+        self.failures: Any = None  # FailureStore (the oracle side's tables)
+        self.campaign_id: str | None = None
+        self.log: Any = None
+        self._log_file: Any = None
+        self._stop = threading.Event()
+        self.llm: Any = None
+        self.operators: dict[str, Operator] = {}
         self.executor: Executor | None = None
+        self.feedback: FeedbackState | None = None
         self.scheduler: Scheduler | None = None
         self.oracle: Oracle | None = None
+        self.cases: dict[str, FuzzCase] = {}
 
     # -- set-up ------------------------------------------------------------------------------------------
     def _open(self):
-        from ufuzz.corpus.store import CorpusStore, FailureStore
+        from ufuzz.corpus.failures import FailureStore
+        from ufuzz.corpus.store import CorpusStore
 
         created = not self.out.exists()
         self.out.mkdir(parents=True, exist_ok=True)
@@ -178,7 +200,6 @@ class Campaign:
     def run(self, on_progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
         self._open()
         status = "finished"
-        self._stop = threading.Event()
         previous = None
         if threading.current_thread() is threading.main_thread():
             # Ctrl-C asks the loop to stop after the current step, so that no backend call, transaction or
@@ -256,14 +277,12 @@ class Campaign:
         self.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
             attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
             use_divergence=ab.use_divergence, operators=tuple(self.operators), explore_share=cfg.explore_share))
-        self.cases: dict[str, FuzzCase] = {}
         self.progress.coverage_total = sum(len(c.memories) for c in self.suite.checkpoints.values())
         for cp in self.suite.checkpoints.values():
             self.store.record_checkpoint(self.campaign_id, cp)
         for seed in sorted(self.suite.seeds, key=lambda s: s.id):
             cp = self.suite.checkpoint_of(seed)
-            case = FuzzCase(id=seed.id, seed_id=seed.id, checkpoint_id=cp.id, query=seed.query,
-                            descriptor=seed.descriptor, provenance=Provenance.of(cp))
+            case = FuzzCase.from_seed(seed, cp)
             self.cases[case.id] = case
             self.oracle.register(case.id, self.suite.reference_of(seed))
             self.store.record_seed(self.campaign_id, seed)
@@ -290,7 +309,6 @@ class Campaign:
     def _llm_uses(self):
         """(paraphrase realizer, reader, judge) for the configured LLM uses; None where not used."""
         cfg = self.config
-        self.llm = None
         if not cfg.llm_uses:
             return None, None, None
         from ufuzz.llm import CallCache, LLMClient, LLMConfig
@@ -313,85 +331,93 @@ class Campaign:
                 self.feedback.observe(parent.seed_id, parent.checkpoint_id, ex, None, hidden=hidden)
         return ex
 
-    def _step(self, task, counter: int, hidden: bool) -> None:
-        cfg = self.config
+    def _step(self, task: Task, counter: int, hidden: bool) -> None:
+        """One task: propose and validate a mutant, execute it, then retain or release it. Every path ends
+        in exactly one report to the scheduler and releases the mutant's fork unless the mutant was kept."""
         parent = self.cases[task.case_id]
-        op = self.operators[task.operator]
         parent_ex = self._parent_execution(parent, hidden)
-        if parent_ex.error is not None or self.progress.executions >= cfg.budget:
-            self.scheduler.report(task, False)
+        if parent_ex.error is not None or self.progress.executions >= self.config.budget:
+            self.scheduler.report(task, NO_MUTANT)
             return
+        proposal = self._propose(task, parent, counter)
+        outcome = NO_MUTANT
+        try:
+            if proposal.mutant is not None:
+                outcome = self._execute(task, proposal, parent, parent_ex, hidden)
+        finally:
+            if proposal.handle is not None and not proposal.adopted:
+                self.executor.release(proposal.handle)
+        self.scheduler.report(task, outcome)
+
+    def _propose(self, task: Task, parent: FuzzCase, counter: int) -> Proposal:
+        """Mutate ``parent`` for the task's target and validate the result (never looking at retrieval or
+        responses). The mutant is recorded, valid or rejected; a backend fault is an error record."""
+        cfg = self.config
+        op = self.operators[task.operator]
         rng = random.Random(f"{cfg.seed}:{counter}")
-        handle = None
-        mutation, reason = None, ""
+        proposal = Proposal()
+        mutation, reason, ok = None, "", False
         try:
             fork_queries = self.backend.capabilities.cheap_fork if cfg.fork_queries is None else cfg.fork_queries
             if op.kind == "state" or (fork_queries and self.executor.copyable):
-                handle = self.executor.fork(parent)
-            view = StateView(self.backend, handle) if op.kind == "state" else None
+                proposal.handle = self.executor.fork(parent)
+            view = StateView(self.backend, proposal.handle) if op.kind == "state" else None
             mutation = op.mutate(parent, self.oracle.reference_of(parent.id), task.target, rng, view)
             verdict = op.validate(parent, mutation, view)
-            reason = verdict.reason
-            ok = verdict.ok
+            ok, reason = verdict.ok, verdict.reason
         except Rejected as exc:
-            ok, reason = False, str(exc)
+            reason = str(exc)
         except (BackendError, NotImplementedError) as exc:
             self._error(parent.id, f"{op.name}:{task.target}", exc)
-            if handle is not None:
-                self.executor.release(handle)
-            self.scheduler.report(task, False)
-            return
+            return proposal
         mid = f"x{counter:06d}"
         if mutation is not None:
-            mutant = FuzzCase(id=mid, seed_id=parent.seed_id, checkpoint_id=parent.checkpoint_id,
-                              query=mutation.query, descriptor=parent.descriptor, provenance=mutation.provenance,
-                              ops=parent.ops + mutation.ops, parent_id=parent.id, operator=op.name,
-                              obligation=task.obligation, depth=parent.depth + 1, detail=mutation.detail)
+            mutant = parent.child(mid, operator=op.name, query=mutation.query, provenance=mutation.provenance,
+                                  ops=mutation.ops, obligation=task.obligation, detail=mutation.detail)
         else:  # the operator could not produce a mutant for this target: recorded as rejected
-            mutant = FuzzCase(id=mid, seed_id=parent.seed_id, checkpoint_id=parent.checkpoint_id,
-                              query=parent.query, descriptor=parent.descriptor, provenance=parent.provenance,
-                              ops=parent.ops, parent_id=parent.id, operator=op.name, obligation=task.obligation,
-                              depth=parent.depth + 1, detail="not produced")
+            mutant = parent.child(mid, operator=op.name, obligation=task.obligation, detail="not produced")
         self.store.record_mutant(self.campaign_id, mutant, valid=ok, rejection_reason=reason or None,
                                  created_seq=self.progress.executions)
         if not ok or mutation is None:
             self.progress.mutants_rejected += 1
-            if handle is not None:
-                self.executor.release(handle)
-            self.scheduler.report(task, False)
-            return
+            return proposal
         self.progress.mutants_valid += 1
+        proposal.mutant, proposal.mutation = mutant, mutation
+        return proposal
+
+    def _execute(self, task: Task, proposal: Proposal, parent: FuzzCase, parent_ex: Execution,
+                 hidden: bool) -> StepOutcome:
+        """Run a valid mutant on its own state, judge it (the verdict goes to the failure store only) and
+        decide from its feedback whether it stays as a parent."""
+        cfg = self.config
+        mutant, mutation = proposal.mutant, proposal.mutation
         try:
-            state = handle if handle is not None else self.executor.state_of(parent)
+            state = proposal.handle if proposal.handle is not None else self.executor.state_of(parent)
         except BackendError as exc:  # the parent's state could not be rebuilt (e.g. a worker died meanwhile)
-            self._error(mid, "state", exc)
-            self.scheduler.report(task, False)
-            return
+            self._error(mutant.id, "state", exc)
+            return NO_MUTANT
         ex = self.executor.execute(mutant, state)
         self._record_exec(ex, is_parent=False, checkpoint_id=mutant.checkpoint_id)
         if ex.error is not None:
-            if handle is not None:
-                self.executor.release(handle)
-            self.scheduler.report(task, False)
-            return
-        self.oracle.register(mid, mutation.reference)
+            return NO_MUTANT
+        self.oracle.register(mutant.id, mutation.reference)
         fb = self.feedback.observe(mutant.seed_id, mutant.checkpoint_id, ex, parent_ex, hidden=hidden, p=cfg.p)
-        self.store.record_feedback(self.campaign_id, mid, fb, seq=self.progress.executions)
+        self.store.record_feedback(self.campaign_id, mutant.id, fb, seq=self.progress.executions)
         self.oracle.check(mutant, ex, parent, parent_ex)
-        retained = fb.retained and cfg.retain and mutant.depth < cfg.max_depth
-        if retained:
-            self.progress.retained += 1
-            self.cases[mid] = mutant
-            self.executor.remember(mutant, ex)
-            if handle is not None:
-                self.executor.adopt(mutant, handle)
-        else:
-            self.oracle.forget(mid)
-            if handle is not None:
-                self.executor.release(handle)
-        self.scheduler.report(task, True, retained=retained, new_case_id=mid if retained else None,
-                              moves=self._moves(mutant) if retained else None, coverage_gain=fb.coverage_gain,
-                              divergence=fb.divergence, meaning_preserving=op.meaning_preserving)
+        op = self.operators[task.operator]
+        if not (fb.retained and cfg.retain and mutant.depth < cfg.max_depth):
+            self.oracle.forget(mutant.id)
+            return StepOutcome(valid=True, coverage_gain=fb.coverage_gain, divergence=fb.divergence,
+                               meaning_preserving=op.meaning_preserving)
+        self.progress.retained += 1
+        self.cases[mutant.id] = mutant
+        self.executor.remember(mutant, ex)
+        if proposal.handle is not None:
+            self.executor.adopt(mutant, proposal.handle)
+            proposal.adopted = True
+        return StepOutcome(valid=True, retained=True, new_case_id=mutant.id, moves=tuple(self._moves(mutant)),
+                           coverage_gain=fb.coverage_gain, divergence=fb.divergence,
+                           meaning_preserving=op.meaning_preserving)
 
     # -- results -----------------------------------------------------------------------------------------
     def summary(self, status: str = "finished") -> dict[str, Any]:
@@ -402,7 +428,7 @@ class Campaign:
             by_kind[f"{f.stage}:{f.kind}"] = by_kind.get(f"{f.stage}:{f.kind}", 0) + 1
         p = self.progress
         return {
-            "campaign": getattr(self, "campaign_id", None), "status": status, "executions": p.executions,
+            "campaign": self.campaign_id, "status": status, "executions": p.executions,
             "budget": p.budget, "mutants_valid": p.mutants_valid, "mutants_rejected": p.mutants_rejected,
             "retained": p.retained, "coverage": p.coverage, "coverage_total": p.coverage_total,
             "obligations": len(self.scheduler.obligations) if self.scheduler is not None else 0,
@@ -414,8 +440,8 @@ class Campaign:
             "errors": p.errors, "seed_baseline_failures": len(self.oracle.seed_baseline_failures)
             if self.oracle is not None else 0,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "llm": self.llm.stats() if getattr(self, "llm", None) is not None else None,
-            "worker": stats.to_dict() if (stats := getattr(getattr(self, "backend", None), "stats", None))
+            "llm": self.llm.stats() if self.llm is not None else None,
+            "worker": stats.to_dict() if (stats := getattr(self.backend, "stats", None))
             is not None and hasattr(stats, "to_dict") else None,
             "failures": sorted(f.key for _, f in self.failure_log),
         }

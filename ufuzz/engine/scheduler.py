@@ -34,6 +34,27 @@ class Task:
     phase: int  # 1: uncovered obligation, 2: retained-mutant competition
 
 
+@dataclass(frozen=True)
+class StepOutcome:
+    """What a task came to, as far as scheduling may know: never a reference, a verdict or a failure.
+
+    ``valid``: a valid mutant was executed (its obligation is covered). A retained mutant joins the pool
+    as ``new_case_id`` with the ``moves`` available on it and an energy from its feedback numbers.
+    """
+
+    valid: bool
+    retained: bool = False
+    new_case_id: str | None = None
+    moves: tuple[tuple[str, str], ...] = ()
+    coverage_gain: int = 0
+    divergence: float | None = None
+    meaning_preserving: bool = False
+
+
+#: A task that produced no valid, executed mutant (rejected, not produced, or a backend error).
+NO_MUTANT = StepOutcome(valid=False)
+
+
 @dataclass
 class PoolEntry:
     case_id: str
@@ -146,20 +167,18 @@ class Scheduler:
         return Task(entry.case_id, op, target, Obligation(entry.seed_id, op, target), 2)
 
     # -- feedback ---------------------------------------------------------------------------------------
-    def report(self, task: Task, valid: bool, *, retained: bool = False, new_case_id: str | None = None,
-               moves: list[tuple[str, str]] | None = None, coverage_gain: int = 0,
-               divergence: float | None = None, meaning_preserving: bool = False) -> None:
-        """Outcome of a task: whether a valid mutant ran, and its feedback numbers if it was retained."""
-        if valid:
+    def report(self, task: Task, outcome: StepOutcome) -> None:
+        """The outcome of a task: a valid mutant covers its obligation; a retained one joins the pool."""
+        if outcome.valid:
             self._covered.add(task.obligation.key)
-        if not (valid and retained and self.config.retain and new_case_id and moves):
+        if not (outcome.valid and outcome.retained and self.config.retain and outcome.new_case_id
+                and outcome.moves):
             return
-        moves = [(o, t) for o, t in moves if self._allowed(o)]
-        energy = 1.0 + float(coverage_gain)
-        if meaning_preserving and divergence is not None and self.config.use_divergence:
-            energy += self.config.divergence_weight * divergence
-        seed_id = task.obligation.seed_id
-        self._pool.append(PoolEntry(new_case_id, seed_id, moves, energy=energy))
+        moves = [(o, t) for o, t in outcome.moves if self._allowed(o)]
+        energy = 1.0 + float(outcome.coverage_gain)
+        if outcome.meaning_preserving and outcome.divergence is not None and self.config.use_divergence:
+            energy += self.config.divergence_weight * outcome.divergence
+        self._pool.append(PoolEntry(outcome.new_case_id, task.obligation.seed_id, moves, energy=energy))
         self._retained += 1
 
     # -- introspection ------------------------------------------------------------------------------------

@@ -13,9 +13,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ufuzz.model.memory import Memory
+from ufuzz.model.memory import Checkpoint, Memory
 from ufuzz.model.provenance import Provenance
 from ufuzz.model.query import MutationDescriptor, Query
+from ufuzz.model.seed import Seed
 
 
 @dataclass(frozen=True)
@@ -72,3 +73,23 @@ class FuzzCase:
     @property
     def state_key(self) -> str:
         return state_key(self.checkpoint_id, self.ops)
+
+    @classmethod
+    def from_seed(cls, seed: Seed, checkpoint: Checkpoint) -> FuzzCase:
+        """A seed as a case: the checkpoint's own state (no ops), the seed's query and descriptor. Every
+        campaign, replay and test builds seed cases here, so they are the same case everywhere."""
+        if seed.checkpoint_id != checkpoint.id:
+            raise ValueError(f"seed {seed.id} is on checkpoint {seed.checkpoint_id}, not {checkpoint.id}")
+        return cls(id=seed.id, seed_id=seed.id, checkpoint_id=checkpoint.id, query=seed.query,
+                   descriptor=seed.descriptor, provenance=Provenance.of(checkpoint))
+
+    def child(self, case_id: str, *, operator: str, query: Query | None = None,
+              provenance: Provenance | None = None, ops: tuple[StateOp, ...] = (),
+              obligation: Obligation | None = None, detail: str = "") -> FuzzCase:
+        """A mutant of this case, one level deeper: ``ops`` are appended to this case's recipe, so the
+        mutant's state is always reproducible from the checkpoint alone."""
+        return FuzzCase(id=case_id, seed_id=self.seed_id, checkpoint_id=self.checkpoint_id,
+                        query=self.query if query is None else query, descriptor=self.descriptor,
+                        provenance=self.provenance if provenance is None else provenance,
+                        ops=self.ops + tuple(ops), parent_id=self.id, operator=operator, obligation=obligation,
+                        depth=self.depth + 1, detail=detail)

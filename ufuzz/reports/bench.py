@@ -10,7 +10,7 @@ run the bench records, from the campaign's progress callback:
   counted, so the ratio is at most 1 and matches ``CorpusStore.summary``);
 
 at b = N/4, N/2, 3N/4 and N, plus the whole step curve, and (unless disabled) the reproduce rate of the run's
-failures by :func:`ufuzz.reports.replay.replay_campaign` on a fresh backend instance. A campaign that runs
+failures by :func:`ufuzz.engine.replay.replay_campaign` on a fresh backend instance. A campaign that runs
 out of work before the budget keeps its final values at the later budgets.
 
 Outputs in ``out``: ``bench.json`` (configuration, per-run numbers, per-strategy mean/std, mean curves),
@@ -201,7 +201,7 @@ def _run_one(cfg: BenchConfig, strategy: str, run: int, suite: SeedSuite, backen
 
 
 def _replay_run(rec: dict[str, Any]) -> None:
-    from ufuzz.reports.replay import replay_campaign
+    from ufuzz.engine.replay import replay_campaign
 
     t0 = time.perf_counter()
     report = replay_campaign(rec["dir"])

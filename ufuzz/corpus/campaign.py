@@ -1,0 +1,139 @@
+"""Reading a campaign back from its corpus database: the data replay, export and triage start from.
+
+:func:`load_campaign` reads the corpus and the oracle side's tables once and closes them; :func:`case_of`
+rebuilds a seed or a recorded mutant as a :class:`~ufuzz.model.FuzzCase` from the stored recipe.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ufuzz.corpus.failures import FailureStore
+from ufuzz.corpus.store import CorpusStore
+from ufuzz.model import Checkpoint, FuzzCase, MutationDescriptor, Provenance, Reference
+
+__all__ = ["CampaignData", "load_campaign", "resolve_campaign", "case_of"]
+
+
+def _default_db(campaign_dir: Path) -> str:
+    path = campaign_dir / "corpus.sqlite"
+    if not path.is_file():
+        raise FileNotFoundError(f"{campaign_dir}: no corpus.sqlite in this directory (is it a campaign "
+                                "directory? pass --db URL if the corpus is elsewhere)")
+    return f"sqlite:///{path.resolve()}"
+
+
+def _check_sqlite_exists(url: str) -> None:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        u = make_url(url)
+    except ArgumentError:
+        return  # open_engine gives the clear message
+    if u.get_backend_name() == "sqlite" and u.database and u.database != ":memory:" \
+            and not u.database.startswith("file:") and not Path(u.database).is_file():
+        raise FileNotFoundError(f"corpus database file {u.database} does not exist")
+
+
+def resolve_campaign(store: Any, campaign_dir: Path) -> str:
+    """The campaign of ``campaign_dir``: the id in its summary.json, else the latest one in the store whose
+    configured ``out`` is this directory, else the only/latest campaign of the store."""
+    summary = campaign_dir / "summary.json"
+    if summary.is_file():
+        try:
+            cid = json.loads(summary.read_text(encoding="utf-8")).get("campaign")
+        except (OSError, ValueError):
+            cid = None
+        if cid and store.campaign(cid) is not None:
+            return str(cid)
+    camps = store.campaigns()
+    if not camps:
+        raise ValueError(f"the corpus database {store.url} holds no campaign")
+    here = campaign_dir.resolve()
+    mine = [c for c in camps if c.config.get("out") and Path(c.config["out"]).resolve() == here]
+    return (mine or camps)[-1].id
+
+
+def _backend_options(config: dict[str, Any]) -> dict[str, Any]:
+    # options starting with "_" are engine-side objects (e.g. a realizer), not backend settings
+    return {k: v for k, v in dict(config.get("backend_options") or {}).items() if not str(k).startswith("_")}
+
+
+@dataclass
+class CampaignData:
+    """Everything a replay needs from a campaign's corpus database (read once, then closed)."""
+
+    campaign_id: str
+    url: str
+    config: dict[str, Any]
+    backend_info: dict[str, Any]  # the campaign backend's ``describe()``
+    backend: str
+    backend_options: dict[str, Any]
+    k: int
+    checkpoints: dict[str, Checkpoint]
+    seeds: dict[str, Any]
+    mutants: dict[str, Any]
+    failures: list[Any]  # FailureRecord, discovery order
+    references: dict[str, Reference]
+
+
+def load_campaign(campaign_dir: str | Path, db: str | None = None, *,
+                  campaign_id: str | None = None) -> CampaignData:
+    """Read the campaign in ``campaign_dir`` (corpus and oracle side). ``db`` is the corpus's SQLAlchemy URL
+    (default: the directory's corpus.sqlite). Raises ``FileNotFoundError``/``ValueError`` naming the
+    directory, file or URL for bad input."""
+    cdir = Path(campaign_dir)
+    if not cdir.is_dir():
+        raise FileNotFoundError(f"{cdir}: no such campaign directory")
+    if db is None:
+        url = _default_db(cdir)
+    else:
+        _check_sqlite_exists(db)
+        url = db
+    store = CorpusStore(url)
+    try:
+        cid = campaign_id or resolve_campaign(store, cdir)
+        record = store.campaign(cid)
+        if record is None:
+            raise ValueError(f"unknown campaign {cid!r} in {store.url}")
+        checkpoints = store.checkpoints(cid)
+        seeds = {s.id: s for s in store.seeds(cid)}
+        mutants = {m.case_id: m for m in store.mutants(cid)}
+    finally:
+        store.close()
+    with FailureStore(url, cid) as fstore:
+        failures = fstore.failures()
+        refs = fstore.references()
+    config = record.config
+    return CampaignData(campaign_id=cid, url=url, config=config, backend_info=dict(record.backend),
+                        backend=str(config.get("backend") or record.backend.get("backend") or ""),
+                        backend_options=_backend_options(config), k=int(config.get("k") or 5),
+                        checkpoints=checkpoints, seeds=seeds, mutants=mutants, failures=failures,
+                        references=refs)
+
+
+def case_of(case_id: str, checkpoints: dict[str, Checkpoint], seeds: dict[str, Any],
+             mutants: dict[str, Any]) -> FuzzCase | str:
+    """The FuzzCase of a seed or a recorded mutant, or a string saying why it cannot be rebuilt."""
+    if case_id in mutants:
+        m = mutants[case_id]
+        if m.query is None:
+            return f"case {case_id} was rejected before a mutant existed"
+        seed = seeds.get(m.seed_id)
+        cp_id = m.checkpoint_id or (seed.checkpoint_id if seed else None)
+        if cp_id not in checkpoints:
+            return f"checkpoint {cp_id!r} of case {case_id} is not in the corpus"
+        descriptor = seed.descriptor if seed else MutationDescriptor()
+        return FuzzCase(id=m.case_id, seed_id=m.seed_id, checkpoint_id=cp_id, query=m.query,
+                        descriptor=descriptor, provenance=Provenance.of(checkpoints[cp_id]), ops=m.ops,
+                        parent_id=m.parent_id, operator=m.operator, depth=m.depth, detail=m.detail)
+    if case_id in seeds:
+        s = seeds[case_id]
+        if s.checkpoint_id not in checkpoints:
+            return f"checkpoint {s.checkpoint_id!r} of seed {case_id} is not in the corpus"
+        return FuzzCase.from_seed(s, checkpoints[s.checkpoint_id])
+    return f"case {case_id} is neither a recorded mutant nor a seed"
