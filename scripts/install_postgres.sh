@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Best effort: PostgreSQL's server binaries (initdb, postgres) for tests/test_corpus_postgres.py, which starts
-# a throwaway server of its own (tests/pg_server.py). Never fails the run: when the binaries cannot be had
+# Best effort: PostgreSQL's server binaries (initdb, postgres) for tests/corpus/test_corpus_postgres.py, which starts
+# a throwaway server of its own (tests/support/pg_server.py). Never fails the run: when the binaries cannot be had
 # (not root, no apt-get, no package registry) it says so and those tests skip, saying how to get them.
 #   UFUZZ_INSTALL_POSTGRES=0   skip this step
 set -uo pipefail
@@ -30,7 +30,7 @@ if found="$(bindir)"; then
   exit 0
 fi
 skip() {
-  echo "install_postgres: $1; tests/test_corpus_postgres.py will skip" >&2
+  echo "install_postgres: $1; tests/corpus/test_corpus_postgres.py will skip" >&2
   echo "  (to run them: apt-get install -y --no-install-recommends postgresql)" >&2
   exit 0
 }

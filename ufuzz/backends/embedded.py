@@ -75,7 +75,7 @@ FREE_OPTIONS = ("embedding_cache",)  # path of the persistent embedding cache fi
 
 # Abstention thresholds of a naive reader, per retrieval mode: a top score below it means "nothing relevant".
 # Chosen by scoring 15 answerable questions and 10 unanswerable ones against a 16-memory personal checkpoint
-# (the conformance checkpoint plus 10 memories; tests/test_embedded_backend.py::test_abstain_threshold_*
+# (the conformance checkpoint plus 10 memories; tests/backends/test_embedded_backend.py::test_abstain_threshold_*
 # keeps the choice honest):
 # - dense (cosine of normalized MiniLM vectors): the answering memory scored 0.45-0.85; the best memory for a
 #   question about nothing stored ("capital of France", "pizza topping", "breakfast") scored 0.15-0.26, and

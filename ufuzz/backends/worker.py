@@ -17,7 +17,7 @@ same protocol by forwarding every call over a pipe to a child process that owns 
   starts a fresh worker. A worker that cannot even start raises :class:`BackendUnavailable` at once.
 
 Deterministic adapters rebuild to the same rankings as their forks, so recycling does not change a campaign's
-results (tests/test_backend_worker.py checks that on the embedded backend). The worker's own stdout/stderr
+results (tests/backends/test_backend_worker.py checks that on the embedded backend). The worker's own stdout/stderr
 (library chatter, a native crash's last words) go to ``worker.log`` in the backend's working directory.
 """
 

@@ -4,7 +4,7 @@ Any SQLAlchemy URL works; the default is one SQLite file per campaign directory
 (:func:`default_url` → ``sqlite:///<campaign>/corpus.sqlite``), and a team can point several campaigns at
 one PostgreSQL database. Column types are the portable ones (``JSON``, ``Text``, ``String``, ``Float``,
 ``Integer``, ``BigInteger``, ``Boolean``, ``DateTime``), and the store behaves the same on SQLite and
-PostgreSQL (tested against a real server in ``tests/test_corpus_postgres.py``):
+PostgreSQL (tested against a real server in ``tests/corpus/test_corpus_postgres.py``):
 
 * ids sort bytewise (``COLLATE "C"`` on PostgreSQL, like SQLite's ``BINARY``) whatever locale the
   database was created with, and are unbounded there (``String(255)`` elsewhere, for MySQL's indexes);

@@ -2,7 +2,7 @@
 
 It sees only ids, operator names, obligation targets and feedback numbers — never queries' references,
 oracle verdicts or failures. By construction it cannot: this module imports nothing from ``ufuzz.oracles``
-or ``ufuzz.corpus`` and none of its methods takes a failure or a reference (``tests/test_separation.py``
+or ``ufuzz.corpus`` and none of its methods takes a failure or a reference (``tests/engine/test_separation.py``
 checks both).
 
 Phase 1 walks the seeds' obligations (seed × operator × target) in a seeded shuffled round-robin over

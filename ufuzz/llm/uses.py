@@ -5,7 +5,7 @@ caller validates every output with the same rules as the template path (a paraph
 fields, an extracted field set is checked against provenance, …).
 
 The user messages use labeled sections (``Query:``, ``Memories:`` …) so that any chat model can follow
-them and a rule-based local stand-in (``tests/llm_server.py``) can parse them.
+them and a rule-based local stand-in (``tests/support/llm_server.py``) can parse them.
 """
 
 from __future__ import annotations

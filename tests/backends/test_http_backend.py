@@ -1,0 +1,324 @@
+"""The generic HTTP backend against a real small memory product (tests/http_product_server.py)."""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomllib
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.support.conformance import CONFORMANCE_CHECKS, tiny_checkpoint
+from tests.support.http_product_server import start_product_server
+from ufuzz.backends import registry
+from ufuzz.backends.http import HttpBackend, JsonPath, parse_config
+from ufuzz.backends.protocol import BackendError
+from ufuzz.model import Memory
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "product.toml"
+TOKEN = "tok-" + "s3cr3t-9f2c41"
+ENV = "PRODUCT_API_TOKEN"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with start_product_server(TOKEN) as srv:
+        yield srv
+
+
+@pytest.fixture
+def token_env(monkeypatch):
+    monkeypatch.setenv(ENV, TOKEN)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f'"{k}" = {_toml_value(x)}' for k, x in v.items()) + " }"
+    raise TypeError(v)
+
+
+def write_config(path: Path, raw: dict[str, Any]) -> Path:
+    lines = [f"{k} = {_toml_value(v)}" for k, v in raw.items() if not isinstance(v, dict) or k == "headers"]
+    for k, v in raw.items():
+        if isinstance(v, dict) and k != "headers":
+            lines.append(f"[{k}]")
+            lines += [f"{kk} = {_toml_value(vv)}" for kk, vv in v.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def example_raw() -> dict[str, Any]:
+    return tomllib.loads(EXAMPLE.read_text())
+
+
+def make_backend(tmp_path: Path, server, **changes: Any) -> HttpBackend:
+    raw = example_raw()
+    for key, value in changes.items():
+        if value is None:
+            raw.pop(key, None)
+        else:
+            raw[key] = value
+    cfg = write_config(tmp_path / "product.toml", raw)
+    return HttpBackend(tmp_path / "work", {"config": str(cfg), "base_url": server.base_url})
+
+
+@pytest.fixture
+def backend(tmp_path, server, token_env):
+    b = HttpBackend(tmp_path, {"config": str(EXAMPLE), "base_url": server.base_url})
+    yield b
+    b.close()
+
+
+@pytest.mark.parametrize("check", CONFORMANCE_CHECKS, ids=lambda c: c.__name__)
+def test_conformance(check, backend):
+    check(backend)
+
+
+def test_fork_is_native_snapshot(backend, server):
+    assert backend.capabilities.copyable
+    parent = backend.build(tiny_checkpoint())
+    child = backend.fork(parent)
+    assert child != parent and child in server.namespaces and parent in server.namespaces
+    assert sorted(m.id for m in backend.list(child)) == sorted(m.id for m in backend.list(parent))
+    backend.release(child)
+    assert child not in server.namespaces  # [drop] frees the product's namespace
+
+
+def test_without_snapshot_fork_is_not_native(tmp_path, server, token_env):
+    b = make_backend(tmp_path, server, snapshot=None)
+    assert not b.capabilities.copyable
+    s = b.build(tiny_checkpoint())
+    with pytest.raises(NotImplementedError):
+        b.fork(s)
+
+
+def test_registered_and_product_ids_are_mapped(backend, server):
+    assert registry.load("http") is HttpBackend
+    s = backend.build(tiny_checkpoint())
+    native = server.namespaces[s]
+    assert all(re.fullmatch(r"mem-\d+", pid) for pid in native)  # the product chose its own ids
+    assert {m["external_id"] for m in native.values()} == {"m1", "m2", "m3", "m4", "m5", "m6"}
+    listed = backend.list(s)
+    assert [m.id for m in listed] == ["m1", "m2", "m3", "m4", "m5", "m6"]
+    assert all(m.metadata["product_id"] in native for m in listed)
+    top = backend.retrieve(s, "glassblower Quillstone", 2)
+    assert top[0].id == "m2" and "Quillstone" in top[0].text
+
+
+def test_auth_header_sent_and_never_shown(backend, server):
+    server.seen_auth.clear()
+    s = backend.build(tiny_checkpoint())
+    backend.retrieve(s, "Where does Lena live?", 3)
+    assert server.seen_auth and set(server.seen_auth) == {f"Bearer {TOKEN}"}
+    shown = " ".join([repr(backend), str(backend.describe()), str(backend.capabilities.to_dict())])
+    assert TOKEN not in shown
+    assert backend.describe()["auth"] == {"header": "Authorization", "env": ENV}
+
+
+def test_rejected_token_is_backend_error_without_secret(tmp_path, server, monkeypatch):
+    wrong = "wrong-" + "token-77aa"
+    monkeypatch.setenv(ENV, wrong)
+    b = HttpBackend(tmp_path, {"config": str(EXAMPLE), "base_url": server.base_url})
+    with pytest.raises(BackendError) as ei:
+        b.build(tiny_checkpoint())
+    msg = str(ei.value)
+    assert "401" in msg and "add" in msg and "product.toml" in msg
+    assert wrong not in msg and "***" in msg  # the product echoed the header; the adapter masks it
+
+
+def test_server_error_is_backend_error(backend, server):
+    s = backend.build(tiny_checkpoint())
+    server.fail_next(500, "/search", body=f"boom (saw Bearer {TOKEN})")
+    with pytest.raises(BackendError) as ei:
+        backend.retrieve(s, "Where does Lena live?", 3)
+    msg = str(ei.value)
+    assert "search" in msg and "HTTP 500" in msg and TOKEN not in msg
+    assert [x.id for x in backend.retrieve(s, "Where does Lena live?", 1)] == ["m1"]  # later calls work
+
+
+def test_retries_are_off_by_default_and_configurable(tmp_path, server, token_env):
+    b = make_backend(tmp_path, server, retries=1, retry_backoff=0.0)
+    s = b.build(tiny_checkpoint())
+    server.requests.clear()
+    server.fail_next(503, "/search")
+    assert b.retrieve(s, "Where does Lena live?", 1)[0].id == "m1"
+    assert [p for _m, p in server.requests].count(f"/v1/ns/{s}/search") == 2
+
+
+def test_timeout_is_backend_error(tmp_path, server, token_env):
+    b = make_backend(tmp_path, server, timeout=0.2)
+    s = b.build(tiny_checkpoint())
+    server.delay = 0.6
+    try:
+        with pytest.raises(BackendError, match=r"search: POST /v1/ns/.*/search timed out after 0.2s"):
+            b.retrieve(s, "Where does Lena live?", 3)
+    finally:
+        server.delay = 0.0
+
+
+def test_unreachable_product_is_backend_error(tmp_path, token_env):
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    b = HttpBackend(tmp_path, {"config": str(EXAMPLE), "base_url": f"http://127.0.0.1:{port}"})
+    with pytest.raises(BackendError, match="add: POST .* failed"):
+        b.build(tiny_checkpoint())
+
+
+def test_response_without_configured_field_is_backend_error(tmp_path, server, token_env):
+    raw = example_raw()
+    b = make_backend(tmp_path, server, search={**raw["search"], "ids": "$.hits[*].id"})
+    s = b.build(tiny_checkpoint())
+    with pytest.raises(BackendError, match=r"search: response has no list at ids = '\$\.hits\[\*\]\.id'"):
+        b.retrieve(s, "Lena", 3)
+
+
+def test_append_update_policy(tmp_path, server, token_env):
+    update = {"method": "POST", "path": "/v1/ns/{namespace}/memories", "policy": "append", "id": "$.id",
+              "body": {"text": "{text}", "timestamp": "{timestamp}", "external_id": "{new_id}"}}
+    b = make_backend(tmp_path, server, update=update)
+    s = b.build(tiny_checkpoint())
+    res = b.update(s, "m1", Memory("m1~u", "Update: Lena now lives in Brask.", "2024-02-01T10:00:00"))
+    assert res.ok and res.written == ("m1~u",) and res.superseded == ("m1",)
+    assert "Brask" in b.get(s, "m1~u").text and "Velmora" in b.get(s, "m1").text
+    assert b.describe()["update_policy"] == "append" and "append" in b.capabilities.notes
+
+
+def test_unknown_ids_are_reported_not_crashes(backend):
+    s = backend.build(tiny_checkpoint())
+    assert not backend.update(s, "nope", Memory("x", "y", "2024-01-01")).ok
+    assert not backend.delete(s, "nope").ok
+    assert not backend.add(s, Memory("m1", "dup", "2024-01-01")).ok
+    assert backend.delete(s, "m4").ok and not backend.delete(s, "m4").ok
+    with pytest.raises(BackendError, match="unknown or released state"):
+        backend.retrieve("no-such-state", "x", 1)
+
+
+# -- malformed configuration ------------------------------------------------------------------------------
+
+def _without(table: str, key: str) -> dict[str, Any]:
+    raw = example_raw()
+    del raw[table][key]
+    return raw
+
+
+def _with(table: str, key: str, value: Any) -> dict[str, Any]:
+    raw = example_raw()
+    raw[table][key] = value
+    return raw
+
+
+def _drop(table: str) -> dict[str, Any]:
+    raw = example_raw()
+    del raw[table]
+    return raw
+
+
+BAD_CONFIGS = [
+    (_without("search", "path"), "product.toml: [search] missing 'path'"),
+    (_without("search", "ids"), "product.toml: [search] missing 'ids'"),
+    (_with("search", "ids", "$.results[*.id"), "product.toml: [search] ids: bad JSON path '$.results[*.id'"),
+    (_with("get", "text", "memory.text"), "product.toml: [get] text: bad JSON path 'memory.text': must start"),
+    (_with("list", "ids", "$.memories[0].id"), "product.toml: [list] ids: '$.memories[0].id' must select a list"),
+    (_drop("get"), "product.toml: missing required operation [get]"),
+    (_with("add", "method", "FETCH"), "product.toml: [add] 'method' must be one of"),
+    (_with("add", "path", "/v1/{nmespace}/memories"), "product.toml: [add] uses unknown placeholder(s) nmespace"),
+    (_with("search", "body", {"query": "{query}", "ns_item": "{id}"}),
+     "product.toml: [search] uses placeholder(s) id that search does not provide"),
+    (_with("update", "policy", "merge"), "product.toml: [update] 'policy' must be 'rewrite' or 'append'"),
+    (_with("search", "score", "$.results[*].score"), "product.toml: [search] unknown key(s) 'score'"),
+    (_without("auth", "env"), "product.toml: [auth] needs both 'header' and 'env'"),
+    ({**example_raw(), "timeout": -1}, "product.toml: 'timeout' must be a number >= 0.001"),
+    ({k: v for k, v in example_raw().items() if k != "base_url"}, "product.toml: missing or bad 'base_url'"),
+]
+
+
+@pytest.mark.parametrize(("raw", "message"), BAD_CONFIGS, ids=lambda x: x if isinstance(x, str) else "")
+def test_malformed_config_names_file_and_key(tmp_path, token_env, raw, message):
+    cfg = write_config(tmp_path / "product.toml", raw)
+    with pytest.raises(ValueError) as ei:
+        HttpBackend(tmp_path, {"config": str(cfg)})
+    assert str(ei.value).startswith(message), str(ei.value)
+
+
+def test_config_file_problems(tmp_path, token_env, monkeypatch):
+    bad = tmp_path / "product.toml"
+    bad.write_text('base_url = "http://x"\n[search\n')
+    with pytest.raises(ValueError, match=r"product.toml: invalid TOML: .*line 2"):
+        HttpBackend(tmp_path, {"config": str(bad)})
+    with pytest.raises(ValueError, match="config file not found"):
+        HttpBackend(tmp_path, {"config": str(tmp_path / "missing.toml")})
+    with pytest.raises(ValueError, match="option 'config'"):
+        HttpBackend(tmp_path, {})
+    monkeypatch.delenv(ENV)
+    with pytest.raises(ValueError, match=f"product.toml: \\[auth\\] env names {ENV}, which is not set"):
+        HttpBackend(tmp_path, {"config": str(EXAMPLE)})
+
+
+def test_example_config_parses_with_every_operation():
+    cfg = parse_config(example_raw(), "product.toml")
+    assert set(cfg.ops) == {"add", "search", "get", "list", "update", "delete", "snapshot", "drop"}
+    assert cfg.retries == 0 and cfg.auth_env == ENV
+
+
+# -- the JSON-path subset -------------------------------------------------------------------------------
+
+_keys = st.text(alphabet="abcdefghij_", min_size=1, max_size=6)
+_scalars = st.one_of(st.integers(), st.text(max_size=5), st.booleans(), st.none())
+
+
+@settings(max_examples=60, deadline=None)
+@given(outer=_keys, inner=_keys, items=st.lists(st.dictionaries(_keys, _scalars, max_size=3), max_size=6),
+       value=_scalars)
+def test_json_path_wildcard_selects_each_item(outer, inner, items, value):
+    rows = [{**d, inner: value} for d in items]
+    doc = {outer: rows}
+    assert JsonPath.parse(f"$.{outer}[*].{inner}").find(doc) == [value] * len(rows)
+    assert JsonPath.parse(f"$['{outer}'][*]['{inner}']").find(doc) == [value] * len(rows)
+    if rows:
+        assert JsonPath.parse(f"$.{outer}[-1].{inner}").find(doc) == [value]
+    assert JsonPath.parse(f"$.{outer}[{len(rows)}]").find(doc) == []
+    assert JsonPath.parse(f"$.{outer}[*].{inner}").prefix_found(doc)
+    assert not JsonPath.parse(f"$.{outer}x[*].{inner}").prefix_found(doc)
+
+
+@pytest.mark.parametrize("bad", ["results", "$.", "$..id", "$[*", "$.a[?(@.x)]", "$.a b"])
+def test_json_path_rejects_unsupported_syntax(bad):
+    with pytest.raises(ValueError, match="bad JSON path"):
+        JsonPath.parse(bad)
+
+
+def test_static_capabilities_for_the_backends_listing():
+    caps = HttpBackend.static_capabilities()
+    assert not caps.copyable and "[snapshot]" in caps.notes
+
+
+def test_campaign_through_the_cli(tmp_path, server, token_env):
+    """`ufuzz run --backend http --config product.toml` drives the product end to end without errors."""
+    from click.testing import CliRunner
+
+    from ufuzz.cli import main
+
+    cfg = tmp_path / "product.toml"
+    cfg.write_text(EXAMPLE.read_text().replace('base_url = "http://127.0.0.1:8080"',
+                                               f'base_url = "{server.base_url}"'))
+    before, namespaces = len(server.requests), set(server.namespaces)
+    res = CliRunner().invoke(main, ["run", "--backend", "http", "--config", str(cfg), "--budget", "20",
+                                    "--out", str(tmp_path / "camp"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "finished: 20 executions" in res.output and "errors 0" in res.output
+    assert len(server.requests) > before + 20
+    assert set(server.namespaces) <= namespaces  # the campaign released (dropped) every state it made

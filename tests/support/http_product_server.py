@@ -1,0 +1,210 @@
+"""A real small memory product with a REST API, for the tests of the generic HTTP backend.
+
+``start_product_server(token)`` runs a stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (port 0: the OS picks a
+free one) in a thread for a ``with`` block and yields a :class:`ProductServer`. The product keeps its own
+in-process store of namespaces; every request needs ``Authorization: Bearer <token>``.
+
+API (JSON in and out; the product assigns its own memory ids, ``mem-<n>``, so clients must map ids)::
+
+    POST   /v1/ns/{ns}/memories            {"text", "timestamp", "external_id"?} -> 201 {"id", ...}
+    GET    /v1/ns/{ns}/memories            -> {"memories": [{"id", "text", "timestamp", "active"}, ...]}
+    GET    /v1/ns/{ns}/memories/{id}       -> {"memory": {...}} | 404
+    PUT    /v1/ns/{ns}/memories/{id}       {"text", "timestamp"} -> {"id"} (rewritten in place) | 404
+    DELETE /v1/ns/{ns}/memories/{id}       -> 204 | 404
+    POST   /v1/ns/{ns}/search              {"query", "top_k"} -> {"results": [{"id", "text", "score"}]}
+    POST   /v1/ns/{ns}/snapshot            {"target"} -> 201 (a deep copy of the namespace, same ids)
+    DELETE /v1/ns/{ns}                     -> 204
+
+Search is BM25 over lower-cased word tokens with a crude suffix stemmer; only memories sharing a term with
+the query are returned, best first, equal scores by id. ``fail_next`` and ``delay`` inject faults for tests.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from tests.support.loopback import serve_on_loopback
+
+K1, B = 1.2, 0.75
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _stem(w: str) -> str:
+    for suf in ("ing", "es", "s", "ed"):
+        if len(w) > len(suf) + 2 and w.endswith(suf):
+            return w[: -len(suf)]
+    return w
+
+
+def tokens(text: str) -> list[str]:
+    return [_stem(w) for w in _WORD.findall(text.lower())]
+
+
+def bm25(query: str, docs: dict[str, str]) -> list[tuple[str, float]]:
+    """(id, score) for docs sharing a term with the query, best first, ties by id."""
+    toks = {i: tokens(t) for i, t in docs.items()}
+    n = len(toks)
+    if not n:
+        return []
+    avg = sum(len(t) for t in toks.values()) / n or 1.0
+    df: Counter[str] = Counter()
+    for t in toks.values():
+        df.update(set(t))
+    q = set(tokens(query))
+    out = []
+    for i, t in toks.items():
+        tf = Counter(t)
+        s = 0.0
+        for term in q & set(tf):
+            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+            s += idf * tf[term] * (K1 + 1) / (tf[term] + K1 * (1 - B + B * len(t) / avg))
+        if s > 0:
+            out.append((i, round(s, 6)))
+    return sorted(out, key=lambda x: (-x[1], x[0]))
+
+
+@dataclass
+class Fault:
+    status: int
+    path_contains: str
+    body: str
+
+
+@dataclass
+class ProductServer:
+    token: str
+    host: str = "127.0.0.1"
+    port: int = 0
+    namespaces: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    next_id: int = 1
+    delay: float = 0.0  # seconds every request waits before answering (timeout tests)
+    faults: list[Fault] = field(default_factory=list)
+    seen_auth: list[str | None] = field(default_factory=list)
+    requests: list[tuple[str, str]] = field(default_factory=list)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def fail_next(self, status: int = 500, path_contains: str = "", body: str = "internal error") -> None:
+        """The next request whose path contains ``path_contains`` gets ``status`` (once)."""
+        with self.lock:
+            self.faults.append(Fault(status, path_contains, body))
+
+    # -- the product's logic ---------------------------------------------------------------------------
+    def handle(self, method: str, path: str, auth: str | None, body: Any) -> tuple[int, Any]:
+        with self.lock:
+            self.seen_auth.append(auth)
+            self.requests.append((method, path))
+            for f in self.faults:
+                if f.path_contains in path:
+                    self.faults.remove(f)
+                    return f.status, {"error": f.body}
+        if auth != f"Bearer {self.token}":
+            # a careless product that echoes what it got: the client must not repeat it
+            return 401, {"error": f"invalid credentials {auth!r}"}
+        parts = [unquote(p) for p in urlsplit(path).path.strip("/").split("/")]
+        if len(parts) < 3 or parts[:2] != ["v1", "ns"]:
+            return 404, {"error": "no such route"}
+        ns, rest = parts[2], parts[3:]
+        with self.lock:
+            if not rest and method == "DELETE":
+                return (204, None) if self.namespaces.pop(ns, None) is not None else (404, {"error": "no ns"})
+            store = self.namespaces.setdefault(ns, {})
+            if rest == ["memories"] and method == "POST":
+                if not isinstance(body, dict) or not isinstance(body.get("text"), str):
+                    return 400, {"error": "body needs a string 'text'"}
+                mid = f"mem-{self.next_id}"
+                self.next_id += 1
+                store[mid] = {"id": mid, "text": body["text"], "timestamp": str(body.get("timestamp", "")),
+                              "active": True, "external_id": body.get("external_id")}
+                return 201, {"id": mid, "status": "created"}
+            if rest == ["memories"] and method == "GET":
+                return 200, {"memories": [dict(m) for _i, m in sorted(store.items())], "count": len(store)}
+            if len(rest) == 2 and rest[0] == "memories":
+                m = store.get(rest[1])
+                if m is None:
+                    return 404, {"error": f"no memory {rest[1]}"}
+                if method == "GET":
+                    return 200, {"memory": dict(m)}
+                if method == "PUT":
+                    if not isinstance(body, dict) or not isinstance(body.get("text"), str):
+                        return 400, {"error": "body needs a string 'text'"}
+                    m["text"] = body["text"]
+                    m["timestamp"] = str(body.get("timestamp", m["timestamp"]))
+                    return 200, {"id": m["id"], "status": "updated"}
+                if method == "DELETE":
+                    del store[rest[1]]
+                    return 204, None
+            if rest == ["search"] and method == "POST":
+                if not isinstance(body, dict) or not isinstance(body.get("query"), str):
+                    return 400, {"error": "body needs a string 'query'"}
+                k = body.get("top_k", 10)
+                if not isinstance(k, int) or k < 1:
+                    return 400, {"error": "top_k must be a positive integer"}
+                hits = bm25(body["query"], {i: m["text"] for i, m in store.items()})[:k]
+                return 200, {"results": [{"id": i, "text": store[i]["text"], "score": s} for i, s in hits]}
+            if rest == ["snapshot"] and method == "POST":
+                target = body.get("target") if isinstance(body, dict) else None
+                if not isinstance(target, str) or not target:
+                    return 400, {"error": "body needs a 'target' namespace"}
+                if self.namespaces.get(target):
+                    return 409, {"error": f"namespace {target} exists"}
+                self.namespaces[target] = copy.deepcopy(store)
+                return 201, {"namespace": target, "count": len(store)}
+        return 405, {"error": f"{method} not allowed on {path}"}
+
+
+def _make_handler(server: ProductServer) -> type[BaseHTTPRequestHandler]:
+    class _H(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+            pass
+
+        def _serve(self) -> None:
+            n = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(n) if n else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except json.JSONDecodeError:
+                status, payload = 400, {"error": "body is not JSON"}
+            else:
+                if server.delay:
+                    time.sleep(server.delay)
+                status, payload = server.handle(self.command, self.path, self.headers.get("Authorization"), body)
+            data = b"" if payload is None else json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                if data:
+                    self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout tests)
+                pass
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve  # noqa: N815 - stdlib names
+
+    return _H
+
+
+@contextmanager
+def start_product_server(token: str) -> Iterator[ProductServer]:
+    state = ProductServer(token=token)
+    with serve_on_loopback(_make_handler(state)) as port:
+        state.port = port
+        yield state

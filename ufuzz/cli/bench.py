@@ -1,0 +1,57 @@
+"""``ufuzz bench``: strategies against baselines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ufuzz.cli.options import parse_opts
+
+
+@click.command()
+@click.option("--backend", default="embedded", show_default=True, help="Registered backend name.")
+@click.option("--budget", type=click.IntRange(min=1), default=2000, show_default=True, help="Executions per run.")
+@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True, help="Runs per strategy.")
+@click.option("--strategies", default=",".join(("full", "random", "query-only", "state-only", "no-feedback")),
+              show_default=True, help="Comma-separated strategy names, or 'all'.")
+@click.option("--seeds", type=click.Path(dir_okay=False), default=None, help="Seed suite JSONL (default: shipped suite).")
+@click.option("--seed", "base_seed", type=int, default=0, show_default=True,
+              help="Base random seed: run i uses seed base+i.")
+@click.option("--k", type=click.IntRange(min=1, max=100), default=5, show_default=True, help="Top-k retrieved.")
+@click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help="Backend option (repeatable).")
+@click.option("--config", "config_file", default=None, help="Backend config file (TOML), e.g. for --backend http.")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Output directory (default reports/bench-<backend>).")
+@click.option("--no-replay", is_flag=True, help="Skip replaying the failures of each run.")
+def bench(backend: str, budget: int, runs: int, strategies: str, seeds: str | None, base_seed: int, k: int,
+          opts: tuple[str, ...], config_file: str | None, out: str | None, no_replay: bool) -> None:
+    """Compare search strategies: UF@B, Cov@B and curves, mean ± std over runs."""
+    from ufuzz.backends.protocol import BackendError, BackendUnavailable
+    from ufuzz.reports.bench import BenchConfig, parse_strategies, render_table, run_bench
+    from ufuzz.seeds.io import SeedFileError
+
+    try:
+        names = parse_strategies(strategies)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--strategies'") from None
+    if seeds is not None and not Path(seeds).is_file():
+        raise click.BadParameter(f"no such file: {seeds}", param_hint="'--seeds'")
+    options = parse_opts(opts)
+    if config_file:
+        options.setdefault("config", config_file)
+    cfg = BenchConfig(backend=backend, budget=budget, runs=runs, strategies=names, seeds=seeds, options=options,
+                      out=out, base_seed=base_seed, replay=not no_replay, k=k)
+    try:
+        result = run_bench(cfg, echo=lambda m: click.echo(m, err=True))
+    except SeedFileError as exc:
+        raise click.ClickException(str(exc)) from None
+    except KeyError as exc:
+        raise click.ClickException(str(exc).strip("'\"")) from None
+    except BackendUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+    except (BackendError, ValueError) as exc:
+        raise click.ClickException(f"backend {backend!r}: {exc}") from None
+    click.echo(render_table(result))
+    click.echo(f"wrote {cfg.out_dir / 'bench.json'}, bench.md and curves.svg; total {result['wall_seconds']:.0f} s"
+               + (" (interrupted)" if result["interrupted"] else ""))

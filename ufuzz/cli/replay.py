@@ -1,0 +1,32 @@
+"""``ufuzz replay``: re-run a campaign's unique failures on a fresh backend."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("campaign_dir", type=click.Path(file_okay=False))
+@click.option("--db", default=None, help="SQLAlchemy URL if the corpus is not the campaign dir's SQLite file.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def replay(campaign_dir: str, db: str | None, as_json: bool) -> None:
+    """Rebuild every unique failure of a campaign on a fresh backend and check that it reproduces."""
+    from ufuzz.backends.protocol import BackendError
+    from ufuzz.engine.replay import replay_campaign
+    from ufuzz.reports.replay import render_replay
+
+    if not Path(campaign_dir).is_dir():
+        raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")
+    try:
+        report = replay_campaign(Path(campaign_dir), db)
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        raise click.ClickException(str(exc).strip("'\"")) from None
+    except BackendError as exc:
+        raise click.ClickException(f"cannot start the campaign's backend: {exc}") from None
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str))
+    else:
+        click.echo(render_replay(report))

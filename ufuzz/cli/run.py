@@ -1,0 +1,133 @@
+"""``ufuzz run``: a fuzzing campaign, with a live status line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ufuzz.cli.options import parse_opts
+
+
+@click.command()
+@click.option("--backend", default="embedded", show_default=True, help="Registered backend name (see `ufuzz backends`).")
+@click.option("--seeds", type=click.Path(dir_okay=False), default=None, help="Seed suite JSONL (default: shipped suite).")
+@click.option("--budget", type=click.IntRange(min=1), default=2000, show_default=True,
+              help="Executions of U(q, M) on the backend (parents and mutants; cached parents not re-counted).")
+@click.option("--seed", "rng_seed", type=int, default=0, show_default=True, help="Random seed (determinism).")
+@click.option("--k", type=click.IntRange(min=1, max=100), default=5, show_default=True, help="Top-k retrieved.")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Campaign directory (default campaigns/<time>).")
+@click.option("--db", default=None, help="SQLAlchemy URL of the corpus store (default: SQLite in the campaign dir).")
+@click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help="Backend option (repeatable).")
+@click.option("--config", "config_file", default=None, help="Backend config file (TOML), e.g. for --backend http.")
+@click.option("--strategy", default="full", show_default=True, help="Search strategy (see `ufuzz strategies`).")
+@click.option("--p", "rbo_p", type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True), default=0.9,
+              show_default=True, help="RBO persistence for divergence.")
+@click.option("--llm-base-url", default=None, help="OpenAI-compatible endpoint for the LLM uses.")
+@click.option("--llm-model", default=None, help="Model name at that endpoint.")
+@click.option("--llm-api-key-env", default="OPENAI_API_KEY", show_default=True,
+              help="Environment variable holding the API key (never logged).")
+@click.option("--llm-uses", default="", help="Comma-separated LLM uses: paraphrase,answer,judge.")
+@click.option("--explore-share", type=click.FloatRange(min=0.0, max=1.0, max_open=True), default=0.0,
+              show_default=True, help="Chance that a step mutates a retained mutant while seed obligations remain "
+                                      "(0 = obligations strictly first; strategy 'interleaved' uses 0.25).")
+@click.option("--isolation", type=click.Choice(["auto", "process", "none"]), default="auto", show_default=True,
+              help="Run the backend in a recyclable worker process: auto = for native libraries "
+                   "(mem0, graphiti, a-mem), process = always, none = in the fuzzer's process.")
+@click.option("--worker-max-rss-mb", type=click.FloatRange(min=0), default=None,
+              help="Recycle the backend worker when its resident memory passes this many MB "
+                   "(default: a third of physical memory; 0 = never).")
+@click.option("--worker-recycle", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Recycle the backend worker after this many backend calls (0 = no limit).")
+@click.option("--worker-timeout", type=click.FloatRange(min=0, min_open=True), default=600, show_default=True,
+              help="Seconds one backend call may take before the worker is killed (an error record).")
+@click.option("--force", is_flag=True, help="Overwrite an existing campaign directory.")
+@click.option("--quiet", is_flag=True, help="No live status line.")
+def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out: str | None, db: str | None,
+        opts: tuple[str, ...], config_file: str | None, strategy: str, rbo_p: float, llm_base_url: str | None,
+        llm_model: str | None, llm_api_key_env: str, llm_uses: str, explore_share: float, isolation: str, worker_max_rss_mb: float | None,
+        worker_recycle: int, worker_timeout: float, force: bool, quiet: bool) -> None:
+    """Run a fuzzing campaign."""
+    import time
+
+    from ufuzz.backends.protocol import BackendError, BackendUnavailable
+    from ufuzz.engine.campaign import Campaign, CampaignConfig
+    from ufuzz.engine.strategies import apply_strategy, strategy_names
+    from ufuzz.seeds.io import SeedFileError
+
+    options = parse_opts(opts)
+    if config_file:
+        options.setdefault("config", config_file)
+    if strategy not in strategy_names():
+        raise click.BadParameter(f"unknown strategy {strategy!r}; one of: {', '.join(strategy_names())}",
+                                 param_hint="'--strategy'")
+    out_dir = Path(out or f"campaigns/{time.strftime('%Y%m%d-%H%M%S')}")
+    if (out_dir / "corpus.sqlite").exists() and not force and db is None:
+        raise click.UsageError(f"{out_dir} already holds a campaign; pass --force to overwrite or choose --out")
+    uses = tuple(u.strip() for u in llm_uses.split(",") if u.strip())
+    try:
+        cfg = CampaignConfig(backend=backend, backend_options=options, seeds=seeds, budget=budget, seed=rng_seed,
+                             k=k, out=str(out_dir), db=db, p=rbo_p, llm_base_url=llm_base_url, llm_model=llm_model,
+                             llm_api_key_env=llm_api_key_env, llm_uses=uses, explore_share=explore_share,
+                             isolation=isolation,
+                             worker_max_rss_mb=worker_max_rss_mb, worker_recycle=worker_recycle,
+                             worker_timeout=worker_timeout)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    apply_strategy(cfg, strategy)
+    if force and out_dir.exists():
+        import shutil
+
+        shutil.rmtree(out_dir)
+    try:
+        campaign = Campaign(cfg)
+    except SeedFileError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        summary = _run_with_status(campaign, quiet)
+    except BackendUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+    except KeyError as exc:
+        raise click.BadParameter(str(exc.args[0]) if exc.args else str(exc), param_hint="'--backend'") from None
+    except (BackendError, ValueError) as exc:
+        raise click.ClickException(f"backend {backend!r}: {exc}") from None
+    _print_summary(summary, out_dir)
+    if summary["status"] == "interrupted":
+        sys.exit(130)
+
+
+def _run_with_status(campaign, quiet: bool) -> dict[str, Any]:
+    if quiet or not sys.stderr.isatty():
+        return campaign.run()
+    from rich.console import Console
+    from rich.live import Live
+    from rich.text import Text
+
+    console = Console(stderr=True)
+
+    def line(p) -> Text:
+        cov = f"{p.coverage}/{p.coverage_total}" if p.coverage_total else str(p.coverage)
+        return Text(f"execs {p.executions}/{p.budget}  phase {p.phase}  uncovered {p.uncovered_obligations}  "
+                    f"valid {p.mutants_valid}  rejected {p.mutants_rejected}  retained {p.retained}  "
+                    f"coverage {cov}  unique failures {p.unique_failures}  errors {p.errors}")
+
+    with Live(line(campaign.progress), console=console, refresh_per_second=4, transient=False) as live:
+        return campaign.run(on_progress=lambda p: live.update(line(p)))
+
+
+def _print_summary(s: dict[str, Any], out_dir: Path) -> None:
+    click.echo(f"campaign {s['campaign']} {s['status']}: {s['executions']} executions "
+               f"(budget {s['budget']}), {s['mutants_valid']} valid mutants, {s['mutants_rejected']} rejected, "
+               f"{s['retained']} retained")
+    click.echo(f"coverage {s['coverage']}/{s['coverage_total']} memories; obligations "
+               f"{s['obligations_covered']}/{s['obligations']}; errors {s['errors']}")
+    if s.get("worker"):
+        w = s["worker"]
+        click.echo(f"backend worker: {w['starts']} start(s), {w['recycles']} recycled, {w['crashes']} crashed, "
+                   f"{w['rebuilds']} states rebuilt, peak {w['peak_rss_mb']:.0f} MB")
+    click.echo(f"unique failures: {s['unique_failures']}")
+    for op, n in sorted(s["failures_by_operator"].items()):
+        click.echo(f"  {op:16s} {n}")
+    click.echo(f"results in {out_dir}")
