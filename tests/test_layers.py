@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1] / "ufuzz"
 #: Lower ranks are lower layers. A package may import its own modules and any package of a lower rank; two
 #: packages of one rank are independent of each other.
 RANK = {
-    "model": 0, "jsonl": 0,
+    "model": 0, "jsonl": 0, "plugins": 0,
     "seeds": 1, "llm": 1,
     "backends": 2,
     "operators": 3, "oracles": 3,
@@ -35,7 +35,9 @@ def _imports(path: Path) -> set[str]:
     out = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "ufuzz" or node.module.startswith("ufuzz."):
+            if node.module == "ufuzz":  # from ufuzz import plugins
+                out.update(f"ufuzz.{a.name}" for a in node.names)
+            elif node.module.startswith("ufuzz."):
                 out.add(node.module)
         elif isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.startswith("ufuzz."))

@@ -17,7 +17,7 @@ import pytest
 def test_signal_writes_summary_and_exits_130(tmp_path, sig, code):
     out = tmp_path / "c"
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "ufuzz.cli", "run", "--budget", "100000", "--out", str(out),
+    proc = subprocess.Popen([sys.executable, "-m", "ufuzz", "run", "--budget", "100000", "--out", str(out),
                              "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log = out / "campaign.log"
     deadline = time.time() + 240

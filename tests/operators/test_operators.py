@@ -30,10 +30,10 @@ def _suitable(name: str, case: FuzzCase) -> bool:
         return any(v != getattr(f, k) for k in ("entity", "attribute") for v in d.absent_targets.get(k, ()))
     if name == "update":
         act = prov.active(f.entity, f.attribute)
-        return "update" in d.memory_ops and act is not None and any(v != act.value for v in d.value_pool)
+        return d.allows("update") and act is not None and any(v != act.value for v in d.value_pool)
     if name == "delete":
-        return "delete" in d.memory_ops and bool(prov.facts_for(f.entity, f.attribute))
-    return "unrelated_edit" in d.memory_ops
+        return d.allows("delete") and bool(prov.facts_for(f.entity, f.attribute))
+    return d.allows("unrelated_edit")
 
 
 @pytest.mark.parametrize("name", [*QUERY_OPS, *STATE_OPS])

@@ -167,7 +167,7 @@ def test_memops_updates_traps_and_deletes(tmp_path):
     assert res.dropped == {"no_fields": 1, "reference_mismatch": 1}
     seed, ref = by_text(s, "Where does Dana work now?")
     assert (ref.answer, ref.supporting, ref.invalidated) == ("Globex", ("t3",), ("t1",))
-    assert "update" in seed.descriptor.memory_ops
+    assert seed.descriptor.allows("update")
     assert seed.descriptor.replacement_targets["recency_trap"] == ("Initech",)
     facts = s.checkpoint_of(seed).facts
     assert [f.value for f in facts if f.attribute == "employer"] == ["Acme", "Globex"]  # history, no Initech

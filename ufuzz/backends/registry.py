@@ -5,28 +5,21 @@ An outside package registers its own backend in its pyproject::
     [project.entry-points."ufuzz.backends"]
     mystore = "mystore_ufuzz:MyStoreBackend"
 
-``register`` adds one at run time (tests, notebooks). Built-in adapters are also listed here so that a
-source checkout without installed metadata still finds them.
+``register`` adds one at run time (tests, notebooks). Built-in adapters are the named
+:class:`~ufuzz.backends.protocol.MemoryBackend` subclasses of this package's modules (:mod:`ufuzz.plugins`):
+a new adapter is one module, listed nowhere else.
 """
 
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from ufuzz import plugins
 from ufuzz.backends.protocol import BackendUnavailable, MemoryBackend
 
 GROUP = "ufuzz.backends"
-
-BUILTIN: dict[str, str] = {
-    "embedded": "ufuzz.backends.embedded:EmbeddedBackend",
-    "a-mem": "ufuzz.backends.amem:AMemBackend",
-    "http": "ufuzz.backends.http:HttpBackend",
-    "graphiti": "ufuzz.backends.graphiti:GraphitiBackend",
-    "mem0": "ufuzz.backends.mem0:Mem0Backend",
-}
 
 _runtime: dict[str, type[MemoryBackend]] = {}
 
@@ -37,9 +30,7 @@ def register(name: str, cls: type[MemoryBackend]) -> None:
 
 def available() -> dict[str, str]:
     """name -> 'module:Class' for every known backend (entry points override built-ins)."""
-    found = dict(BUILTIN)
-    for ep in entry_points(group=GROUP):
-        found[ep.name] = ep.value
+    found = plugins.discover("ufuzz.backends", MemoryBackend, GROUP)
     for name, cls in _runtime.items():
         found[name] = f"{cls.__module__}:{cls.__qualname__}"
     return dict(sorted(found.items()))

@@ -28,7 +28,7 @@ from ufuzz.engine.executor import Executor
 from ufuzz.engine.feedback import Ablation, FeedbackState
 from ufuzz.engine.scheduler import NO_MUTANT, Scheduler, SchedulerConfig, StepOutcome, Task
 from ufuzz.model import Execution, FuzzCase, Reference, SeedSuite
-from ufuzz.operators import all_operators
+from ufuzz.operators import create_all
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView
 from ufuzz.oracles.expectations import Failure
 from ufuzz.oracles.oracle import Oracle
@@ -264,9 +264,7 @@ class Campaign:
     def _loop(self, on_progress: Callable[[Progress], None] | None) -> None:
         cfg = self.config
         realizer, reader, judge = self._llm_uses()
-        self.operators = all_operators(realizer=realizer)
-        if cfg.operators:
-            self.operators = {k: v for k, v in self.operators.items() if k in cfg.operators}
+        self.operators = create_all(realizer=realizer, only=tuple(cfg.operators) if cfg.operators else None)
         self.executor = ex_ = Executor(self.backend, self.suite.checkpoints, k=cfg.k, reader=reader,
                                        max_live_states=cfg.max_live_states)
         hidden = ex_.hidden

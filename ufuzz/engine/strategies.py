@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from ufuzz.operators import OPERATOR_NAMES, QUERY_OPERATORS, STATE_OPERATORS
+from ufuzz.operators import names as operator_names
 
 BASE = ("full", "random", "query-only", "state-only", "no-feedback")
 EXTRA = ("interleaved",)
@@ -22,7 +22,7 @@ SIGNALS = ("coverage", "novelty", "divergence")
 
 
 def strategy_names() -> list[str]:
-    return [*BASE, *EXTRA, *(f"no-{op.replace('_', '-')}" for op in OPERATOR_NAMES), *(f"no-{s}" for s in SIGNALS)]
+    return [*BASE, *EXTRA, *(f"no-{op.replace('_', '-')}" for op in operator_names()), *(f"no-{s}" for s in SIGNALS)]
 
 
 def apply_strategy(cfg, name: str):
@@ -33,9 +33,9 @@ def apply_strategy(cfg, name: str):
     if name == "random":
         cfg.obligation_first, cfg.retain = False, False
     elif name == "query-only":
-        cfg.operators = QUERY_OPERATORS
+        cfg.operators = operator_names("query")
     elif name == "state-only":
-        cfg.operators = STATE_OPERATORS
+        cfg.operators = operator_names("state")
     elif name == "no-feedback":
         cfg.retain = False
     elif name == "interleaved":
@@ -44,5 +44,5 @@ def apply_strategy(cfg, name: str):
         cfg.ablation = {**cfg.ablation, f"use_{name[3:]}": False}
     elif name.startswith("no-"):
         op = name[3:].replace("-", "_")
-        cfg.operators = tuple(o for o in OPERATOR_NAMES if o != op)
+        cfg.operators = tuple(o for o in operator_names() if o != op)
     return cfg

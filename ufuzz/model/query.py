@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 #: Temporal scope of a query: the value valid now, the one valid before the latest change, or unscoped.
 SCOPES = ("current", "previous", "any")
 
-#: Memory operations a descriptor may declare as supported for a seed.
-MEMORY_OPS = ("update", "delete", "unrelated_edit")
+_OP_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -66,28 +66,37 @@ class MutationDescriptor:
 
     ``replacement_targets`` maps a query field (``entity``/``attribute``/``scope``) to values the checkpoint
     supports for this query; ``absent_targets`` maps a field to type-compatible values the checkpoint has
-    no fact for; ``memory_ops`` lists supported memory operations (subset of ``MEMORY_OPS``);
-    ``value_pool`` gives type-compatible fresh values an update may write.
+    no fact for; ``memory_ops`` restricts the memory-state operators that apply (``None``: every state operator,
+    so a new operator needs no change to existing seeds); ``value_pool`` gives type-compatible fresh values an
+    update may write.
     """
 
     answer_fields: tuple[str, ...] = ("entity", "attribute", "scope")
     replacement_targets: dict[str, tuple[str, ...]] = field(default_factory=dict)
     absent_targets: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    memory_ops: tuple[str, ...] = MEMORY_OPS
+    memory_ops: tuple[str, ...] | None = None
     value_pool: tuple[str, ...] = ()
 
+    def allows(self, operator: str) -> bool:
+        """Whether the memory-state operator ``operator`` applies to this seed."""
+        return self.memory_ops is None or operator in self.memory_ops
+
     def to_dict(self) -> dict[str, Any]:
-        return {"answer_fields": list(self.answer_fields),
-                "replacement_targets": {k: list(v) for k, v in self.replacement_targets.items()},
-                "absent_targets": {k: list(v) for k, v in self.absent_targets.items()},
-                "memory_ops": list(self.memory_ops), "value_pool": list(self.value_pool)}
+        d = {"answer_fields": list(self.answer_fields),
+             "replacement_targets": {k: list(v) for k, v in self.replacement_targets.items()},
+             "absent_targets": {k: list(v) for k, v in self.absent_targets.items()},
+             "value_pool": list(self.value_pool)}
+        if self.memory_ops is not None:
+            d["memory_ops"] = list(self.memory_ops)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MutationDescriptor:
-        ops = tuple(str(o) for o in d.get("memory_ops", MEMORY_OPS))
-        bad = [o for o in ops if o not in MEMORY_OPS]
+        raw = d.get("memory_ops")
+        ops = None if raw is None else tuple(str(o) for o in raw)
+        bad = [o for o in ops or () if not _OP_NAME.fullmatch(o)]
         if bad:
-            raise ValueError(f"unknown memory op(s) {bad}; allowed: {list(MEMORY_OPS)}")
+            raise ValueError(f"memory op names are lower-case operator names, not {bad}")
         return cls(answer_fields=tuple(d.get("answer_fields", ("entity", "attribute", "scope"))),
                    replacement_targets={str(k): tuple(str(x) for x in v)
                                         for k, v in (d.get("replacement_targets") or {}).items()},

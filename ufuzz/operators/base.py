@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
 
 from ufuzz.backends.protocol import MemoryBackend, OpResult, StateHandle, StoredMemory
 from ufuzz.model import FuzzCase, Memory, Provenance, Query, Reference, StateOp
@@ -74,10 +75,23 @@ class Rejected(Exception):
 
 
 class Operator(ABC):
+    """A mutation operator. A named subclass in a module of ``ufuzz.operators`` is registered by that alone
+    (:mod:`ufuzz.operators.registry`); another package registers one through the ``ufuzz.operators``
+    entry-point group."""
+
     name: str = "abstract"
     kind: str = "query"  # "query" or "state"
     #: True when the mutant must behave like its parent (paraphrase, unrelated edit)
     meaning_preserving: bool = False
+    #: place in a campaign's operator list (ties by name): it fixes the order of the moves the campaign's
+    #: random choices see, so it is part of what makes a campaign reproducible
+    order: int = 100
+
+    @classmethod
+    def create(cls, *, realizer: Any = None) -> Operator:
+        """A fresh instance for one campaign. ``realizer`` is the optional LLM paraphrase realizer; operators
+        that do not word text ignore it."""
+        return cls()
 
     @abstractmethod
     def targets(self, case: FuzzCase) -> list[str]:

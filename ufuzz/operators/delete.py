@@ -18,9 +18,10 @@ from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdic
 class Delete(Operator):
     name = "delete"
     kind = "state"
+    order = 50
 
     def targets(self, case: FuzzCase) -> list[str]:
-        if "delete" not in case.descriptor.memory_ops:
+        if not case.descriptor.allows(self.name):
             return []
         f = case.query.fields
         facts = case.provenance.facts_for(f.entity, f.attribute)

@@ -72,7 +72,12 @@ def _restrictions(text: str) -> set[str]:
 class Paraphrase(Operator):
     name = "paraphrase"
     kind = "query"
+    order = 10
     meaning_preserving = True
+
+    @classmethod
+    def create(cls, *, realizer=None) -> Paraphrase:
+        return cls(realizer)
 
     def __init__(self, realizer=None) -> None:
         self.realizer = realizer

@@ -26,6 +26,7 @@ def parse_target(target: str) -> tuple[str, str]:
 class TargetChange(Operator):
     name = "target_change"
     kind = "query"
+    order = 20
 
     def targets(self, case: FuzzCase) -> list[str]:
         out = []

@@ -32,10 +32,11 @@ NEUTRAL = (
 class UnrelatedEdit(Operator):
     name = "unrelated_edit"
     kind = "state"
+    order = 60
     meaning_preserving = True
 
     def targets(self, case: FuzzCase) -> list[str]:
-        if "unrelated_edit" not in case.descriptor.memory_ops:
+        if not case.descriptor.allows(self.name):
             return []
         out = ["add"]
         if self._update_candidates(case):

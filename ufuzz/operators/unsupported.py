@@ -21,6 +21,7 @@ from ufuzz.seeds import wording
 class Unsupported(Operator):
     name = "unsupported"
     kind = "query"
+    order = 30
 
     def targets(self, case: FuzzCase) -> list[str]:
         return [f"{field}={value}" for field in ("entity", "attribute")

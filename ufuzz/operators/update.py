@@ -21,9 +21,10 @@ from ufuzz.operators.statewrite import later_timestamp, latest_evidence, mention
 class Update(Operator):
     name = "update"
     kind = "state"
+    order = 40
 
     def targets(self, case: FuzzCase) -> list[str]:
-        if "update" not in case.descriptor.memory_ops:
+        if not case.descriptor.allows(self.name):
             return []
         f = case.query.fields
         if case.provenance.active(f.entity, f.attribute) is None:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.model import (
-    MEMORY_OPS,
     Checkpoint,
     Entity,
     Fact,
@@ -340,7 +339,7 @@ def _descriptor(rng: random.Random, cp: Checkpoint, prov: Provenance, fields: Qu
         absent["attribute"] = lacking
     vtype = ATTRIBUTES[fields.attribute].value_type
     fresh = [v for v in pools.POOLS[vtype] if not _mentioned(v, cp) and v not in absent["entity"]]
-    return MutationDescriptor(replacement_targets=repl, absent_targets=absent, memory_ops=MEMORY_OPS,
+    return MutationDescriptor(replacement_targets=repl, absent_targets=absent, memory_ops=None,
                               value_pool=tuple(rng.sample(fresh, 5)))
 
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.model import (
-    MEMORY_OPS,
     Checkpoint,
     Entity,
     Fact,
@@ -309,7 +308,7 @@ class Builder:
         elif p.answer is None:
             ops = ("unrelated_edit",)
         else:
-            ops = MEMORY_OPS
+            ops = None  # every memory-state operator
         return MutationDescriptor(replacement_targets=replacement, absent_targets=absent, memory_ops=ops,
                                   value_pool=pool)
 

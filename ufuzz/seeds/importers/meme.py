@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ufuzz.model import MEMORY_OPS, Entity, Fact, Memory, Provenance, QueryFields
+from ufuzz.model import Entity, Fact, Memory, Provenance, QueryFields
 from ufuzz.seeds.importers._common import (
     Builder,
     ImportResult,
@@ -173,6 +173,6 @@ def _episode(b: Builder, rec: Any, extractor: Extractor | None) -> None:
                  "cascade_dependents": tuple(sorted(downstream.get(k, ())))}
         pending.append(Pending(qid=f"meme:{eid}:{qid}", text=q["question"], fields=fields, answer=answer,
                                supporting=ref.supporting if answer is not None else (), extra_targets=extra,
-                               memory_ops=MEMORY_OPS if answer is not None else None))
+                               memory_ops=None if answer is not None else ("unrelated_edit",)))
     b.add_checkpoint(f"meme-cp:{eid}", memories, pending,
                      entities=[Entity(n, "person") for n in sorted(names)], base_facts=facts)

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ufuzz.model import MEMORY_OPS, Entity, Fact, Memory, Provenance, QueryFields, Rubric
+from ufuzz.model import Entity, Fact, Memory, Provenance, QueryFields, Rubric
 from ufuzz.seeds.importers._common import (
     Builder,
     ImportResult,
@@ -184,7 +184,7 @@ def _episode(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> N
         ref = prov.reference_for(qid, fields)
         pending.append(Pending(qid=f"memops:{eid}:{qid}", text=q["question"], fields=fields, answer=answer,
                                supporting=ref.supporting if answer is not None else (),
-                               extra_targets={"recency_trap": tuple(traps.get(k, []))}, memory_ops=MEMORY_OPS,
+                               extra_targets={"recency_trap": tuple(traps.get(k, []))}, memory_ops=None,
                                rubric=Rubric(tuple(must), tuple(must_not)) or None))
     b.add_checkpoint(f"memops-cp:{eid}", memories, pending, entities=[Entity(n, "person") for n in names],
                      base_facts=base)
