@@ -122,7 +122,6 @@ def load(path: str | Path, *, extractor: Extractor | None = None, name: str | No
 class _Probe:
     phase: str
     position: int | None
-    timestamp: datetime | None
     questions: list[Any]
 
 
@@ -151,8 +150,7 @@ def _episode(rec: Any, b: Builder) -> _Episode:
             raise RecordError(f"field '{phase}_questions' must be object, got {type(block).__name__}")
         qs = need(block, "questions", list, f"{phase}_questions")
         pos = block.get("position_after_session")
-        probes.append(_Probe(phase, pos if isinstance(pos, int) and not isinstance(pos, bool) else None,
-                             parse_timestamp(block.get("timestamp")), qs))
+        probes.append(_Probe(phase, pos if isinstance(pos, int) and not isinstance(pos, bool) else None, qs))
     edges = None
     raw_edges = rec.get("dependency_edges_used")
     if raw_edges is not None:
@@ -195,7 +193,7 @@ def _walkthrough(rec: dict[str, Any], b: Builder) -> _Episode:
         pos = ep.get(f"probe_{phase}_idx")
         if questions[phase]:
             probes.append(_Probe(phase, pos if isinstance(pos, int) and not isinstance(pos, bool) else None,
-                                 parse_timestamp(ep.get(f"probe_{phase}_timestamp")), questions[phase]))
+                                 questions[phase]))
     root = ep.get("root") if isinstance(ep.get("root"), str) else None
     return _Episode(str(eid), root, sessions, probes, None)
 
@@ -357,10 +355,11 @@ def _dependents(ep: _Episode, b: Builder) -> dict[str, set[str]]:
         return deps
     cascading = {e for p in ep.probes for q in p.questions if isinstance(q, dict)
                  and task_tag(q.get("task_type")) in ("Cas", "Abs") for e in _question_slots(q)}
-    if cascading and ep.root is None:
+    root = ep.root
+    if cascading and root is None:
         b.warnings["cascade_without_dependencies"] += 1
-    elif cascading:
-        deps[ep.root] = cascading - {ep.root}  # type: ignore[index]
+    elif cascading and root is not None:
+        deps[root] = cascading - {root}
     return deps
 
 
