@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ufuzz.cli import main
 from ufuzz.seeds.importers import SeedImportError, import_file
@@ -203,3 +205,71 @@ def test_short_campaign_on_imported_meme_suite(tmp_path):
     assert summary["status"] == "finished" and summary["executions"] == 80
     assert summary["errors"] == 0
     assert summary["mutants_valid"] > 0
+
+
+# -- property: the MEME replay agrees with a plain model of the benchmark's rules ---------------------------
+_VALUES = ("Ada Park", "Bo Lind", "Cy Moss")
+_EVENT = st.one_of(
+    st.tuples(st.just("set"), st.sampled_from(["team_lead", "reviewer"]), st.sampled_from(_VALUES)),
+    st.tuples(st.just("delete"), st.sampled_from(["team_lead", "reviewer"]), st.sampled_from(_VALUES)),
+    st.tuples(st.just("cond"), st.just("reviewer"), st.sampled_from(_VALUES)))
+
+
+def _model(events):
+    """The rules as MEME states them: a new value supersedes, a delete request of the current value removes
+    it, a change of the team lead hands the reviewer slot its pre-declared value or leaves it unknown."""
+    cur, pending = {}, {}
+    for kind, slot, value in events:
+        if kind == "cond":
+            pending[slot] = value
+        elif kind == "delete":
+            if cur.get(slot) == value:
+                del cur[slot]
+        elif cur.get(slot) != value:
+            changed = slot in cur
+            cur[slot] = value
+            if changed and slot == "team_lead":
+                if "reviewer" in pending:
+                    cur["reviewer"] = pending.pop("reviewer")
+                else:
+                    cur.pop("reviewer", None)
+    return cur
+
+
+def _episode_file(events):
+    text = {"set": "The {s} is {v}.", "delete": "The {s} is {v}. Please delete that from your memory.",
+            "cond": "If the team lead changes, the {s} will be {v}."}
+    sessions = []
+    for i, (kind, slot, value) in enumerate(events):
+        line = text[kind].format(s=slot.replace("_", " "), v=value)
+        sessions.append({"session_id": f"e{i}", "type": "evidence", "timestamp": f"2023/01/{i + 1:02d} (Sun) 10:00",
+                         "conversation": [{"role": "user", "content": line}, {"role": "assistant", "content": "Noted."}],
+                         "gold_facts": [{"entity": slot, "value": value, "fact_text": line, "conveyed_in_turn": 0,
+                                         "notes": "Cascade-D: future value pre-declaration" if kind == "cond" else None}]})
+    questions = [{"task_type": tag, "question": f"Who is the {slot.replace('_', ' ')}? ({tag})", "gold_answer": gold,
+                  "entity": [slot]} for slot in ("team_lead", "reviewer") for tag, gold in
+                 [("ER", v) for v in _VALUES] + [("Del", "No — explicitly removed"), ("Abs", "Uncertain")]]
+    return [{"episode_id": "p", "root": "team_lead", "sessions": sessions,
+             "dependency_edges_used": [{"source": "team_lead", "target": "reviewer", "hop": 1}],
+             "after_questions": {"position_after_session": len(sessions) - 1, "questions": questions}}]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_EVENT, min_size=1, max_size=8))
+def test_meme_replay_agrees_with_the_rules(tmp_path, events):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(_episode_file(events)), encoding="utf-8")
+    suite = import_file("meme", path).suite
+    expected = _model(events)
+    got = {}
+    for seed in suite.seeds:
+        ref = suite.reference_of(seed)
+        slot = seed.query.fields.attribute.replace(" ", "_")
+        if not ref.abstain:
+            assert got.setdefault(slot, ref.answer) == ref.answer
+        else:
+            assert slot not in expected and ref.invalidated  # only a value the history removed abstains
+    for slot in ("team_lead", "reviewer"):
+        assert got.get(slot) == expected.get(slot), (slot, events)
+    if suite.seeds:
+        agree(suite)

@@ -32,7 +32,8 @@ turns of every session, filler included (id ``s<session index>:<turn index>``, t
 * a later value for a slot supersedes the earlier one (Tracking: the old value is an invalid fact, a stale
   answer);
 * a turn restating the current value and asking to delete/forget it (Deletion) invalidates the value
-  without successor; the deletion turn is evidence of the deleted value too;
+  without successor; the deletion turn is evidence of the deleted value too (a delete request for any other
+  value changes nothing, counted);
 * a conditional "if the team lead changes, X will be …" (``notes`` "Cascade-D: future value
   pre-declaration") is not a fact until its upstream slot changes; then it becomes the value (evidence:
   the declaration and the change turn) — Cascade;
@@ -53,6 +54,7 @@ dependency edges under the additive keys ``replacement_targets["cascade"]`` (ups
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -293,6 +295,7 @@ class _Value:
 @dataclass
 class _History:
     dependents: dict[str, set[str]]
+    warnings: Counter[str]
     slots: dict[str, list[_Value]] = field(default_factory=dict)
     pending: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
 
@@ -306,10 +309,13 @@ class _History:
             return
         cur = self.current(ev.slot)
         same = cur is not None and _norm(cur.value) == _norm(ev.value)
-        if same and ev.deletion:
-            assert cur is not None
-            cur.evidence.append(ev.memory_id)
-            cur.valid = False
+        if ev.deletion:  # a delete request is never a new value: it removes the current one or nothing
+            if same:
+                assert cur is not None
+                cur.evidence.append(ev.memory_id)
+                cur.valid = False
+            else:
+                self.warnings["deletion_of_unknown_value"] += 1
             return
         if same:
             assert cur is not None
@@ -397,7 +403,8 @@ def _import_episode(b: Builder, rec: Any) -> None:
             raise RecordError(f"field '{probe.phase}_questions.position_after_session' is {pos}, but the episode "
                               f"has sessions 0..{last}")
         memories = [m for sess in turns[:pos + 1] for m in sess if m is not None]
-        hist = _History(dependents)
+        # replay quirks are counted once, on the replay that covers the most sessions
+        hist = _History(dependents, b.warnings if pos == max(_positions(ep)) else Counter())
         for ev in events:
             if ev.session <= pos:
                 hist.apply(ev)
@@ -407,6 +414,13 @@ def _import_episode(b: Builder, rec: Any) -> None:
                    if (p := _question(b, ep, probe.phase, j, q, prov, memories, dependents, upstream)) is not None]
         b.add_checkpoint(f"meme-cp:{ep.eid}:{probe.phase}", memories, pending,
                          entities=[Entity(SUBJECT, SUBJECT)], base_facts=facts)
+
+
+def _positions(ep: _Episode) -> list[int]:
+    """Where the probes that get a checkpoint are asked (a ``before`` probe without position gets none)."""
+    last = len(ep.sessions) - 1
+    return [last if p.position is None else p.position for p in ep.probes
+            if p.position is not None or p.phase != "before"] or [last]
 
 
 def _question(b: Builder, ep: _Episode, phase: str, j: int, q: Any, prov: Provenance, memories: list[Memory],
