@@ -14,10 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ufuzz.cli import main
+from ufuzz.model import MEMORY_OPS, Provenance, SeedSuite
 from ufuzz.seeds.importers import SeedImportError, import_file
 from ufuzz.seeds.io import load_suite, write_suite
-from ufuzz.seeds.model import MEMORY_OPS, SeedSuite
-from ufuzz.seeds.provenance import Provenance
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
 MEME = FIX / "meme_filler_sample.json"
