@@ -218,36 +218,17 @@ def test_malformed_rubric_names_file_line_and_field(tmp_path, rubric, needle):
     assert str(err.value).startswith(f"{path}:{i + 1}: {needle}") and err.value.field == "rubric"
 
 
-# -- MEME --------------------------------------------------------------------------------------------------
-def test_meme_cascades_and_history(tmp_path):
-    res = import_file("meme", FIX / "meme_episodes.json")
-    s = res.suite
-    assert len(s.seeds) == 5
-    assert res.warnings == {"gold_fact_unknown_turn": 1, "dependency_unknown_fact": 1}
-    assert res.dropped == {"no_fields": 1}
-    seed, ref = by_text(s, "What time zone is Priya in?")
-    assert seed.query.fields.attribute == "time zone"  # from fact_text minus entity and value
-    assert (ref.answer, ref.supporting, ref.invalidated) == ("Japan Standard Time", ("s2:2",), ("s1:3",))
-    assert seed.descriptor.replacement_targets["cascade"] == ("Priya/lives",)
-    seed, ref = by_text(s, "Where does Priya live now?")
-    assert seed.descriptor.replacement_targets["cascade_dependents"] == ("Priya/time zone",)
-    seed, ref = by_text(s, "Which time zone was Priya in before the move to Tokyo?")
-    assert seed.query.fields.scope == "previous" and ref.answer == "Central European Time"
-    seed, ref = by_text(s, "When does Priya's team meet?")
-    assert seed.query.fields.entity == "Priya's team" and ref.answer == "9 am"
-    assert_references_agree(s)
-    roundtrip(s, tmp_path)
-
-
 # -- HaluMem -----------------------------------------------------------------------------------------------
 def test_halumem_prefix_checkpoints_and_updates(tmp_path):
     res = import_file("halumem", FIX / "halumem_users.jsonl")
     s = res.suite
     assert len(s.checkpoints) == 2 and len(s.seeds) == 4
-    assert res.warnings == {"original_memory_unmatched": 1, "timestamp_unparseable": 1, "evidence_unmatched": 1}
+    assert res.warnings == {"original_memory_unmatched": 1, "timestamp_unparseable": 1, "evidence_unmatched": 1,
+                            "interference_point_excluded": 1}
     assert res.dropped == {"no_evidence": 1, "no_fields": 1}
     first = s.checkpoints["halumem-cp:u-001:s0"]
-    assert len(first.memories) == 4  # only what was known when the session-0 question was asked
+    # only what was known when the session-0 question was asked, without the planted (interference) point
+    assert [m.id for m in first.memories] == ["s0:m1", "s0:m2", "s0:m3"]
     seed, ref = by_text(s, "Where does Martin work?")
     assert seed.query.fields.entity == "Martin Mark" and ref.answer == "Huaxin Consulting"
     seed, ref = by_text(s, "Where does Martin work now?")
@@ -333,8 +314,8 @@ def test_entity_and_scope_rules():
     ("longmemeval", '[{"question_id": 1,', "invalid JSON"),
     ("memops", '{"episodes": [{"episode_id": "e", "turns": 3, "operations": [], "questions": []}]}',
      "record 0 (e): field 'turns' must be list"),
-    ("meme", '{"episodes": [{"episode_id": "e", "sessions": [{"turns": []}], "questions": []}]}',
-     "sessions[0].session_id"),
+    ("meme", '[{"episode_id": "e", "sessions": [{"timestamp": "2023/03/01 (Wed) 09:00", "turns": []}]}]',
+     "record 0 (e): missing required field 'sessions[0].conversation'"),
     ("halumem", '{"uuid": "u", "sessions": [{"memory_points": "x"}]}\n{"uuid": "v"', ":2: invalid JSON line"),
     ("halumem", '', "empty file"),
 ])

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +133,55 @@ def each_record(path: Path, records: list[Any], id_key: str | None,
                 raise
             raise SeedImportError(path, f"malformed record ({type(exc).__name__}: {exc})", record=i,
                                   record_id=rid) from None
+
+
+_BENCH_TIME = re.compile(r"(\d{4})[/-](\d{1,2})[/-](\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(?:T|\s)?\s*"
+                         r"(?:(\d{1,2}):(\d{2})(?::(\d{2}))?)?\s*$")
+_HUMAN_TIME_FORMATS = ("%b %d, %Y, %H:%M:%S", "%b %d, %Y %H:%M:%S", "%B %d, %Y, %H:%M:%S", "%b %d, %Y")
+
+
+def parse_timestamp(raw: Any) -> datetime | None:
+    """A benchmark timestamp: ISO-8601, ``2023/03/05 (Sun) 11:24`` (LongMemEval, MEME) or ``Dec 15, 2025,
+    06:11:23`` (HaluMem). ``None`` when ``raw`` is none of these (the importer repairs or skips, counted)."""
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    text = raw.strip()
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        pass
+    m = _BENCH_TIME.match(text)
+    if m:
+        y, mo, d, h, mi, sec = (int(x) if x else 0 for x in m.groups())
+        try:
+            return datetime(y, mo, d, h, mi, sec)
+        except ValueError:
+            return None
+    for fmt in _HUMAN_TIME_FORMATS:
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    return None
+
+
+#: the memory-state operators a fact whose value is not verbatim in its evidence still supports
+WITHOUT_UPDATE = ("delete", "unrelated_edit")
+
+
+def memory_ops_for(value: str, latest_evidence_text: str | None) -> tuple[str, ...] | None:
+    """Memory operations an operator can carry out on a fact: every one (``None``) when the value is written
+    verbatim (whole words) in its latest evidence memory; otherwise not ``update``, which rewrites that
+    memory's text and would have to invent one."""
+    if value.strip() and latest_evidence_text and mentions_word([latest_evidence_text], value.strip()):
+        return None
+    return WITHOUT_UPDATE
+
+
+def latest_text(memories: Sequence[Memory], ids: Sequence[str]) -> str | None:
+    """Text of the latest (by timestamp) of the memories ``ids`` — the one an update rewrites."""
+    chosen = [m for m in memories if m.id in set(ids)]
+    return max(chosen, key=lambda m: (m.timestamp, m.id)).text if chosen else None
 
 
 def answer_text(value: Any) -> str | None:

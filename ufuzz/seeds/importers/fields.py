@@ -326,9 +326,12 @@ GENERIC_ATTRIBUTES = ("blood type", "shoe size", "licence plate number", "favour
 
 
 def mentions_word(texts: Sequence[str], word: str) -> bool:
-    """True when ``word`` occurs as a whole word (case-insensitive) in any of ``texts``."""
+    """True when ``word`` occurs as a whole word (case-insensitive) in any of ``texts``.
+
+    Whole word means no word character right before or after it — so values that start or end with
+    punctuation (``#aurora-pager``, ``lead approval for core/``) match too, where ``\\b`` would not."""
     w = word.lower()
-    pat = re.compile(rf"\b{re.escape(w)}\b")
+    pat = re.compile(rf"(?<!\w){re.escape(w)}(?!\w)")
     return any(w in t.lower() and pat.search(t.lower()) for t in texts)
 
 

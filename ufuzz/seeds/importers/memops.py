@@ -1,5 +1,12 @@
 """MemOps evidence files: explicit memory operations with validity, plus judged questions.
 
+Source of the format: none published. No MemOps dataset, loader or data card could be found in the public
+code and documentation indexes (searched: "MemOps" benchmark / dataset / memory operations, the GitHub
+repositories named memops — all unrelated: process-memory and hackathon projects —, and the field names
+``evidence_spans``/``judge_rubric``), so this importer reads the interchange format defined below, which is
+ufuzz's own: a benchmark or a user who records memory operations can export to it. Should MemOps publish its
+files, this module is the one to adapt.
+
 An episode is ``{episode_id, turns [{turn_id, timestamp, speaker, text}], operations [...], questions
 [...]}``. An operation is ``{op_id, type: add|update|delete, validity: confirmed|tentative|retracted,
 target ("Entity.attribute" or {entity, attribute}), old_value, new_value, evidence_spans}``; a span is
@@ -7,7 +14,7 @@ target ("Entity.attribute" or {entity, attribute}), old_value, new_value, eviden
 (null = abstain), judge_rubric {must_include, must_not_include}, target?}``.
 
 Mapping: confirmed add/update operations build each target's fact history (an update supersedes the
-earlier value, so its seeds carry update obligations: ``memory_ops`` includes ``update`` and
+earlier value, so its seeds carry update obligations: ``memory_ops`` allows ``update`` and
 provenance keeps the history); a confirmed delete supersedes the value without a successor (the
 question then abstains, the deleted value's memory is ``invalidated``). Tentative and retracted values are
 *recency traps*: they are listed in the descriptor under the additive key
@@ -33,6 +40,8 @@ from ufuzz.seeds.importers._common import (
     answer_text,
     each_record,
     finish,
+    latest_text,
+    memory_ops_for,
     need,
     read_records,
     snippets,
@@ -182,9 +191,11 @@ def _episode(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> N
         if any(not any(x.lower() in v for v in values) for x in must_not):
             b.warnings["rubric_value_unmapped"] += 1
         ref = prov.reference_for(qid, fields)
+        active = prov.active(*k)
+        ops = memory_ops_for(active.value, latest_text(memories, active.evidence)) if active else None
         pending.append(Pending(qid=f"memops:{eid}:{qid}", text=q["question"], fields=fields, answer=answer,
                                supporting=ref.supporting if answer is not None else (),
-                               extra_targets={"recency_trap": tuple(traps.get(k, []))}, memory_ops=None,
+                               extra_targets={"recency_trap": tuple(traps.get(k, []))}, memory_ops=ops,
                                rubric=Rubric(tuple(must), tuple(must_not)) or None))
     b.add_checkpoint(f"memops-cp:{eid}", memories, pending, entities=[Entity(n, "person") for n in names],
                      base_facts=base)
