@@ -26,6 +26,7 @@ BUILTIN: dict[str, str] = {
     "http": "ufuzz.backends.http:HttpBackend",
     "graphiti": "ufuzz.backends.graphiti:GraphitiBackend",
     "mem0": "ufuzz.backends.mem0:Mem0Backend",
+    "memos": "ufuzz.backends.memos:MemosBackend",
 }
 
 _runtime: dict[str, type[MemoryBackend]] = {}
