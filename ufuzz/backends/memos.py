@@ -38,6 +38,12 @@ Write modes (option ``write_mode``)
     items added). An extraction that yields no item stores nothing (the memory is then absent, which is what
     MemOS does). Not deterministic (the LLM decides).
 
+No answerer (``answers=False``): MemOS answers through ``MOSCore.chat`` (search the cube's text memory, put the
+memories in a system prompt, call the chat LLM). ``MOSCore`` cannot be constructed without a ``mem_reader`` whose
+chunker is chonkie (MemoryOS's ``mem-reader`` extra, not installed here) with the tokenizer ``gpt2`` fetched from
+the Hugging Face hub by default, and ``chat`` keeps a per-user chat history that would make answers depend on
+earlier queries; the fuzzer's own reader is used instead.
+
 Semantics the adapter reports (read from the installed source, ``memos/memories/textual/general.py`` and
 ``memos/vec_dbs/qdrant.py``):
 
