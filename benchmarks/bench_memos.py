@@ -27,7 +27,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ufuzz.backends.memos import MemosBackend  # noqa: E402
-from ufuzz.seeds.model import Checkpoint, Memory  # noqa: E402
+from ufuzz.model import Checkpoint, Memory  # noqa: E402
 
 PEOPLE = ["Lena", "Omar", "Pip", "Ines", "Tomas", "Yara", "Bo", "Kasia"]
 PLACES = ["Velmora", "Brask", "Orrin Bay", "Tessaly Heights", "Lisk", "Quillstone", "Harrowgate", "Mirefield"]

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tests.conformance import CONFORMANCE_CHECKS, tiny_checkpoint
+from tests.support.conformance import CONFORMANCE_CHECKS, tiny_checkpoint
 from ufuzz.backends import registry
 from ufuzz.backends.memos import INSTALL_HINT, MemosBackend
-from ufuzz.seeds.model import Checkpoint, Memory
+from ufuzz.model import Checkpoint, Memory
 
 REPO = Path(__file__).resolve().parents[2]
 HAVE_MEMOS = importlib.util.find_spec("memos") is not None and importlib.util.find_spec("qdrant_client") is not None
@@ -286,7 +286,7 @@ class ExtractionResponder:
 def llm():
     if not HAVE_MEMOS:
         pytest.skip("MemOS is not installed")
-    from tests.llm_server import start_llm_server
+    from tests.support.llm_server import start_llm_server
 
     responder = ExtractionResponder()
     with start_llm_server(responder, model="memos-rules") as srv:
