@@ -165,7 +165,7 @@ def test_cli_isolation_flags(tmp_path):
     from ufuzz.cli import main
 
     r = CliRunner().invoke(main, ["run", "--budget", "40", "--out", str(tmp_path / "c"), "--quiet", "--opt",
-                                  "retrieval=bm25", "--isolation", "process", "--worker-recycle", "150"])
+                                  "retrieval=bm25", "--isolation", "process", "--worker-recycle", "40"])
     assert r.exit_code == 0, r.output
     assert "backend worker: " in r.output and "recycled" in r.output
     summary = json.loads((tmp_path / "c" / "summary.json").read_text())
@@ -173,7 +173,7 @@ def test_cli_isolation_flags(tmp_path):
     st = CliRunner().invoke(main, ["status", str(tmp_path / "c")])
     assert st.exit_code == 0, st.output
     assert f"worker     {summary['worker']['starts']} start(s), {summary['worker']['recycles']} recycled" in st.output
-    assert "worker.recycle_every=150" in st.output  # nested backend facts flattened, not a dict repr
+    assert "worker.recycle_every=40" in st.output  # nested backend facts flattened, not a dict repr
     bad = CliRunner().invoke(main, ["run", "--budget", "5", "--out", str(tmp_path / "d"), "--isolation", "thread"])
     assert bad.exit_code == 2 and "--isolation" in bad.output
     assert not (tmp_path / "d").exists()

@@ -207,7 +207,7 @@ def test_describe_and_capabilities(make):
             ("embedded", mode, "rewrite", "tombstone", MODEL_NAME)
         c = b.capabilities
         assert c.copyable and c.visible_retrieval and c.deterministic and not c.answers
-        assert c.abstain_threshold == ABSTAIN[mode]
+        assert c.reader_threshold == ABSTAIN[mode]
 
 
 def test_registry_creates_embedded(tmp_path, embedder):
@@ -267,7 +267,7 @@ NOTHING_STORED = ["What is the capital of France?", "What is the best pizza topp
 def test_abstain_threshold_separates(make, mode):
     b = make(retrieval=mode)
     s = b.build(tiny_checkpoint())
-    thr = b.capabilities.abstain_threshold
+    thr = b.capabilities.reader_threshold
     for q, mid in ANSWERABLE:
         hits = {x.id: x.score for x in b.retrieve(s, q, 2)}
         assert hits.get(mid, -1.0) >= thr, (q, hits)
@@ -373,3 +373,23 @@ def test_fork_chains_keep_every_level_isolated(embedder):
     ForkChains.embedder = embedder
     run_state_machine_as_test(ForkChains, settings=settings(
         max_examples=40, stateful_step_count=30, deadline=None, suppress_health_check=list(HealthCheck)))
+
+
+def test_relevance_threshold_option_is_the_backends_own_cut_off(tmp_path):
+    """With relevance_threshold the embedded backend returns only what scores at or above it, and declares
+    it, so the selection level judges abstention against it; without it nothing is declared."""
+    from tests.support.conformance import tiny_checkpoint
+
+    plain = EmbeddedBackend(tmp_path / "a", {"retrieval": "bm25", "db": "memory"})
+    assert plain.capabilities.relevance_threshold is None
+    cut = EmbeddedBackend(tmp_path / "b", {"retrieval": "bm25", "db": "memory", "relevance_threshold": "1.0"})
+    assert cut.capabilities.relevance_threshold == 1.0
+    cp = tiny_checkpoint()
+    q = "Who lives in Velmora?"
+    everything = plain.retrieve(plain.build(cp), q, 5)
+    kept = cut.retrieve(cut.build(cp), q, 5)
+    assert kept == [r for r in everything if r.score >= 1.0] and len(kept) < len(everything)
+    with pytest.raises(ValueError, match="relevance_threshold"):
+        EmbeddedBackend(tmp_path / "c", {"relevance_threshold": "high"})
+    plain.close()
+    cut.close()

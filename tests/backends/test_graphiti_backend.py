@@ -57,7 +57,7 @@ def test_registered_and_installed():
 def test_capabilities_and_describe(backend):
     cap = backend.capabilities
     assert cap.copyable and cap.deterministic and not cap.answers and cap.visible_retrieval
-    assert cap.abstain_threshold is not None and 0 < cap.abstain_threshold < 1
+    assert cap.reader_threshold is not None and 0 < cap.reader_threshold < 1
     d = backend.describe()
     assert d["graphiti_core"] == "0.31.2" and d["write_mode"] == "direct" and d["filter_invalid"] is False
 
@@ -125,7 +125,7 @@ def test_rerankers_are_ordered_and_deterministic(tmp_path):
     for rr in ("rrf", "mmr"):
         b = GraphitiBackend(tmp_path / rr, {"reranker": rr})
         try:
-            assert b.capabilities.abstain_threshold is None  # rank-fusion scores are not similarities
+            assert b.capabilities.reader_threshold is None  # rank-fusion scores are not similarities
             s = b.build(_bigger(6))
             r1 = _ranking(b, s)
             assert r1 == _ranking(b, b.fork(s))

@@ -122,7 +122,7 @@ def test_capabilities_are_honest(backend):
     c = backend.capabilities
     assert c.visible_retrieval and c.copyable and c.native_update and c.native_delete and c.observable_state
     assert c.deterministic and not c.answers
-    assert c.abstain_threshold is None  # general_text search has no relevance threshold
+    assert c.relevance_threshold is None and c.reader_threshold is None  # general_text search has no relevance threshold
     d = backend.describe()
     assert d["MemoryOS"] == "2.0.33" and d["memory"].startswith("general_text") and d["llm"].startswith("placeholder")
     assert d["storage"] == "memory"

@@ -404,9 +404,10 @@ def test_unique_failures_grouped_by_operator_kind_stage(store: CorpusStore, url:
                             stage="response")
     assert fs.unique_failures() == [
         {"operator": "delete", "kind": "deleted_evidence_retrieved", "stage": "selection", "unique": 1,
-         "occurrences": 1},
-        {"operator": "paraphrase", "kind": "missing_evidence", "stage": "selection", "unique": 2, "occurrences": 3},
-        {"operator": "paraphrase", "kind": "wrong_answer", "stage": "post-selection", "unique": 1,
+         "causes": 1, "occurrences": 1},
+        {"operator": "paraphrase", "kind": "missing_evidence", "stage": "selection", "unique": 2, "causes": 1,
+         "occurrences": 3},
+        {"operator": "paraphrase", "kind": "wrong_answer", "stage": "post-selection", "unique": 1, "causes": 1,
          "occurrences": 1},
     ]
     assert fs.unique_failure_count() == 4 and fs_other.unique_failure_count() == 1

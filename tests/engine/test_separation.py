@@ -59,7 +59,8 @@ def _walk(obj, seen, found):
         return
     seen.add(id(obj))
     from ufuzz.model import Reference
-    from ufuzz.oracles.expectations import Failure, Outcome
+    from ufuzz.oracles.expectations import Outcome
+    from ufuzz.oracles.verdict import Failure
 
     if isinstance(obj, (Reference, Failure, Outcome)):
         found.append(obj)

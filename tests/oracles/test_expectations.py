@@ -1,59 +1,100 @@
-"""Oracle expectations: selection vs post-selection failures, abstention, stale answers, failure keys."""
+"""Oracle by levels: selection whenever retrieval is visible, response only with a responder; caused failures;
+keys and causes."""
 
 from __future__ import annotations
 
-from ufuzz.model import Execution, Reference
-from ufuzz.oracles.expectations import evaluate, failure_key, normalise_id
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ufuzz.model import Execution, FuzzCase, MutationDescriptor, Obligation, Query, QueryFields, Reference
+from ufuzz.model.provenance import Provenance
+from ufuzz.oracles.expectations import Outcome, response, selection
 from ufuzz.oracles.matching import contains_answer, is_abstention
+from ufuzz.oracles.verdict import (
+    Context,
+    Tally,
+    cause_key,
+    caused,
+    failure,
+    failure_key,
+    judge,
+    normalise_id,
+)
 
 
-def ex(ids, response):
-    return Execution(case_id="c", state_key="s", query="q", top_ids=list(ids), response=response)
+def ex(ids, resp=None, scores=None, responder="answerer:test"):
+    return Execution(case_id="c", state_key="s", query="q", top_ids=list(ids),
+                     top_scores=list(scores or [1.0] * len(ids)), top_texts=[f"text {i}" for i in ids],
+                     response=resp, responder=responder if resp is not None else None)
 
 
 REF = Reference("q", "Velmora", supporting=("m1",), invalidated=("m0",), stale_answers=("Brask",))
 ABSTAIN = Reference("q", None, abstain=True, invalidated=("m1",), stale_answers=("Velmora",))
 
 
-def test_pass_when_support_ranked_and_answer_right():
-    assert evaluate(REF, ex(["m1", "m0"], "Lena lives in Velmora.")).passed
+# ---------------------------------------------------------------- selection level
+def test_selection_passes_when_support_is_ranked_first():
+    assert selection(REF, ex(["m1", "m0"])).passed
 
 
-def test_missing_evidence_is_selection():
-    o = evaluate(REF, ex(["m5", "m6"], "Lena lives in Velmora."))
-    assert (o.passed, o.kind, o.stage) == (False, "missing_evidence", "selection")
+def test_missing_evidence_and_stale_ranked_above_valid():
+    o = selection(REF, ex(["m5", "m6"]))
+    assert (o.passed, o.kind, o.level) == (False, "missing_evidence", "selection")
+    o = selection(REF, ex(["m0", "m1"]))
+    assert (o.kind, o.offending) == ("stale_ranked_above_valid", ("m0",))
 
 
-def test_stale_above_valid_is_selection():
-    o = evaluate(REF, ex(["m0", "m1"], "Lena lives in Brask."))
-    assert (o.kind, o.stage, o.offending) == ("stale_ranked_above_valid", "selection", ("m0",))
+def test_deleted_evidence_retrieved_whatever_the_reference():
+    o = selection(ABSTAIN, ex(["m3", "m1"]), deleted=("m1",))
+    assert (o.kind, o.offending) == ("deleted_evidence_retrieved", ("m1",))
 
 
-def test_stale_answer_post_selection():
-    o = evaluate(REF, ex(["m1", "m0"], "Lena lives in Brask."))
-    assert (o.kind, o.stage) == ("stale_answer", "post-selection")
+def test_abstention_is_judged_at_selection_only_against_the_backends_own_threshold():
+    retrieved = ex(["m1", "m3"], scores=[0.7, 0.2])
+    assert selection(ABSTAIN, retrieved).passed  # no declared threshold: nothing to judge
+    o = selection(ABSTAIN, retrieved, threshold=0.5)
+    assert (o.kind, o.offending) == ("unsupported_retrieved", ("m1",))
+    assert selection(ABSTAIN, retrieved, threshold=0.8).passed  # the decoy is below the system's cut-off
+    # a memory that is not a decoy (not invalidated) scored high is not a failure
+    assert selection(ABSTAIN, ex(["m3"], scores=[0.9]), threshold=0.5).passed
 
 
-def test_wrong_answer_and_false_abstention():
-    assert evaluate(REF, ex(["m1", "m9"], "Omar likes tea.")).kind == "wrong_answer"
-    assert evaluate(REF, ex(["m1"], "I don't know.")).kind == "false_abstention"
+def test_below_threshold_results_are_not_retrieved():
+    o = selection(REF, ex(["m1", "m0"], scores=[0.3, 0.9]), threshold=0.5)
+    assert o.kind == "missing_evidence" and o.detail["selected"] == ["m0"]
 
 
-def test_abstain_reference():
-    assert evaluate(ABSTAIN, ex(["m1"], "I don't know.")).passed
-    assert evaluate(ABSTAIN, ex(["m1"], "Lena lives in Velmora.")).kind == "stale_answer"
-    o = evaluate(ABSTAIN, ex(["m3"], "Omar works at Quill."))
-    assert (o.kind, o.stage) == ("unsupported_answer", "post-selection")
+# ---------------------------------------------------------------- response level
+def test_no_responder_no_response_level():
+    assert response(REF, ex(["m1"])) is None
+    assert set(judge(REF, ex(["m1"]), (), Context())) == {"selection"}
 
 
-def test_deleted_evidence_retrieved():
-    o = evaluate(ABSTAIN, ex(["m3", "m1"], "I don't know."), deleted=("m1",))
-    assert (o.kind, o.stage, o.offending) == ("deleted_evidence_retrieved", "selection", ("m1",))
+def test_response_kinds():
+    assert response(REF, ex(["m1"], "Lena lives in Velmora.")).passed
+    assert response(REF, ex(["m1", "m0"], "Lena lives in Brask.")).kind == "stale_answer"
+    assert response(REF, ex(["m1", "m9"], "Omar likes tea.")).kind == "wrong_answer"
+    assert response(REF, ex(["m1"], "I don't know.")).kind == "false_abstention"
+    assert response(ABSTAIN, ex(["m1"], "I don't know.")).passed
+    assert response(ABSTAIN, ex(["m3"], "Omar works at Quill.")).kind == "unsupported_answer"
 
 
-def test_hidden_retrieval_judges_response_only():
-    o = evaluate(REF, ex([], "Omar likes tea."), hidden=True)
-    assert (o.kind, o.stage) == ("wrong_answer", "response")
+def test_a_stale_answer_names_the_memory_that_carries_the_value():
+    e = Execution(case_id="c", state_key="s", query="q", top_ids=["m1", "m0"], top_scores=[1, 1],
+                  top_texts=["Lena lives in Velmora.", "Lena lives in Brask."], response="Brask.",
+                  responder="backend")
+    o = response(REF, e)
+    assert (o.kind, o.offending, o.detail["responder"]) == ("stale_answer", ("m0",), "backend")
+
+
+def test_aliases_are_accepted_answers():
+    ref = Reference("q", "Biscuit", aliases=("Pepper",), supporting=("m1", "m2"))
+    assert response(ref, ex(["m2"], "Pepper, I think.")).passed
+
+
+def test_hidden_retrieval_judges_the_response_only():
+    out = judge(REF, ex([], "Omar likes tea."), (), Context(visible=False))
+    assert set(out) == {"response"} and out["response"].kind == "wrong_answer"
 
 
 def test_matching():
@@ -63,10 +104,74 @@ def test_matching():
     assert is_abstention("I don't know.") and is_abstention(None) and not is_abstention("Velmora")
 
 
+# ---------------------------------------------------------------- caused by the mutation
+def out(level, passed, kind=None):
+    return Outcome(passed, level, None if passed else kind or "missing_evidence")
+
+
+def test_a_mutant_failure_counts_only_where_the_parent_passes_the_same_level():
+    good = {"selection": out("selection", True), "response": out("response", True)}
+    bad_sel = {"selection": out("selection", False), "response": out("response", True)}
+    mutant = {"selection": out("selection", False), "response": out("response", False, "wrong_answer")}
+    assert caused(good, mutant).level == "selection"
+    # the parent fails selection too: only the response level can blame the mutation
+    assert caused(bad_sel, mutant).level == "response"
+    assert caused({"selection": out("selection", False)}, {"selection": out("selection", False)}) is None
+
+
+levels = st.fixed_dictionaries({}, optional={
+    "selection": st.booleans().map(lambda p: out("selection", p)),
+    "response": st.booleans().map(lambda p: out("response", p, "wrong_answer"))})
+
+
+@given(levels, levels)
+def test_caused_never_blames_a_level_the_parent_fails_or_the_mutant_passes(parent, mutant):
+    got = caused(parent, mutant)
+    if got is None:
+        assert not any(lv in parent and parent[lv].passed and not m.passed for lv, m in mutant.items())
+        return
+    assert not got.passed and parent[got.level].passed
+    # the first such level: a selection failure is never passed over for a response one
+    if got.level == "response" and "selection" in mutant and "selection" in parent:
+        assert mutant["selection"].passed or not parent["selection"].passed
+
+
+# ---------------------------------------------------------------- keys and causes
 def test_failure_key_normalises_generated_ids_only():
     assert normalise_id("p1-m3~u1abcd") == normalise_id("p1-m3~u1ef01") == "p1-m3~u"
     assert normalise_id("p1-m3") == "p1-m3"
-    a = failure_key("s", "update", "value=X", "stale_answer", "post-selection", ("p1-m3~u1abcd",))
-    b = failure_key("s", "update", "value=X", "stale_answer", "post-selection", ("p1-m3~u2ffff",))
-    c = failure_key("s", "update", "value=Y", "stale_answer", "post-selection", ("p1-m3~u2ffff",))
+    a = failure_key("s", "update", "value=X", "stale_answer", "response", ("p1-m3~u1abcd",))
+    b = failure_key("s", "update", "value=X", "stale_answer", "response", ("p1-m3~u2ffff",))
+    c = failure_key("s", "update", "value=Y", "stale_answer", "response", ("p1-m3~u2ffff",))
     assert a == b != c
+
+
+def _case(cid, seed, operator, target, entity="Lena", attribute="city"):
+    q = Query(f"{cid}-q", "Where does Lena live?", QueryFields(entity, attribute))
+    return FuzzCase(id=cid, seed_id=seed, checkpoint_id="c", query=q, descriptor=MutationDescriptor(),
+                    provenance=Provenance((), (), frozenset()), parent_id="p", operator=operator,
+                    obligation=Obligation(seed, operator, target))
+
+
+def test_one_defect_is_one_cause_across_values_and_replacement_targets():
+    o = ("p1-m3",)
+    a = cause_key(_case("x1", "s1", "update", "value=Brask"), "stale_ranked_above_valid", "selection", o)
+    b = cause_key(_case("x2", "s1", "update", "value=Quill"), "stale_ranked_above_valid", "selection", o)
+    assert a == b  # the value the update wrote is not part of the cause
+    t1 = cause_key(_case("x3", "s1", "target_change", "entity=Omar", "Omar"), "missing_evidence", "selection", ())
+    t2 = cause_key(_case("x4", "s2", "target_change", "entity=Ines", "Ines"), "missing_evidence", "selection", ())
+    assert t1 == t2  # the swapped entity is not part of the cause
+    other = cause_key(_case("x5", "s1", "update", "value=Brask", attribute="employer"), "stale_ranked_above_valid",
+                      "selection", o)
+    assert other != a
+
+
+def test_failure_records_carry_level_cause_and_responder():
+    m = _case("x1", "s1", "update", "value=Brask")
+    e = ex(["m0", "m1"], "Brask", responder="reader:top-evidence")
+    f = failure(m, response(REF, e), e, ex(["m1"]))
+    assert (f.level, f.kind, f.responder, f.origin) == ("response", "stale_answer", "reader:top-evidence", "mutant")
+    tally = Tally()
+    assert not tally.add(f) and f.key in tally.reader and not tally.unique  # the reader's, never the system's
+    g = failure(m, selection(REF, e), e, ex(["m1"]))
+    assert g.responder is None and tally.add(g) and tally.causes == {g.cause}

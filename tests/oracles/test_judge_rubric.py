@@ -12,13 +12,15 @@ from pathlib import Path
 import pytest
 
 from tests.support.llm_server import RuleBasedResponder, start_llm_server
+from ufuzz.backends.responders import TopEvidenceReader
 from ufuzz.corpus.campaign import case_of
 from ufuzz.engine.executor import Executor
 from ufuzz.engine.replay import fresh_backend
 from ufuzz.llm import Judge, LLMClient, LLMConfig
 from ufuzz.model import Execution
-from ufuzz.oracles.expectations import evaluate
+from ufuzz.oracles.expectations import response
 from ufuzz.oracles.oracle import Oracle
+from ufuzz.oracles.verdict import Context
 from ufuzz.seeds.importers import import_file
 from ufuzz.seeds.io import load_suite, write_suite
 
@@ -55,10 +57,11 @@ def _judge_prompts(srv) -> list[str]:
 
 def test_rubric_is_in_the_judge_request_of_a_real_execution(memops, server, tmp_path):
     judge = _judge(server)
-    oracle = Oracle(sink=lambda failure, ref: None, judge=judge.label)
+    oracle = Oracle(sink=lambda failure, ref: None, context=Context(judge=judge.label))
     seeds = {s.id: s for s in memops.seeds}
     with fresh_backend("embedded", {"retrieval": "bm25"}, tmp_path) as backend:
-        executor = Executor(backend, memops.checkpoints, k=3)
+        # any responder will do: what is tested is the rubric's way to the judge
+        executor = Executor(backend, memops.checkpoints, k=3, responder=TopEvidenceReader(None))
         try:
             prompts = {}
             for text in (WORK_NOW, BLOOD_TYPE):
@@ -67,7 +70,7 @@ def test_rubric_is_in_the_judge_request_of_a_real_execution(memops, server, tmp_
                 oracle.register(case.id, memops.reference_of(seed))
                 ex = executor.execute(case, executor.state_of(case))
                 assert ex.error is None and ex.response
-                out = oracle.outcome(case, ex)
+                out = oracle.levels_of(case, ex)["response"]
                 assert out.detail["judge"] in ("Correct", "Hallucination", "Omission")
                 prompts[text] = _judge_prompts(server)[-1]
         finally:
@@ -82,28 +85,29 @@ def test_rubric_decides_the_verdict_only_with_the_llm_judge(memops, server):
     assert ref.rubric is not None and ref.supporting == ("t3",)
     # names the right employer, but also the superseded one the rubric forbids
     ex = Execution(case_id="c", state_key="s", query=WORK_NOW, top_ids=["t3"],
-                   response="Dana left Acme and works at Globex now.")
+                   response="Dana left Acme and works at Globex now.", responder="answerer:test")
     judge = _judge(server)
 
-    offline = evaluate(ref, ex)
+    offline = response(ref, ex)
     assert offline.passed and offline.detail["judge"] is None
-    assert evaluate(ref.with_(rubric=None), ex) == offline  # the offline path ignores the rubric
+    assert response(ref.with_(rubric=None), ex) == offline  # the offline path ignores the rubric
 
-    without = evaluate(ref.with_(rubric=None), ex, judge=judge.label)
+    without = response(ref.with_(rubric=None), ex, judge.label)
     assert without.passed and without.detail["judge"] == "Correct"  # the stand-in model: answer contained
-    with_rubric = evaluate(ref, ex, judge=judge.label)
+    with_rubric = response(ref, ex, judge.label)
     assert not with_rubric.passed and with_rubric.detail["judge"] == "Hallucination"
     assert "Rubric must_not_include: Acme; Initech" in _judge_prompts(server)[-1]
 
 
 def test_a_judge_without_a_rubric_parameter_is_called_as_before(memops):
     ref = memops.reference_of(_seed(memops, WORK_NOW))
-    ex = Execution(case_id="c", state_key="s", query=WORK_NOW, top_ids=["t3"], response="Globex.")
+    ex = Execution(case_id="c", state_key="s", query=WORK_NOW, top_ids=["t3"], response="Globex.",
+                   responder="answerer:test")
     calls = []
 
     def three_argument_judge(question: str, answer: str | None, response: str) -> str:
         calls.append((question, answer, response))
         return "Correct"
 
-    assert evaluate(ref, ex, judge=three_argument_judge).passed
+    assert response(ref, ex, three_argument_judge).passed
     assert calls == [(WORK_NOW, "Globex", "Globex.")]

@@ -68,8 +68,11 @@ def test_run_numbers_agree_with_the_run_campaigns(bench):
         assert r["executions"] == summary["executions"] == BUDGET
         assert r["unique_failures"] == summary["unique_failures"]
         with FailureStore(url, r["campaign"]) as fs:
-            failures = fs.failures()
+            recorded = fs.failures()
+        failures = [f for f in recorded if f.origin == "mutant" and f.counts]
         assert len(failures) == r["unique_failures"]
+        assert len({f.cause_key for f in failures}) == r["causes"] == summary["causes"]
+        assert sum(1 for f in recorded if f.origin == "baseline") == r["baseline_failures"]
         for b in budgets_of(BUDGET):  # UF@b = failures first seen within b executions
             assert r["at"][str(b)]["unique_failures"] == sum(1 for f in failures if f.first_seq <= b)
         store = CorpusStore(url)
@@ -82,7 +85,7 @@ def test_run_numbers_agree_with_the_run_campaigns(bench):
         covs = [r["at"][str(b)]["coverage"] for b in budgets_of(BUDGET)]
         assert ufs == sorted(ufs) and covs == sorted(covs) and 0 < covs[0] and covs[-1] <= 1
         # replay of every unique failure (deterministic backend: all of them)
-        assert r["replay"]["total"] == r["unique_failures"]
+        assert r["replay"]["total"] == len(recorded)
         assert r["replay"]["reproduced"] == r["replay"]["total"]
 
 
@@ -98,7 +101,8 @@ def test_aggregates_are_mean_and_sample_std_of_the_runs(bench):
             assert agg[f"uf@{b}"]["std"] == pytest.approx(statistics.stdev(uf))
             assert agg[f"cov@{b}"]["mean"] == pytest.approx(statistics.fmean(cov))
             assert agg[f"cov@{b}"]["std"] == pytest.approx(statistics.stdev(cov))
-        assert agg["reproduced"]["total"] == sum(r["unique_failures"] for r in rs)
+        assert agg["reproduced"]["total"] == sum(r["replay"]["total"] for r in rs)
+        assert agg["causes"]["mean"] == pytest.approx(statistics.fmean(r["causes"] for r in rs))
         curve = agg["curve"]
         assert curve["executions"][0] == 0 and curve["executions"][-1] == BUDGET
         assert curve["unique_failures"][0] == 0

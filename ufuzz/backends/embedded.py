@@ -71,9 +71,9 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "db": ("file", "memory"),
 }
 DEFAULTS = {"retrieval": "dense", "update_policy": "append", "delete": "hard", "db": "file"}
-FREE_OPTIONS = ("embedding_cache",)  # path of the persistent embedding cache file
+FREE_OPTIONS = ("embedding_cache", "relevance_threshold")  # cache file path; a score cut-off (float)
 
-# Abstention thresholds of a naive reader, per retrieval mode: a top score below it means "nothing relevant".
+# Abstention thresholds of the opt-in top-evidence reader (--reader top-evidence), per retrieval mode: a top score below it means "nothing relevant".
 # Chosen by scoring 15 answerable questions and 10 unanswerable ones against a 16-memory personal checkpoint
 # (the conformance checkpoint plus 10 memories; tests/backends/test_embedded_backend.py::test_abstain_threshold_*
 # keeps the choice honest):
@@ -94,6 +94,22 @@ FREE_OPTIONS = ("embedding_cache",)  # path of the persistent embedding cache fi
 #   agreement: near the top of one ranking AND present in the other, so a question with no term in common
 #   with any memory abstains.
 ABSTAIN = {"dense": 0.40, "bm25": 0.8, "hybrid": round(1 / (RRF_K + 1) + 1 / (RRF_K + RRF_DEPTH), 4)}
+
+
+
+def _threshold(raw: str | None) -> float | None:
+    """The ``relevance_threshold`` option: results scored below it are not returned (the system's own
+    notion of relevance, so the selection level judges abstention against it)."""
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"embedded backend: option relevance_threshold={raw!r} is not a number") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"embedded backend: option relevance_threshold={raw!r} must be finite")
+    return value
+
 
 _meta = MetaData()
 states_t = Table("states", _meta, Column("id", Integer, primary_key=True, autoincrement=False),
@@ -194,6 +210,7 @@ class EmbeddedBackend(MemoryBackend):
         self.retrieval = self.config["retrieval"]
         self.update_policy = self.config["update_policy"]
         self.delete_mode = self.config["delete"]
+        self.relevance_threshold = _threshold(self.config.get("relevance_threshold"))
         self.embedder = embedder or default_embedder(self.config.get("embedding_cache") or None)
         self._lock = threading.RLock()
         self._parent: dict[int, int | None] = {}
@@ -249,17 +266,20 @@ class EmbeddedBackend(MemoryBackend):
     @classmethod
     def static_capabilities(cls) -> Capabilities:
         """Capabilities with default options, for ``ufuzz backends``."""
-        return Capabilities(abstain_threshold=ABSTAIN["dense"], cheap_fork=True,
+        return Capabilities(reader_threshold=ABSTAIN["dense"], cheap_fork=True,
                             notes="options retrieval=dense|bm25|hybrid, update_policy=append|rewrite, "
-                                  "delete=hard|tombstone; copy-on-write forks")
+                                  "delete=hard|tombstone, relevance_threshold=SCORE; copy-on-write forks")
 
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(visible_retrieval=True, copyable=True, native_update=True, native_delete=True,
                             observable_state=True, answers=False, deterministic=True, cheap_fork=True,
-                            abstain_threshold=ABSTAIN[self.retrieval],
+                            reader_threshold=ABSTAIN[self.retrieval], relevance_threshold=self.relevance_threshold,
                             notes=f"{self.retrieval} retrieval, update_policy={self.update_policy}, "
-                                  f"delete={self.delete_mode}; copy-on-write forks")
+                                  f"delete={self.delete_mode}"
+                                  + (f", relevance threshold {self.relevance_threshold}"
+                                     if self.relevance_threshold is not None else "")
+                                  + "; copy-on-write forks")
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "retrieval": self.retrieval, "update_policy": self.update_policy,
@@ -491,7 +511,8 @@ class EmbeddedBackend(MemoryBackend):
             top = _top(self._bm25(view, query), k)
         else:
             top = self._hybrid(view, query, k)
-        return [Retrieved(mid, text, score) for score, mid, text in top]
+        thr = self.relevance_threshold
+        return [Retrieved(mid, text, score) for score, mid, text in top if thr is None or score >= thr]
 
     def _dense(self, view: _View, query: str) -> list[tuple[_Block, np.ndarray, np.ndarray]]:
         q = self.embedder.encode([query])[0]

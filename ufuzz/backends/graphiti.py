@@ -340,7 +340,7 @@ class GraphitiBackend(MemoryBackend):
         return Capabilities(
             visible_retrieval=True, copyable=True, native_update=True, native_delete=True,
             observable_state=True, answers=False, deterministic=self.write_mode == "direct",
-            abstain_threshold=self.abstain_threshold,
+            reader_threshold=self.abstain_threshold,
             notes=(f"graphiti-core on Kuzu; write_mode={self.write_mode}; reranker={self.reranker} "
                    f"(cross_encoder = MiniLM cosine stand-in); filter_invalid={self.filter_invalid}; "
                    "fork = CHECKPOINT + database file copy"),

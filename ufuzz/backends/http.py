@@ -4,8 +4,10 @@ Everything product-specific lives in a TOML file (``options["config"]``); see ``
 
 Top level: ``base_url`` (required), ``name``, ``timeout`` (seconds, default 10), ``retries`` (default 0:
 a failed request is reported at once; retrying a non-idempotent POST may duplicate a memory),
-``retry_backoff`` (seconds), ``deterministic`` (default true), ``abstain_threshold``, ``headers`` (a table of
-extra headers; values may use placeholders).
+``retry_backoff`` (seconds), ``deterministic`` (default true), ``abstain_threshold`` (the product's own
+relevance cut-off: search results it scores below this are not relevant to it; declaring it makes the
+selection level judge abstention, a decoy memory scored at or above it being a failure), ``headers`` (a table
+of extra headers; values may use placeholders).
 
 ``[auth]``: ``header`` (e.g. ``Authorization``), ``env`` (the environment variable holding the secret) and
 ``scheme`` (``Bearer`` by default; ``""`` sends the secret alone). The secret is read once, sent only in that
@@ -430,7 +432,8 @@ class HttpBackend(MemoryBackend):
         return Capabilities(visible_retrieval=True, copyable="snapshot" in ops, native_update="update" in ops,
                             native_delete="delete" in ops, observable_state=True, answers=False,
                             deterministic=self.config.deterministic,
-                            abstain_threshold=self.config.abstain_threshold, notes="; ".join(notes))
+                            relevance_threshold=self.config.abstain_threshold,
+                            reader_threshold=self.config.abstain_threshold, notes="; ".join(notes))
 
     @classmethod
     def static_capabilities(cls) -> Capabilities:

@@ -247,7 +247,7 @@ class Mem0Backend(MemoryBackend):
     @classmethod
     def static_capabilities(cls) -> Capabilities:
         """Capabilities with default options, for ``ufuzz backends``."""
-        return Capabilities(abstain_threshold=ABSTAIN_SEMANTIC,
+        return Capabilities(reader_threshold=ABSTAIN_SEMANTIC, relevance_threshold=MEM0_DEFAULT_THRESHOLD,
                             notes="mem0 OSS, add(infer=False), qdrant local + MiniLM; update overwrites in place; "
                                   "delete is hard; forks copy the state's qdrant + history files")
 
@@ -259,7 +259,9 @@ class Mem0Backend(MemoryBackend):
             observable_state=True,
             answers=False,  # mem0 OSS 2.2.1 Memory.chat() raises NotImplementedError: no own answerer
             deterministic=True,
-            abstain_threshold=None if hybrid else ABSTAIN_SEMANTIC,
+            reader_threshold=None if hybrid else ABSTAIN_SEMANTIC,
+            # mem0's own search threshold gates the semantic score: what it returns, it deems relevant
+            relevance_threshold=None if hybrid else self.config["search_threshold"],
             notes=("mem0 OSS, add(infer=False), qdrant local + MiniLM; update overwrites in place; "
                    "delete is hard; " + ("hybrid scoring where spaCy/fastembed are installed"
                                          if hybrid else "semantic (cosine) scoring")

@@ -313,7 +313,7 @@ class MemosBackend(MemoryBackend):
         direct = self.config["write_mode"] == "direct"
         return Capabilities(
             visible_retrieval=True, copyable=True, native_update=True, native_delete=True, observable_state=True,
-            answers=False, deterministic=direct, abstain_threshold=self.config["abstain_threshold"],
+            answers=False, deterministic=direct, reader_threshold=self.config["abstain_threshold"],
             notes=(f"MemOS general_text, embedded Qdrant ({self.config['storage']}) + MiniLM, "
                    f"write_mode={self.config['write_mode']}; "
                    "update overwrites in place; delete is hard; no relevance threshold"),

@@ -46,7 +46,13 @@ class Capabilities:
     observable_state: bool = True  # get()/list() reflect stored state independently of retrieval
     answers: bool = False  # answer() is the system's own answerer
     deterministic: bool = True
-    abstain_threshold: float | None = None  # score below which the offline reader abstains
+    # the system's own relevance threshold: what it scores below this it does not consider relevant (mem0's
+    # search threshold, a product's declared cut-off, the embedded relevance_threshold option). Only where a
+    # backend declares one does the selection level judge abstention (a decoy scored at or above it).
+    relevance_threshold: float | None = None
+    # score below which the opt-in top-evidence reader (--reader top-evidence) abstains: a hint about this
+    # backend's score scale, not a property of the system under test
+    reader_threshold: float | None = None
     cheap_fork: bool = False  # fork costs next to nothing (copy-on-write): query mutants get their own fork too
     notes: str = ""
 

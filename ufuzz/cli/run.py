@@ -30,6 +30,11 @@ from ufuzz.cli.options import parse_opts
 @click.option("--llm-api-key-env", default="OPENAI_API_KEY", show_default=True,
               help="Environment variable holding the API key (never logged).")
 @click.option("--llm-uses", default="", help="Comma-separated LLM uses: paraphrase,answer,judge.")
+@click.option("--reader", type=click.Choice(["none", "top-evidence"]), default="none", show_default=True,
+              help="A made-up responder for backends that do not answer: top-evidence echoes the top memory. "
+                   "Its failures are labelled as the reader's and never counted as the memory system's.")
+@click.option("--reader-threshold", type=click.FloatRange(min=-1e9, max=1e9), default=None,
+              help="Score below which the top-evidence reader abstains (default: the backend's hint).")
 @click.option("--explore-share", type=click.FloatRange(min=0.0, max=1.0, max_open=True), default=0.0,
               show_default=True, help="Chance that a step mutates a retained mutant while seed obligations remain "
                                       "(0 = obligations strictly first; strategy 'interleaved' uses 0.25).")
@@ -47,7 +52,8 @@ from ufuzz.cli.options import parse_opts
 @click.option("--quiet", is_flag=True, help="No live status line.")
 def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out: str | None, db: str | None,
         opts: tuple[str, ...], config_file: str | None, strategy: str, rbo_p: float, llm_base_url: str | None,
-        llm_model: str | None, llm_api_key_env: str, llm_uses: str, explore_share: float, isolation: str, worker_max_rss_mb: float | None,
+        llm_model: str | None, llm_api_key_env: str, llm_uses: str, reader: str,
+        reader_threshold: float | None, explore_share: float, isolation: str, worker_max_rss_mb: float | None,
         worker_recycle: int, worker_timeout: float, force: bool, quiet: bool) -> None:
     """Run a fuzzing campaign."""
     import time
@@ -70,7 +76,8 @@ def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out
     try:
         cfg = CampaignConfig(backend=backend, backend_options=options, seeds=seeds, budget=budget, seed=rng_seed,
                              k=k, out=str(out_dir), db=db, p=rbo_p, llm_base_url=llm_base_url, llm_model=llm_model,
-                             llm_api_key_env=llm_api_key_env, llm_uses=uses, explore_share=explore_share,
+                             llm_api_key_env=llm_api_key_env, llm_uses=uses, reader=reader,
+                             reader_threshold=reader_threshold, explore_share=explore_share,
                              isolation=isolation,
                              worker_max_rss_mb=worker_max_rss_mb, worker_recycle=worker_recycle,
                              worker_timeout=worker_timeout)

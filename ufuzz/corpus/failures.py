@@ -23,7 +23,8 @@ __all__ = ["FailureStore", "FailureRecord", "FailureRow", "ReferenceRow"]
 
 class FailureRow(Base):
     __tablename__ = "failures"
-    __table_args__ = (Index("ix_failures_campaign_operator", "campaign_id", "operator"),)
+    __table_args__ = (Index("ix_failures_campaign_operator", "campaign_id", "operator"),
+                      Index("ix_failures_campaign_cause", "campaign_id", "cause_key"))
     campaign_id: Mapped[str] = mapped_column(ID, ForeignKey("campaigns.id", ondelete="CASCADE"),
                                              primary_key=True)
     failure_key: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -31,10 +32,13 @@ class FailureRow(Base):
     seed_id: Mapped[str] = mapped_column(ID)
     operator: Mapped[str | None] = mapped_column(String(64), nullable=True)
     kind: Mapped[str] = mapped_column(String(64))
-    stage: Mapped[str] = mapped_column(String(64))
+    stage: Mapped[str] = mapped_column(String(64))  # the level: selection | response
     detail: Mapped[dict[str, Any]] = mapped_column(JSON)
     first_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
     count: Mapped[int] = mapped_column(Integer)
+    cause_key: Mapped[str] = mapped_column(ID, default="")
+    responder: Mapped[str | None] = mapped_column(String(128), nullable=True)  # None at selection level
+    origin: Mapped[str] = mapped_column(String(16), default="mutant")  # mutant | baseline
 
 
 class ReferenceRow(Base):
@@ -60,6 +64,14 @@ class FailureRecord:
     detail: dict[str, Any]
     first_seq: int | None
     count: int
+    cause_key: str = ""
+    responder: str | None = None
+    origin: str = "mutant"
+
+    @property
+    def counts(self) -> bool:
+        """A failure of the memory system under test, not of the opt-in top-evidence reader."""
+        return self.responder is None or not self.responder.startswith("reader:")
 
 
 class FailureStore(SqlStore):
@@ -103,12 +115,15 @@ class FailureStore(SqlStore):
         if getattr(failure, "offending", None):
             detail.setdefault("offending", list(failure.offending))
         return self.record_failure(failure.key, case_id=failure.case_id, seed_id=failure.seed_id,
-                                   operator=failure.operator, kind=failure.kind, stage=failure.stage,
-                                   detail=detail, seq=seq)
+                                   operator=failure.operator or None, kind=failure.kind, stage=failure.stage,
+                                   detail=detail, seq=seq, cause_key=getattr(failure, "cause", ""),
+                                   responder=getattr(failure, "responder", None),
+                                   origin=getattr(failure, "origin", "mutant"))
 
     def record_failure(self, failure_key: str, *, case_id: str, seed_id: str, operator: str | None,
                        kind: str, stage: str, detail: dict[str, Any] | None = None,
-                       seq: int | None = None) -> int:
+                       seq: int | None = None, cause_key: str = "", responder: str | None = None,
+                       origin: str = "mutant") -> int:
         """Insert a failure or, if its key was seen, increment its count; commit. Returns the count after.
 
         The first occurrence's case and detail are kept; ``first_seq`` is the earliest sequence number
@@ -122,7 +137,8 @@ class FailureStore(SqlStore):
                     if row is None:
                         s.add(FailureRow(campaign_id=cid, failure_key=failure_key, case_id=case_id,
                                          seed_id=seed_id, operator=operator, kind=kind, stage=stage,
-                                         detail=_jsonable(detail or {}), first_seq=seq, count=1))
+                                         detail=_jsonable(detail or {}), first_seq=seq, count=1,
+                                         cause_key=cause_key, responder=responder, origin=origin))
                         return 1
                     # count + 1 in SQL, so concurrent writers never lose an increment
                     s.execute(update(FailureRow)
@@ -146,26 +162,37 @@ class FailureStore(SqlStore):
                              .order_by(FailureRow.first_seq, FailureRow.failure_key)).all()
             return [FailureRecord(failure_key=r.failure_key, case_id=r.case_id, seed_id=r.seed_id,
                                   operator=r.operator, kind=r.kind, stage=r.stage, detail=dict(r.detail or {}),
-                                  first_seq=r.first_seq, count=r.count) for r in rows]
+                                  first_seq=r.first_seq, count=r.count, cause_key=r.cause_key or "",
+                                  responder=r.responder, origin=r.origin or "mutant") for r in rows]
+
+    def _system_mutant(self) -> Any:
+        """The rows UF@B counts: mutant failures of the memory system (not baseline, not the reader's)."""
+        return (FailureRow.campaign_id == self.campaign_id, FailureRow.origin == "mutant",
+                (FailureRow.responder.is_(None)) | (~FailureRow.responder.startswith("reader:")))
 
     def unique_failures(self) -> list[dict[str, Any]]:
-        """Unique failures grouped by operator, kind and stage, each with its number of distinct keys
-        (``unique``) and of occurrences; sorted by operator, kind, stage."""
+        """The system's mutant failures grouped by operator, kind and level, each with its number of
+        distinct keys (``unique``), of causes and of occurrences; sorted by operator, kind, level."""
         with self._sessions() as s:
             rows = s.execute(
                 select(FailureRow.operator, FailureRow.kind, FailureRow.stage,
-                       func.count().label("unique"), func.sum(FailureRow.count).label("occurrences"))
-                .where(FailureRow.campaign_id == self.campaign_id)
+                       func.count().label("unique"), func.count(FailureRow.cause_key.distinct()).label("causes"),
+                       func.sum(FailureRow.count).label("occurrences"))
+                .where(*self._system_mutant())
                 .group_by(FailureRow.operator, FailureRow.kind, FailureRow.stage)).all()
-        out = [{"operator": op, "kind": kind, "stage": stage, "unique": int(u), "occurrences": int(o or 0)}
-               for op, kind, stage, u, o in rows]
+        out = [{"operator": op, "kind": kind, "stage": stage, "unique": int(u), "causes": int(c),
+                "occurrences": int(o or 0)} for op, kind, stage, u, c, o in rows]
         out.sort(key=lambda d: (d["operator"] or "", d["kind"], d["stage"]))
         return out
 
     def unique_failure_count(self) -> int:
         with self._sessions() as s:
-            return int(s.scalar(select(func.count()).select_from(FailureRow)
-                                .where(FailureRow.campaign_id == self.campaign_id)) or 0)
+            return int(s.scalar(select(func.count()).select_from(FailureRow).where(*self._system_mutant())) or 0)
+
+    def cause_count(self) -> int:
+        with self._sessions() as s:
+            return int(s.scalar(select(func.count(FailureRow.cause_key.distinct()))
+                                .where(*self._system_mutant())) or 0)
 
 
 def _jsonable(value: Any) -> Any:

@@ -51,6 +51,7 @@ from ufuzz.model import (
     StateOp,
 )
 from ufuzz.oracles.expectations import KINDS as FAILURE_KINDS
+from ufuzz.oracles.judging import Judging
 
 __all__ = [
     "SCHEMA", "STATUSES", "CorpusFileError", "CaseRecipe", "RegressionRecord", "RegressionCorpus",
@@ -156,6 +157,11 @@ class RegressionCorpus:
     def k(self) -> int:
         return int(self.header["k"])
 
+    @property
+    def judging(self) -> Judging:
+        """How the recorded failures were decided (responder, judge); absent in older corpora: no responder."""
+        return Judging.from_dict(self.header.get("judging"))
+
     def by_operator(self) -> dict[str, int]:
         return dict(sorted(Counter(r.operator for r in self.records).items()))
 
@@ -174,7 +180,9 @@ def build_records(data: Any) -> tuple[list[RegressionRecord], list[tuple[str, st
     records: list[RegressionRecord] = []
     skipped: list[tuple[str, str]] = []
     refs = data.references
-    for f in data.failures:
+    # the memory system's mutant failures: baseline failures (a seed alone) and the opt-in reader's are not
+    # regressions of a mutation
+    for f in (f for f in data.failures if f.origin == "mutant" and f.counts):
         mutant = case_of(f.case_id, data.checkpoints, data.seeds, data.mutants)
         if isinstance(mutant, str):
             skipped.append((f.failure_key, mutant))
@@ -262,6 +270,7 @@ def export_campaign(campaign_dir: str | Path, output: str | Path, db: str | None
         raise ValueError(f"--max must be at least 1, got {max_records}")
     data = load_campaign(campaign_dir, db, campaign_id=campaign_id)
     records, skipped = build_records(data)
+    uf = sum(1 for f in data.failures if f.origin == "mutant" and f.counts)  # the campaign's UF
     if not records:
         why = f" ({len(skipped)} could not be rebuilt: {skipped[0][1]})" if skipped else ""
         raise ValueError(f"campaign {data.campaign_id} has no failure to export{why}")
@@ -270,6 +279,7 @@ def export_campaign(campaign_dir: str | Path, output: str | Path, db: str | None
     header = {
         "kind": "header", "schema": SCHEMA, "corpus": "regression",
         "backend": data.backend, "backend_options": data.backend_options, "k": data.k,
+        "judging": Judging.of(data.config).to_dict(),
         "source_campaign": data.campaign_id,
         "backend_info": data.backend_info,
         "source": {"budget": data.config.get("budget"), "seed": data.config.get("seed"),
@@ -277,7 +287,7 @@ def export_campaign(campaign_dir: str | Path, output: str | Path, db: str | None
                    "seeds": Path(str(seeds_cfg)).name if seeds_cfg else "default"},
         "generator": f"ufuzz corpus export (ufuzz {_version()})",
         "records": len(chosen),
-        "selection": {"max": max_records, "unique_failures": len(data.failures), "exportable": len(records),
+        "selection": {"max": max_records, "unique_failures": uf, "exportable": len(records),
                       "rule": "first N in discovery order plus the first of every (operator, kind)"},
     }
     used_cps = list(dict.fromkeys(r.checkpoint_id for r in chosen))
@@ -286,7 +296,7 @@ def export_campaign(campaign_dir: str | Path, output: str | Path, db: str | None
     seed_cp = {r.seed_id: r.checkpoint_id for r in chosen}
     path = write_corpus(output, header, [data.checkpoints[c] for c in used_cps],
                         [(s, seed_cp[s], descriptors[s]) for s in used_seeds], chosen)
-    return ExportResult(path=path, records=chosen, checkpoints=len(used_cps), unique_failures=len(data.failures),
+    return ExportResult(path=path, records=chosen, checkpoints=len(used_cps), unique_failures=uf,
                         skipped=skipped)
 
 
@@ -500,4 +510,9 @@ def _header(rec: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
     if k < 1:
         raise CorpusFileError(path, line, f"k must be at least 1, got {k}", "k")
     _need(rec, "records", int, path, line, optional=True)
+    judging = _need(rec, "judging", dict, path, line, optional=True)
+    try:
+        Judging.from_dict(judging)
+    except (TypeError, ValueError) as exc:
+        raise CorpusFileError(path, line, str(exc), "judging") from None
     return dict(rec)

@@ -64,7 +64,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 
 from ufuzz.model import Checkpoint, Execution, FuzzCase, MutationDescriptor, Obligation, Query, Seed, StateOp
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: failures carry cause_key, responder and origin (mutant | baseline)
 # Ids: bounded where a database needs it to index them (MySQL); on PostgreSQL unbounded like SQLite, and
 # compared bytewise (COLLATE "C", like SQLite's BINARY) so that ordered reads are the same whatever locale
 # the team database was created with.

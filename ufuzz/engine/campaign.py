@@ -30,8 +30,9 @@ from ufuzz.engine.scheduler import NO_MUTANT, Scheduler, SchedulerConfig, StepOu
 from ufuzz.model import Execution, FuzzCase, Reference, SeedSuite
 from ufuzz.operators import create_all
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView
-from ufuzz.oracles.expectations import Failure
+from ufuzz.oracles.judging import READERS, Judging
 from ufuzz.oracles.oracle import Oracle
+from ufuzz.oracles.verdict import Failure, Tally
 from ufuzz.seeds.io import load_suite
 
 LLM_USES = ("paraphrase", "answer", "judge")
@@ -73,6 +74,10 @@ class CampaignConfig:
     llm_model: str | None = None
     llm_api_key_env: str = "OPENAI_API_KEY"
     llm_uses: tuple[str, ...] = ()  # subset of LLM_USES
+    # "none": responses come only from the system under test (a backend that answers, or --llm-uses answer);
+    # "top-evidence": the made-up reader that echoes the top memory, opt-in, its failures labelled as its own
+    reader: str = "none"
+    reader_threshold: float | None = None  # the top-evidence reader's cut-off; None = the backend's hint
     llm_cache: str | None = None  # call-cache file; None = $UFUZZ_CACHE_DIR/llm_calls.sqlite or ~/.cache/ufuzz
 
     def __post_init__(self) -> None:
@@ -81,6 +86,9 @@ class CampaignConfig:
             raise ValueError(f"--llm-uses: unknown use(s) {bad}; allowed: {', '.join(LLM_USES)}")
         if self.llm_uses and not self.llm_base_url:
             raise ValueError("--llm-uses needs --llm-base-url (an OpenAI-compatible endpoint)")
+        if self.reader not in READERS:
+            raise ValueError(f"--reader must be one of {', '.join(READERS)}, not {self.reader!r}")
+        Judging.of(self)  # the responder and judge settings must fit together
         if not 0.0 <= self.explore_share < 1.0:
             raise ValueError(f"--explore-share must be in [0, 1), not {self.explore_share}")
         if self.isolation not in registry.ISOLATION:
@@ -104,6 +112,8 @@ class Progress:
     coverage: int = 0
     coverage_total: int = 0
     unique_failures: int = 0
+    causes: int = 0
+    baseline_failures: int = 0
     errors: int = 0
     uncovered_obligations: int = 0
     phase: int = 1
@@ -131,8 +141,8 @@ class Campaign:
         self.suite = suite if suite is not None else load_suite(resolve_seeds(config.seeds))
         self._backend = backend
         self.progress = Progress(budget=config.budget)
-        self.unique_keys: set[str] = set()
-        self.failure_log: list[tuple[int, Failure]] = []  # (execution number, failure) in discovery order
+        self.tally = Tally()  # the system's mutant failures (UF@B), causes, baseline and reader failures
+        self.failure_log: list[tuple[int, Failure]] = []  # the system's mutant failures in discovery order
         # made by _open and _loop; None (or empty) until the campaign runs
         self.backend: MemoryBackend | None = None
         self.store: Any = None  # CorpusStore
@@ -148,6 +158,7 @@ class Campaign:
         self.scheduler: Scheduler | None = None
         self.oracle: Oracle | None = None
         self.cases: dict[str, FuzzCase] = {}
+        self.judging: dict[str, Any] | None = None  # which levels are judged, with what (summary, status)
 
     # -- set-up ------------------------------------------------------------------------------------------
     def _open(self):
@@ -190,11 +201,18 @@ class Campaign:
 
     def _sink(self, failure: Failure, reference: Reference) -> None:
         self.failures.record(failure, None, seq=self.progress.executions)
-        if failure.key not in self.unique_keys:
-            self.unique_keys.add(failure.key)
+        if self.tally.add(failure):
             self.failure_log.append((self.progress.executions, failure))
-            self.log.info("failure", key=failure.key, operator=failure.operator, kind=failure.kind,
-                          stage=failure.stage, case=failure.case_id)
+            self.log.info("failure", key=failure.key, cause=failure.cause, operator=failure.operator,
+                          kind=failure.kind, level=failure.level, case=failure.case_id)
+        elif failure.origin == "baseline":
+            self.log.info("baseline_failure", seed=failure.seed_id, kind=failure.kind, level=failure.level,
+                          responder=failure.responder)
+
+    @property
+    def unique_keys(self) -> set[str]:
+        """Keys of the system's unique mutant failures (UF@B)."""
+        return self.tally.unique
 
     # -- run ---------------------------------------------------------------------------------------------
     def run(self, on_progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
@@ -263,13 +281,22 @@ class Campaign:
 
     def _loop(self, on_progress: Callable[[Progress], None] | None) -> None:
         cfg = self.config
-        realizer, reader, judge = self._llm_uses()
+        judging = Judging.of(cfg)
+        self.llm = self._llm_client()
+        realizer = None
+        if "paraphrase" in cfg.llm_uses:
+            from ufuzz.llm.uses import ParaphraseRealizer
+
+            realizer = ParaphraseRealizer(self.llm)
         self.operators = create_all(realizer=realizer, only=tuple(cfg.operators) if cfg.operators else None)
-        self.executor = ex_ = Executor(self.backend, self.suite.checkpoints, k=cfg.k, reader=reader,
-                                       max_live_states=cfg.max_live_states)
-        hidden = ex_.hidden
-        self.oracle = Oracle(self._sink, hidden=hidden, reference_sink=self.failures.record_reference,
-                             judge=judge)
+        responder, context = judging.build(self.backend, self.llm)
+        self.executor = Executor(self.backend, self.suite.checkpoints, k=cfg.k, responder=responder,
+                                 max_live_states=cfg.max_live_states)
+        hidden = self.executor.hidden
+        self.judging = judging.describe(self.backend, responder)
+        (self.out / "campaign.json").write_text(json.dumps({"campaign": self.campaign_id,
+                                                            "judging": self.judging}) + "\n")
+        self.oracle = Oracle(self._sink, context, reference_sink=self.failures.record_reference)
         ab = Ablation(**{k: bool(v) for k, v in cfg.ablation.items()})
         self.feedback = FeedbackState(ab, p=cfg.p)
         self.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
@@ -282,7 +309,7 @@ class Campaign:
             cp = self.suite.checkpoint_of(seed)
             case = FuzzCase.from_seed(seed, cp)
             self.cases[case.id] = case
-            self.oracle.register(case.id, self.suite.reference_of(seed))
+            self.oracle.add_seed(case, self.suite.reference_of(seed))
             self.store.record_seed(self.campaign_id, seed)
             self.scheduler.add_seed(case.id, seed.id, self._moves(case))
         self.scheduler.seal()
@@ -300,26 +327,21 @@ class Campaign:
             self.progress.uncovered_obligations = self.scheduler.uncovered()
             self.progress.coverage = sum(self.feedback.coverage_of(cp).reached
                                          for cp in self.suite.checkpoints.values())
-            self.progress.unique_failures = len(self.unique_keys)
+            self.progress.unique_failures = len(self.tally.unique)
+            self.progress.causes = len(self.tally.causes)
+            self.progress.baseline_failures = len(self.tally.baseline)
             if on_progress is not None:
                 on_progress(self.progress)
 
-    def _llm_uses(self):
-        """(paraphrase realizer, reader, judge) for the configured LLM uses; None where not used."""
+    def _llm_client(self) -> Any:
+        """The LLM client of every configured LLM use (paraphrase, answer, judge), or None without any."""
         cfg = self.config
         if not cfg.llm_uses:
-            return None, None, None
+            return None
         from ufuzz.llm import CallCache, LLMClient, LLMConfig
-        from ufuzz.llm.uses import Answerer, Judge, ParaphraseRealizer
-        from ufuzz.oracles.reader import LLMReader
 
-        self.llm = LLMClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model or "default",
-                                       api_key_env=cfg.llm_api_key_env), CallCache(cfg.llm_cache))
-        realizer = ParaphraseRealizer(self.llm) if "paraphrase" in cfg.llm_uses else None
-        reader = LLMReader(Answerer(self.llm)) if "answer" in cfg.llm_uses else None
-        # Judge.label takes the reference's rubric too (MemOps), so evaluate() passes it on
-        judge = Judge(self.llm).label if "judge" in cfg.llm_uses else None
-        return realizer, reader, judge
+        return LLMClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model or "default",
+                                   api_key_env=cfg.llm_api_key_env), CallCache(cfg.llm_cache))
 
     def _parent_execution(self, parent: FuzzCase, hidden: bool) -> Execution:
         ex, fresh = self.executor.execute_parent(parent)
@@ -328,6 +350,13 @@ class Campaign:
             if ex.error is None:
                 self.feedback.observe(parent.seed_id, parent.checkpoint_id, ex, None, hidden=hidden)
         return ex
+
+    def _seed_execution(self, seed_id: str, hidden: bool) -> Execution | None:
+        """A seed's execution for the oracle's baseline attribution; None once the budget is spent."""
+        seed = self.cases[seed_id]
+        if not self.executor.has_parent_execution(seed) and self.progress.executions >= self.config.budget:
+            return None
+        return self._parent_execution(seed, hidden)
 
     def _step(self, task: Task, counter: int, hidden: bool) -> None:
         """One task: propose and validate a mutant, execute it, then retain or release it. Every path ends
@@ -401,7 +430,7 @@ class Campaign:
         self.oracle.register(mutant.id, mutation.reference)
         fb = self.feedback.observe(mutant.seed_id, mutant.checkpoint_id, ex, parent_ex, hidden=hidden, p=cfg.p)
         self.store.record_feedback(self.campaign_id, mutant.id, fb, seq=self.progress.executions)
-        self.oracle.check(mutant, ex, parent, parent_ex)
+        self.oracle.check(mutant, ex, parent, parent_ex, run_seed=lambda sid: self._seed_execution(sid, hidden))
         op = self.operators[task.operator]
         if not (fb.retained and cfg.retain and mutant.depth < cfg.max_depth):
             self.oracle.forget(mutant.id)
@@ -434,9 +463,10 @@ class Campaign:
             # only when that is one of the seeds' obligations)
             "obligations_covered": len(self.scheduler.covered & self.scheduler.obligations)
             if self.scheduler is not None else 0,
-            "unique_failures": len(self.unique_keys), "failures_by_operator": by_op, "failures_by_kind": by_kind,
-            "errors": p.errors, "seed_baseline_failures": len(self.oracle.seed_baseline_failures)
-            if self.oracle is not None else 0,
+            "unique_failures": len(self.tally.unique), "causes": len(self.tally.causes),
+            "failures_by_operator": by_op, "failures_by_kind": by_kind,
+            "baseline_failures": len(self.tally.baseline), "reader_failures": len(self.tally.reader),
+            "judging": self.judging, "errors": p.errors,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "llm": self.llm.stats() if self.llm is not None else None,
             "worker": stats.to_dict() if (stats := getattr(self.backend, "stats", None))

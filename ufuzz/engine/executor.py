@@ -3,7 +3,9 @@
 Every mutant runs on its own fork of its parent's state (a native copy where the backend can copy; otherwise
 the checkpoint is rebuilt in a fresh namespace and the parent's operations replayed), so writes of a mutant
 never reach its parent, its siblings or the checkpoint. Parent executions are cached per (state, query).
-An execution records the memory-use behaviour U(q, M): ordered top-k ids, scores, texts and the response.
+An execution records the memory-use behaviour U(q, M): ordered top-k ids, scores, texts and the response — the
+backend's own answer when it answers, else the configured responder's (:mod:`ufuzz.backends.responders`), else
+none (then there is no response-level verdict).
 Backend faults become ``Execution.error`` (never exceptions out of ``execute``).
 """
 
@@ -13,21 +15,22 @@ import time
 from collections import OrderedDict
 
 from ufuzz.backends.protocol import BackendError, MemoryBackend, StateHandle
+from ufuzz.backends.responders import BACKEND, Responder
 from ufuzz.model import Checkpoint, Execution, FuzzCase, StateOp
 from ufuzz.oracles.matching import is_abstention
-from ufuzz.oracles.reader import TopEvidenceReader
 
 
 class Executor:
     def __init__(self, backend: MemoryBackend, checkpoints: dict[str, Checkpoint], k: int = 5,
-                 reader: TopEvidenceReader | None = None, max_live_states: int = 32) -> None:
+                 responder: Responder | None = None, max_live_states: int = 32) -> None:
         self.backend = backend
         self.checkpoints = checkpoints
         self.k = k
         caps = backend.capabilities
         self.copyable = caps.copyable
         self.hidden = not caps.visible_retrieval
-        self.reader = reader or TopEvidenceReader(caps.abstain_threshold)
+        self.answers = caps.answers
+        self.responder = responder
         # live states by state key, least recently used first. Checkpoint states (no ops) stay; at most
         # ``max_live_states`` mutated states are kept open — an evicted one is rebuilt from its recipe
         # (checkpoint + ops) when a retained mutant needs it again. This bounds memory and open files on
@@ -119,12 +122,15 @@ class Executor:
             ex.top_ids = [r.id for r in got]
             ex.top_scores = [float(r.score) for r in got]
             ex.top_texts = [r.text for r in got]
-            resp = self.backend.answer(state, case.query.text, got)
-            ex.response = resp if resp is not None else self.reader.read(case.query.text, got)
+            resp = self.backend.answer(state, case.query.text, got) if self.answers else None
+            if resp is not None:
+                ex.response, ex.responder = resp, BACKEND
+            elif self.responder is not None:
+                ex.response, ex.responder = self.responder.respond(case.query.text, got), self.responder.name
         except Exception as exc:  # BackendError, or an adapter bug: the backend's fault, not the fuzzer's
             ex.error = f"{type(exc).__name__}: {exc}"
         ex.seconds = time.perf_counter() - t0
-        ex.abstained = ex.error is None and is_abstention(ex.response)
+        ex.abstained = ex.error is None and ex.responder is not None and is_abstention(ex.response)
         if self.hidden:
             ex.top_ids, ex.top_scores, ex.top_texts = [], [], []
         return ex
@@ -144,6 +150,9 @@ class Executor:
         if ex.error is None:
             self._cache[key] = ex
         return ex, True
+
+    def has_parent_execution(self, case: FuzzCase) -> bool:
+        return (case.state_key, case.query.text) in self._cache
 
     def remember(self, case: FuzzCase, ex: Execution) -> None:
         """Cache a mutant's execution: when it becomes a parent it is not re-run."""

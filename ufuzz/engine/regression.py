@@ -111,12 +111,14 @@ def check_corpus(corpus: RegressionCorpus | str | Path, *, backend: str | None =
             report.notes += [f"backend differs from the recorded one: {d}" for d in diffs]
         elif name != rc.backend:
             report.notes.append(f"replaying on {name!r}, the corpus was recorded on {rc.backend!r}")
+        responder, context = rc.judging.build(be)
         for r in todo:
             parent, mutant = r.cases(rc.checkpoints[r.checkpoint_id], rc.descriptors.get(r.seed_id))
             try:
                 res = replay_pair(be, rc.checkpoints, parent, mutant, r.parent.reference, r.mutant.reference,
                                   k=rc.k, failure_key=r.failure_key, kind=r.kind, stage=r.stage,
-                                  target=r.target, seed_id=r.seed_id, operator=r.operator)
+                                  target=r.target, seed_id=r.seed_id, operator=r.operator, responder=responder,
+                                  context=context)
                 status, reason = _classify(res)
                 got_kind, got_stage = res.got_kind, res.got_stage
             except BackendError as exc:

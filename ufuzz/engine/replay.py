@@ -8,9 +8,12 @@ with the campaign's own options:
 * the parent's state is the checkpoint with the parent's ops replayed;
 * the mutant's state is built independently: the checkpoint again with the mutant's full op recipe;
 
-both queries are executed (top-k ids and a response) and judged with the stored references. A failure is
-*reproduced* when the parent passes and the mutant fails with the recorded kind and stage. ``same_key``
-additionally says whether the recomputed unique-failure key (offending memory ids included) matches.
+both queries are executed (top-k ids and a response) and judged with the stored references through the very
+functions a campaign decides failures with (:mod:`ufuzz.oracles.verdict`), with the campaign's own responder
+and judge (:class:`~ufuzz.engine.judging.Judging`, rebuilt from its stored config). A failure is *reproduced*
+when the parent passes the recorded level and the mutant fails there with the recorded kind. ``same_key``
+additionally says whether the recomputed unique-failure key (offending memory ids included) matches. A seed's
+baseline failure is re-run alone and judged the same way.
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ from typing import Any
 
 from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, MemoryBackend
-from ufuzz.corpus.campaign import case_of, load_campaign
+from ufuzz.backends.responders import Responder
+from ufuzz.corpus.campaign import CampaignData, case_of, load_campaign
 from ufuzz.engine.executor import Executor
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference
-from ufuzz.oracles.expectations import evaluate
-from ufuzz.oracles.expectations import failure_key as compute_failure_key
+from ufuzz.oracles.judging import Judging
+from ufuzz.oracles.verdict import BASELINE, Context, caused, first_failure, judge_case
+from ufuzz.oracles.verdict import failure_key as failure_key_of
 
 __all__ = ["ReplayResult", "ReplayReport", "replay_pair", "replay_campaign", "fresh_backend"]
 
@@ -78,9 +83,6 @@ class ReplayReport:
                 "results": [asdict(r) for r in self.results]}
 
 
-def _deleted(case: FuzzCase) -> tuple[str, ...]:
-    return tuple(op.target for op in case.ops if op.op == "delete" and op.target)
-
 
 def replay_campaign(campaign_dir: str | Path, db: str | None = None, *, campaign_id: str | None = None,
                     workdir: str | Path | None = None) -> ReplayReport:
@@ -92,16 +94,14 @@ def replay_campaign(campaign_dir: str | Path, db: str | None = None, *, campaign
     the replay of one failure make that failure "not reproduced", with the fault as the reason.
     """
     data = load_campaign(campaign_dir, db, campaign_id=campaign_id)
-    checkpoints, seeds, mutants, refs, k = data.checkpoints, data.seeds, data.mutants, data.references, data.k
-    failures = data.failures
-    backend_name, options = data.backend, data.backend_options
-    report = ReplayReport(campaign_id=data.campaign_id, backend=backend_name, backend_options=options)
-    if not failures:
+    report = ReplayReport(campaign_id=data.campaign_id, backend=data.backend, backend_options=data.backend_options)
+    if not data.failures:
         return report
-
-    with fresh_backend(backend_name, options, workdir) as backend:
-        for f in failures:
-            report.results.append(_replay_one(f, backend, checkpoints, seeds, mutants, refs, k))
+    judging = Judging.of(data.config)
+    with fresh_backend(data.backend, data.backend_options, workdir) as backend:
+        responder, context = judging.build(backend)
+        for f in data.failures:
+            report.results.append(_replay_one(f, backend, data, responder, context))
     return report
 
 
@@ -134,9 +134,9 @@ def fresh_backend(name: str, options: dict[str, Any], workdir: str | Path | None
 
 
 def _run_isolated(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], case: FuzzCase,
-                  k: int) -> Execution:
+                  k: int, responder: Responder | None = None) -> Execution:
     """Build the checkpoint on its own, replay the case's ops, execute its query; release the state."""
-    executor = Executor(backend, checkpoints, k=k)
+    executor = Executor(backend, checkpoints, k=k, responder=responder)
     try:
         state = executor.state_of(case)
         return executor.execute(case, state)
@@ -144,13 +144,21 @@ def _run_isolated(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], ca
         executor.close()
 
 
-def _replay_one(f: Any, backend: MemoryBackend, checkpoints: dict[str, Checkpoint], seeds: dict[str, Any],
-                mutants: dict[str, Any], refs: dict[str, Any], k: int) -> ReplayResult:
+def _replay_one(f: Any, backend: MemoryBackend, data: CampaignData, responder: Responder | None,
+                context: Context) -> ReplayResult:
     base = {"failure_key": f.failure_key, "case_id": f.case_id, "seed_id": f.seed_id, "operator": f.operator,
             "kind": f.kind, "stage": f.stage, "status": "unbuildable"}
-    mutant = case_of(f.case_id, checkpoints, seeds, mutants)
-    if isinstance(mutant, str):
-        return ReplayResult(parent_id=None, reproduced=False, reason=mutant, **base)
+    checkpoints, seeds, mutants, refs = data.checkpoints, data.seeds, data.mutants, data.references
+    case = case_of(f.case_id, checkpoints, seeds, mutants)
+    if isinstance(case, str):
+        return ReplayResult(parent_id=None, reproduced=False, reason=case, **base)
+    if f.origin == BASELINE:
+        if f.case_id not in refs:
+            return ReplayResult(parent_id=None, reproduced=False, reason=f"no stored reference for {f.case_id}",
+                                **base)
+        return replay_baseline(backend, checkpoints, case, refs[f.case_id], k=data.k, kind=f.kind, stage=f.stage,
+                               failure_key=f.failure_key, responder=responder, context=context)
+    mutant = case
     base["parent_id"] = mutant.parent_id
     if mutant.parent_id is None:
         return ReplayResult(reproduced=False, reason=f"case {f.case_id} has no parent", **base)
@@ -162,44 +170,82 @@ def _replay_one(f: Any, backend: MemoryBackend, checkpoints: dict[str, Checkpoin
             return ReplayResult(reproduced=False, reason=f"no stored reference for case {cid}", **base)
     m = mutants.get(f.case_id)
     target = (m.target if m is not None else None) or ""
-    return replay_pair(backend, checkpoints, parent, mutant, refs[parent.id], refs[mutant.id], k=k,
+    return replay_pair(backend, checkpoints, parent, mutant, refs[parent.id], refs[mutant.id], k=data.k,
                        failure_key=f.failure_key, kind=f.kind, stage=f.stage, target=target,
-                       seed_id=f.seed_id, operator=f.operator)
+                       seed_id=f.seed_id, operator=f.operator, responder=responder, context=context)
+
+
+def _executions(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], cases: list[FuzzCase], k: int,
+                responder: Responder | None) -> list[Execution] | str:
+    """Each case executed on its own fresh state, or why that failed (a backend fault)."""
+    out = []
+    for case in cases:
+        try:
+            ex = _run_isolated(backend, checkpoints, case, k, responder)
+        except BackendError as exc:  # replaying the op recipe failed
+            return f"backend error while rebuilding: {exc}"
+        if ex.error is not None:
+            return f"backend error executing {case.id}: {ex.error}"
+        out.append(ex)
+    return out
 
 
 def replay_pair(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], parent: FuzzCase, mutant: FuzzCase,
                 parent_ref: Reference, mutant_ref: Reference, *, k: int, failure_key: str, kind: str, stage: str,
-                target: str, seed_id: str | None = None, operator: str | None = None) -> ReplayResult:
+                target: str, seed_id: str | None = None, operator: str | None = None,
+                responder: Responder | None = None, context: Context | None = None) -> ReplayResult:
     """Rebuild ``parent`` and ``mutant`` each on its own fresh state of ``backend`` (checkpoint + full op
-    recipe), execute both and judge them with their references against the recorded verdict (``kind``,
-    ``stage``, ``failure_key``; ``target`` is the obligation target the key was computed with)."""
+    recipe), execute both and judge them with their references — through the campaign's own verdict
+    functions, responder and judge — against the recorded verdict (``kind``, ``stage`` = level,
+    ``failure_key``; ``target`` is the obligation target the key was computed with)."""
     base = {"failure_key": failure_key, "case_id": mutant.id, "parent_id": parent.id,
             "seed_id": seed_id or mutant.seed_id, "operator": operator if operator is not None else mutant.operator,
             "kind": kind, "stage": stage}
-    try:
-        parent_ex = _run_isolated(backend, checkpoints, parent, k)
-        mutant_ex = _run_isolated(backend, checkpoints, mutant, k)
-    except BackendError as exc:  # replaying the op recipe failed
-        return ReplayResult(reproduced=False, reason=f"backend error while rebuilding: {exc}", status="error",
-                            **base)
-    for who, ex in (("parent", parent_ex), ("mutant", mutant_ex)):
-        if ex.error is not None:
-            return ReplayResult(reproduced=False, reason=f"backend error executing the {who}: {ex.error}",
-                                status="error", **base)
-    hidden = not backend.capabilities.visible_retrieval
-    p_out = evaluate(parent_ref, parent_ex, _deleted(parent), hidden)
-    m_out = evaluate(mutant_ref, mutant_ex, _deleted(mutant), hidden)
-    got = {"got_kind": m_out.kind, "got_stage": m_out.stage}
+    ctx = context or Context(visible=backend.capabilities.visible_retrieval,
+                             threshold=backend.capabilities.relevance_threshold)
+    got_ex = _executions(backend, checkpoints, [parent, mutant], k, responder)
+    if isinstance(got_ex, str):
+        return ReplayResult(reproduced=False, reason=got_ex, status="error", **base)
+    parent_ex, mutant_ex = got_ex
+    p_levels = judge_case(parent, parent_ref, parent_ex, ctx)
+    m_levels = judge_case(mutant, mutant_ref, mutant_ex, ctx)
+    p_out = p_levels.get(stage)
+    if p_out is None:
+        return ReplayResult(reproduced=False, reason=f"level {stage} is not judged on this backend/responder",
+                            status="changed", **base)
     if not p_out.passed:
-        return ReplayResult(reproduced=False, reason=f"parent {parent.id} no longer passes "
-                            f"({p_out.stage}:{p_out.kind})", status="parent_broken", **got, **base)
-    if m_out.passed:
+        return ReplayResult(reproduced=False, reason=f"parent {parent.id} no longer passes ({stage}:{p_out.kind})",
+                            status="parent_broken", got_kind=p_out.kind, got_stage=stage, **base)
+    out = caused(p_levels, m_levels)
+    got = {"got_kind": out.kind if out else None, "got_stage": out.level if out else None}
+    if out is None:
         return ReplayResult(reproduced=False, reason="mutant passes", status="fixed", **got, **base)
-    if (m_out.kind, m_out.stage) != (kind, stage):
-        return ReplayResult(reproduced=False, reason=f"mutant fails differently ({m_out.stage}:{m_out.kind})",
+    if (out.kind, out.level) != (kind, stage):
+        return ReplayResult(reproduced=False, reason=f"mutant fails differently ({out.level}:{out.kind})",
                             status="changed", **got, **base)
-    key = compute_failure_key(mutant.seed_id, mutant.operator or "", target, m_out.kind or "", m_out.stage or "",
-                              m_out.offending)
+    key = failure_key_of(mutant.seed_id, mutant.operator or "", target, out.kind or "", out.level, out.offending)
     same = key == failure_key
     reason = "parent passes, mutant fails the same way" + ("" if same else " (other offending ids)")
     return ReplayResult(reproduced=True, reason=reason, same_key=same, status="reproduced", **got, **base)
+
+
+def replay_baseline(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], seed: FuzzCase, ref: Reference,
+                    *, k: int, kind: str, stage: str, failure_key: str, responder: Responder | None = None,
+                    context: Context | None = None) -> ReplayResult:
+    """Re-run a seed that failed its own reference and judge it again the same way."""
+    base = {"failure_key": failure_key, "case_id": seed.id, "parent_id": None, "seed_id": seed.seed_id,
+            "operator": None, "kind": kind, "stage": stage}
+    ctx = context or Context(visible=backend.capabilities.visible_retrieval,
+                             threshold=backend.capabilities.relevance_threshold)
+    got_ex = _executions(backend, checkpoints, [seed], k, responder)
+    if isinstance(got_ex, str):
+        return ReplayResult(reproduced=False, reason=got_ex, status="error", **base)
+    out = first_failure(judge_case(seed, ref, got_ex[0], ctx))
+    got = {"got_kind": out.kind if out else None, "got_stage": out.level if out else None}
+    if out is None:
+        return ReplayResult(reproduced=False, reason="the seed passes", status="fixed", **got, **base)
+    if (out.kind, out.level) != (kind, stage):
+        return ReplayResult(reproduced=False, reason=f"the seed fails differently ({out.level}:{out.kind})",
+                            status="changed", **got, **base)
+    return ReplayResult(reproduced=True, reason="the seed fails the same way", same_key=True, status="reproduced",
+                        **got, **base)

@@ -9,7 +9,7 @@ without import cycles (``tests/test_layers.py`` enforces it).
 from ufuzz.model.case import FuzzCase, Obligation, StateOp, state_key
 from ufuzz.model.execution import Execution
 from ufuzz.model.memory import Checkpoint, Entity, Fact, Memory
-from ufuzz.model.provenance import Provenance
+from ufuzz.model.provenance import Provenance, UndefinedReference
 from ufuzz.model.query import SCOPES, MutationDescriptor, Query, QueryFields
 from ufuzz.model.reference import RUBRIC_KEYS, Reference, Rubric
 from ufuzz.model.seed import SCHEMA_VERSION, Seed, SeedSuite
@@ -17,5 +17,5 @@ from ufuzz.model.seed import SCHEMA_VERSION, Seed, SeedSuite
 __all__ = [
     "RUBRIC_KEYS", "SCHEMA_VERSION", "SCOPES", "Checkpoint", "Entity", "Execution", "Fact",
     "FuzzCase", "Memory", "MutationDescriptor", "Obligation", "Provenance", "Query", "QueryFields", "Reference",
-    "Rubric", "Seed", "SeedSuite", "StateOp", "state_key",
+    "Rubric", "Seed", "SeedSuite", "StateOp", "UndefinedReference", "state_key",
 ]

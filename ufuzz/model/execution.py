@@ -15,7 +15,8 @@ class Execution:
     top_ids: list[str] = field(default_factory=list)
     top_scores: list[float] = field(default_factory=list)
     top_texts: list[str] = field(default_factory=list)
-    response: str | None = None
+    response: str | None = None  # None: the system under test gave no response (no responder)
+    responder: str | None = None  # who responded: "backend", "answerer:<model>", "reader:top-evidence"
     abstained: bool = False
     error: str | None = None
     seconds: float = 0.0

@@ -36,6 +36,8 @@ class Fact:
     """An entity–attribute–value fact of the checkpoint's provenance with its evidence memories.
 
     ``valid`` is False for a value that a later memory superseded (it stays in provenance as history).
+    ``deleted`` is True for a value whose evidence was deleted or overwritten in place: it is no longer in
+    memory, and ``evidence`` keeps the ids it had (their retrieval, or the value in an answer, is stale).
     ``value_type`` names the type pool the value comes from (``city``, ``person_name`` …) so that operators
     can pick type-compatible replacements.
     """
@@ -47,17 +49,21 @@ class Fact:
     valid: bool = True
     value_type: str = "text"
     valid_from: str | None = None
+    deleted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["evidence"] = list(self.evidence)
+        if not self.deleted:  # only mutated states have deleted history: seed files stay as they were
+            del d["deleted"]
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Fact:
         return cls(entity=str(d["entity"]), attribute=str(d["attribute"]), value=str(d["value"]),
                    evidence=tuple(str(e) for e in d["evidence"]), valid=bool(d.get("valid", True)),
-                   value_type=str(d.get("value_type", "text")), valid_from=d.get("valid_from"))
+                   value_type=str(d.get("value_type", "text")), valid_from=d.get("valid_from"),
+                   deleted=bool(d.get("deleted", False)))
 
 
 @dataclass(frozen=True)

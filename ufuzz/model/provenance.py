@@ -2,7 +2,7 @@
 
 Nodes are typed tuples so that names never collide: ``("entity", name)``, ``("attr", entity, attribute)``,
 ``("value", entity, attribute, value)`` and ``("memory", id)``. Value nodes carry ``valid`` (False when a
-later memory superseded the value), ``value_type`` and ``valid_from``.
+later memory superseded the value), ``deleted`` (its evidence is gone), ``value_type`` and ``valid_from``.
 
 A :class:`Provenance` is immutable; memory-state operators derive a new one (``with_update``,
 ``with_deletion``, ``with_memory``) from the *verified* result of a backend operation, so that every state a
@@ -47,7 +47,8 @@ class Provenance:
             if en not in g:
                 g.add_node(en, type="unknown")
             g.add_node(an, attribute=f.attribute)
-            g.add_node(vn, valid=f.valid, value_type=f.value_type, valid_from=f.valid_from, value=f.value)
+            g.add_node(vn, valid=f.valid, deleted=f.deleted, value_type=f.value_type, valid_from=f.valid_from,
+                       value=f.value)
             g.add_edge(en, an)
             g.add_edge(an, vn)
             for mid in f.evidence:
@@ -72,23 +73,31 @@ class Provenance:
         return sorted({f.attribute for f in self.facts if f.entity == entity})
 
     def active(self, entity: str, attribute: str) -> Fact | None:
-        valid = [f for f in self.facts_for(entity, attribute) if f.valid]
-        if not valid:
+        """The value valid now: the latest valid fact still in memory, or None."""
+        valid = [f for f in self.facts_for(entity, attribute) if f.valid and not f.deleted]
+        return max(valid, key=_order) if valid else None
+
+    def predecessor(self, entity: str, attribute: str) -> Fact | None:
+        """The value the active one replaced (the latest other fact ordered before it, possibly deleted), or
+        None when there is no active value or it replaced nothing."""
+        act = self.active(entity, attribute)
+        if act is None:
             return None
-        return max(valid, key=lambda f: (f.valid_from or "", f.value))
+        before = [f for f in self.facts_for(entity, attribute) if f is not act and _order(f) <= _order(act)]
+        return max(before, key=_order) if before else None
 
     def previous(self, entity: str, attribute: str) -> Fact | None:
-        old = [f for f in self.facts_for(entity, attribute) if not f.valid]
-        if not old:
-            return None
-        return max(old, key=lambda f: (f.valid_from or "", f.value))
+        """The answer of a ``previous``-scope question: the value the active one replaced, when that value
+        is still in memory; else None (see :meth:`reference_for` for when the question is undefined)."""
+        pred = self.predecessor(entity, attribute)
+        return pred if pred is not None and not pred.deleted else None
 
     def relevant_ids(self, entity: str, attribute: str) -> set[str]:
-        """Every memory that evidences any value (current or past) of (entity, attribute)."""
-        return {mid for f in self.facts_for(entity, attribute) for mid in f.evidence}
+        """Every memory still in the state that evidences any value (current or past) of (entity, attribute)."""
+        return {mid for f in self.facts_for(entity, attribute) if not f.deleted for mid in f.evidence}
 
     def mentions(self, memory_id: str) -> set[tuple[str, str]]:
-        return {(f.entity, f.attribute) for f in self.facts if memory_id in f.evidence}
+        return {(f.entity, f.attribute) for f in self.facts if not f.deleted and memory_id in f.evidence}
 
     def text_mentions(self, needle: str) -> list[str]:
         n = needle.lower()
@@ -98,23 +107,44 @@ class Provenance:
         return {f.value for f in self.facts if f.value_type == value_type}
 
     def reference_for(self, query_id: str, fields: QueryFields) -> Reference:
-        """The expected behaviour for ``fields`` derived from provenance alone."""
+        """The expected behaviour for ``fields``, derived from provenance alone.
+
+        Over the value history of (entity, attribute) — values superseded by later ones, values deleted
+        (``Fact.deleted``), at most one active value:
+
+        * ``current``: the active value, supported by its evidence; every other value's evidence is
+          invalidated and every other value is a stale answer. No active value: abstain.
+        * ``previous``: the value the active one replaced, supported by its evidence; only deleted values are
+          invalid (the active value is history-consistent, just not the answer). Nothing replaced, or nothing
+          left in memory: abstain. Undefined (:class:`UndefinedReference`) when values are left but none is
+          active, or the replaced one was deleted — no answer is right then, so no test may be built on it.
+        * ``any``: any value still in memory (the latest is the answer, the others aliases), supported by all
+          their evidence; deleted values are invalid and stale. Nothing left: abstain.
+        """
         facts = self.facts_for(fields.entity, fields.attribute)
-        invalid_ids = tuple(sorted({m for f in facts if not f.valid for m in f.evidence}))
+        gone = [f for f in facts if f.deleted]
+        if fields.scope == "current":
+            act = self.active(fields.entity, fields.attribute)
+            return _reference(query_id, [act] if act else [], [f for f in facts if f is not act])
         if fields.scope == "previous":
-            fact = self.previous(fields.entity, fields.attribute)
-            cur = self.active(fields.entity, fields.attribute)
-            invalid_ids = tuple(sorted(cur.evidence)) if cur else ()
-        else:
-            fact = self.active(fields.entity, fields.attribute)
-        answer = fact.value if fact else None
-        stale = tuple(sorted({f.value for f in facts if f.value != answer and (f.valid is False or
-                                                                          fields.scope == "previous")}))
-        if fact is None:
-            return Reference(query_id=query_id, answer=None, abstain=True, invalidated=invalid_ids,
-                             stale_answers=stale)
-        return Reference(query_id=query_id, answer=fact.value, supporting=tuple(sorted(fact.evidence)),
-                         invalidated=tuple(i for i in invalid_ids if i not in fact.evidence), stale_answers=stale)
+            if not any(not f.deleted for f in facts):  # nothing left in memory: abstaining is right
+                return _reference(query_id, [], gone)
+            if self.active(fields.entity, fields.attribute) is None:
+                raise UndefinedReference(f"{fields.entity}.{fields.attribute}: no current value, so no previous one")
+            pred = self.predecessor(fields.entity, fields.attribute)
+            if pred is not None and pred.deleted:
+                raise UndefinedReference(f"{fields.entity}.{fields.attribute}: the previous value was deleted")
+            return _reference(query_id, [pred] if pred else [], gone)
+        live = [f for f in facts if not f.deleted]
+        return _reference(query_id, sorted(live, key=_order, reverse=True), gone)
+
+    def defines(self, fields: QueryFields) -> bool:
+        """Whether a question with ``fields`` has a right answer (or a right abstention) on this state."""
+        try:
+            self.reference_for("", fields)
+        except UndefinedReference:
+            return False
+        return True
 
     # -- derivation for memory-state operators ---------------------------------------------------------
     def with_memory(self, memory_id: str, text: str) -> Provenance:
@@ -135,23 +165,55 @@ class Provenance:
         for f in self.facts:
             if f.entity == entity and f.attribute == attribute:
                 vtype = f.value_type
-                ev = tuple(e for e in f.evidence if e not in removed and e not in new_ids)
-                if ev:
-                    facts.append(replace(f, valid=False, evidence=ev))
+                facts.append(_without(replace(f, valid=False), removed | set(new_ids)))
             else:
-                ev = tuple(e for e in f.evidence if e not in removed)
-                if ev or not f.evidence:
-                    facts.append(replace(f, evidence=ev))
+                facts.append(_without(f, removed))
         facts.append(Fact(entity=entity, attribute=attribute, value=new_value, evidence=new_ids, valid=True,
                           value_type=vtype, valid_from=valid_from))
         return replace(self, facts=tuple(facts), memory_ids=(self.memory_ids - removed) | set(new_ids))
 
     def with_deletion(self, deleted_ids: Iterable[str]) -> Provenance:
+        """Memories ``deleted_ids`` are gone: a value left without evidence stays in provenance as deleted
+        history (its answer is stale, its old evidence invalid) rather than vanishing."""
         gone = set(deleted_ids)
-        facts = []
-        for f in self.facts:
-            ev = tuple(e for e in f.evidence if e not in gone)
-            if ev:
-                facts.append(replace(f, evidence=ev))
+        facts = tuple(_without(f, gone) for f in self.facts)
         texts = tuple((i, t) for i, t in self.memory_texts if i not in gone)
-        return replace(self, facts=tuple(facts), memory_ids=self.memory_ids - gone, memory_texts=texts)
+        return replace(self, facts=facts, memory_ids=self.memory_ids - gone, memory_texts=texts)
+
+
+class UndefinedReference(ValueError):
+    """No behaviour is right for the question on this state (e.g. a ``previous`` question whose previous
+    value was deleted): an operator must not build a test on it."""
+
+
+def _order(f: Fact) -> tuple[str, str]:
+    """History order: by the time a value became valid (values of one time by text, for determinism)."""
+    return (f.valid_from or "", f.value)
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.casefold().split()) == " ".join(b.casefold().split())
+
+
+def _without(f: Fact, gone: set[str]) -> Fact:
+    """``f`` once memories ``gone`` are deleted or overwritten: evidence left, or deleted history."""
+    if f.deleted or not gone & set(f.evidence):
+        return f
+    left = tuple(e for e in f.evidence if e not in gone)
+    return replace(f, evidence=left) if left else replace(f, deleted=True)
+
+
+def _reference(query_id: str, answers: list[Fact], wrong: list[Fact]) -> Reference:
+    """A reference whose acceptable answers are ``answers`` (first = the answer, others aliases; none =
+    abstain) and whose ``wrong`` facts are invalid evidence and stale answers."""
+    support = {m for f in answers for m in f.evidence}
+    values: list[str] = []
+    for f in answers:
+        if not any(_same(f.value, v) for v in values):
+            values.append(f.value)
+    invalid = tuple(sorted({m for f in wrong for m in f.evidence} - support))
+    stale = tuple(sorted({f.value for f in wrong if not any(_same(f.value, v) for v in values)}))
+    if not values:
+        return Reference(query_id=query_id, answer=None, abstain=True, invalidated=invalid, stale_answers=stale)
+    return Reference(query_id=query_id, answer=values[0], aliases=tuple(values[1:]),
+                     supporting=tuple(sorted(support)), invalidated=invalid, stale_answers=stale)

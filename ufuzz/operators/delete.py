@@ -3,15 +3,15 @@
 Targets: ``all`` (every memory evidencing any value of the queried entity–attribute) or ``active`` (only the
 current value's evidence, leaving superseded history behind). Deletion is verified independently through
 get/list: each deleted id is gone or inactive, and exactly those ids left the active set. The reference is
-derived from the provenance after deletion (usually abstention); deleted ids are invalidated and their values
-are stale answers.
+derived from the provenance after deletion (usually abstention); deleted values stay there as deleted
+history, so their evidence is invalidated and their values are stale answers.
 """
 
 from __future__ import annotations
 
 import random
 
-from ufuzz.model import FuzzCase, Reference, StateOp
+from ufuzz.model import FuzzCase, Reference, StateOp, UndefinedReference
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 
 
@@ -24,11 +24,13 @@ class Delete(Operator):
         if not case.descriptor.allows(self.name):
             return []
         f = case.query.fields
-        facts = case.provenance.facts_for(f.entity, f.attribute)
+        facts = [x for x in case.provenance.facts_for(f.entity, f.attribute) if not x.deleted]
         if not facts:
             return []
         out = ["all"]
-        if any(not x.valid for x in facts) and any(x.valid for x in facts):
+        active = case.provenance.active(f.entity, f.attribute)
+        if active is not None and any(not x.valid for x in facts) and \
+                case.provenance.with_deletion(active.evidence).defines(f):  # a right answer remains
             out.append("active")
         return out
 
@@ -49,8 +51,6 @@ class Delete(Operator):
         if not ids:
             raise Rejected("nothing to delete")
         f = case.query.fields
-        deleted_values = {x.value for x in case.provenance.facts_for(f.entity, f.attribute)
-                          if set(x.evidence) & set(ids)}
         results = []
         for mid in ids:
             res = view.delete(mid)
@@ -58,9 +58,10 @@ class Delete(Operator):
                 raise Rejected(f"backend refused delete of {mid}: {res.detail}")
             results.append(res)
         prov = case.provenance.with_deletion(ids)
-        ref = prov.reference_for(case.query.id, f)
-        ref = ref.with_(invalidated=tuple(sorted(set(ref.invalidated) | set(ids))),
-                        stale_answers=tuple(sorted((set(ref.stale_answers) | deleted_values) - {ref.answer})))
+        try:  # deleted values stay in provenance as deleted history: invalid evidence, stale answers
+            ref = prov.reference_for(case.query.id, f)
+        except UndefinedReference as exc:
+            raise Rejected(f"no right answer after the delete: {exc}") from None
         return Mutation(query=case.query, provenance=prov, reference=ref,
                         ops=tuple(StateOp("delete", mid) for mid in ids), results=tuple(results),
                         detail=f"deleted {','.join(ids)}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from ufuzz.model import FuzzCase, Reference
+from ufuzz.model import FuzzCase, Reference, UndefinedReference
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.requery import fields_match, requery
 
@@ -40,7 +40,10 @@ class TargetChange(Operator):
                view: StateView | None = None) -> Mutation:
         field, value = parse_target(target)
         new_fields = replace(case.query.fields, **{field: value}, answerable=True)
-        ref = case.provenance.reference_for("", new_fields)
+        try:
+            ref = case.provenance.reference_for("", new_fields)
+        except UndefinedReference as exc:
+            raise Rejected(f"{target}: {exc}") from None
         if ref.abstain:
             raise Rejected(f"{target}: the state does not support {new_fields.entity}.{new_fields.attribute}")
         qid = f"{case.query.id}~t{rng.randrange(1 << 30):x}"
@@ -56,15 +59,16 @@ class TargetChange(Operator):
         if not ok:
             return Verdict.reject(why)
         prov = case.provenance
-        fact = prov.previous(child.entity, child.attribute) if child.scope == "previous" else \
-            prov.active(child.entity, child.attribute)
-        if fact is None:
+        try:
+            expected = prov.reference_for(mutation.query.id, child)
+        except UndefinedReference as exc:
+            return Verdict.reject(f"no right answer for the new target: {exc}")
+        if expected.abstain:
             return Verdict.reject("provenance has no supported value for the new target")
         if changed == ["entity"]:
             t_old, t_new = prov.entity_type(parent.entity), prov.entity_type(child.entity)
             if t_old and t_new and t_old != t_new:
                 return Verdict.reject(f"entity type {t_new} is not compatible with {t_old}")
-        expected = prov.reference_for(mutation.query.id, child)
         if expected != mutation.reference:
             return Verdict.reject("reference is not the one provenance derives")
         if not set(mutation.reference.supporting) <= prov.memory_ids:

@@ -68,7 +68,7 @@ class UnrelatedEdit(Operator):
         texts = dict(case.provenance.memory_texts)
         out = []
         for fact in case.provenance.facts:
-            if not fact.valid or fact.entity == f.entity or not fact.evidence:
+            if not fact.valid or fact.deleted or fact.entity == f.entity or not fact.evidence:
                 continue
             mid = latest_evidence(None, fact.evidence)
             if mid not in texts or not self._unrelated(case, mid, texts[mid]):
@@ -135,7 +135,8 @@ class UnrelatedEdit(Operator):
             return Verdict.reject("no verified operation")
         f = case.query.fields
         texts = dict(case.provenance.memory_texts)
-        current = {m for x in case.provenance.facts_for(f.entity, f.attribute) if x.valid for m in x.evidence}
+        current = {m for x in case.provenance.facts_for(f.entity, f.attribute) if x.valid and not x.deleted
+                   for m in x.evidence}
         for mid in sorted(case.provenance.relevant_ids(f.entity, f.attribute)):
             got = view.get(mid)
             if got is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 
-from ufuzz.model import FuzzCase, Memory, Reference, StateOp
+from ufuzz.model import FuzzCase, Memory, Reference, StateOp, UndefinedReference
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.statewrite import later_timestamp, latest_evidence, mentions_value, substitute
 
@@ -57,9 +57,10 @@ class Update(Operator):
         prov = case.provenance.with_update(f.entity, f.attribute, value, written, ts, removed_ids=res.removed)
         for wid in written:
             prov = prov.with_memory(wid, new_text)
-        ref = prov.reference_for(case.query.id, f)
-        # the replaced value is stale, unless it is the answer (a 'previous' query now asks for it)
-        ref = ref.with_(stale_answers=tuple(sorted((set(ref.stale_answers) | {fact.value}) - {ref.answer})))
+        try:
+            ref = prov.reference_for(case.query.id, f)
+        except UndefinedReference as exc:
+            raise Rejected(f"no right answer after the update: {exc}") from None
         return Mutation(query=case.query, provenance=prov, reference=ref,
                         ops=(StateOp("update", old_id, new),), results=(res,),
                         detail=f"{f.entity}.{f.attribute}: {fact.value} -> {value}")
@@ -101,15 +102,17 @@ class Update(Operator):
         if op.target not in res.written and op.target not in res.superseded and op.target not in res.removed:
             return Verdict.reject("backend did not say what happened to the old memory")
         ref = mutation.reference
-        if f.scope == "previous":
+        try:
             expected = mutation.provenance.reference_for(ref.query_id, f)
-            if (ref.answer, set(ref.supporting)) != (expected.answer, set(expected.supporting)):
-                return Verdict.reject("reference is not the previous value provenance derives")
-            if set(res.written) & set(ref.supporting):
-                return Verdict.reject("the written memory supports the previous value")
-        else:
-            if ref.answer != value:
-                return Verdict.reject("reference answer is not the new value")
-            if set(ref.supporting) != set(res.written):
-                return Verdict.reject("reference support is not the written evidence")
+        except UndefinedReference as exc:
+            return Verdict.reject(f"no right answer after the update: {exc}")
+        if ref != expected:
+            return Verdict.reject("reference is not the one provenance derives after the update")
+        written = set(res.written)
+        if f.scope == "current" and (ref.answer != value or set(ref.supporting) != written):
+            return Verdict.reject("reference is not the new value on the written evidence")
+        if f.scope == "previous" and written & set(ref.supporting):
+            return Verdict.reject("the written memory supports the previous value")
+        if f.scope == "any" and (value not in (ref.answer, *ref.aliases) or not written <= set(ref.supporting)):
+            return Verdict.reject("the new value is not among the accepted answers")
         return Verdict.accept("written memory active with new value", "latest timestamp", "old memory as reported")

@@ -1,26 +1,25 @@
-"""Operator-specific expectations: is an execution's memory use consistent with its reference?
+"""Expectations per level: is one execution's memory use consistent with its reference?
 
-Two stages of failure are told apart:
+The reference carries what is operator-specific — each operator derives its mutant's reference from the
+verified state change or query change (an update's new value and superseded evidence, a delete's deleted
+history, an unsupported target's abstention with the parent's evidence as decoy) — so the checks here are
+the same for every operator and depend only on the level:
 
-* **selection** — visible in the ranked list alone: no supporting memory in the top-k
-  (``missing_evidence``), an invalidated (stale, superseded) memory ranked above every supporting one
-  (``stale_ranked_above_valid``), or a deleted memory returned at all (``deleted_evidence_retrieved``);
-* **post-selection** — the ranked list is acceptable but the response is wrong: ``wrong_answer``,
-  ``stale_answer`` (an out-of-date or deleted value), ``false_abstention`` (abstained although supported),
+* **selection** (judged whenever retrieval is visible: the ranked top-k ids):
+  ``deleted_evidence_retrieved`` — a memory the case deleted is among the results;
+  ``missing_evidence`` — no supporting memory among them (answerable reference);
+  ``stale_ranked_above_valid`` — an invalidated (superseded, deleted, decoy) memory ranked above every
+  supporting one; ``unsupported_retrieved`` — for an abstaining reference, an invalidated memory returned at
+  or above the backend's *own* relevance threshold. Only where the backend declares such a threshold does this
+  last check apply, and then only results scored at or above it count as retrieved at all.
+* **response** (judged only when the system under test responded — its own answer, or an answerer the user
+  configured): ``wrong_answer``, ``stale_answer`` (an out-of-date or deleted value), ``false_abstention``,
   ``unsupported_answer`` (a factual answer where the reference abstains).
-
-For hidden-retrieval backends only the response is judged (stage ``response``).
-
-A mutant *fails* when it violates its expectation while its parent satisfied its own: the failure is then
-caused by the mutation. The unique-failure key is the hash of (seed, operator, obligation target, kind,
-stage, offending memory ids with mutation-generated id suffixes normalised).
 """
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,40 +27,60 @@ from typing import Any
 from ufuzz.model import Execution, Reference
 from ufuzz.oracles.matching import contains_answer, is_abstention
 
-KINDS = ("missing_evidence", "stale_ranked_above_valid", "deleted_evidence_retrieved", "wrong_answer",
-         "stale_answer", "false_abstention", "unsupported_answer")
-
-
-@dataclass(frozen=True)
-class Outcome:
-    passed: bool
-    kind: str | None = None
-    stage: str | None = None
-    offending: tuple[str, ...] = ()
-    detail: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Failure:
-    key: str
-    case_id: str
-    seed_id: str
-    operator: str
-    target: str
-    kind: str
-    stage: str
-    offending: tuple[str, ...]
-    detail: dict[str, Any]
-
-
-def _stale_in(response: str | None, ref: Reference) -> list[str]:
-    return [v for v in ref.stale_answers if v != ref.answer and contains_answer(response, v)]
-
+SELECTION, RESPONSE = "selection", "response"
+LEVELS = (SELECTION, RESPONSE)
+SELECTION_KINDS = ("deleted_evidence_retrieved", "missing_evidence", "stale_ranked_above_valid",
+                   "unsupported_retrieved")
+RESPONSE_KINDS = ("wrong_answer", "stale_answer", "false_abstention", "unsupported_answer")
+KINDS = SELECTION_KINDS + RESPONSE_KINDS
 
 #: a response judge: (question, reference answer or None for abstention, response[, rubric=...]) ->
 #: Correct|Hallucination|Omission. ``rubric`` (``{"must_include": [...], "must_not_include": [...]}``) is
 #: passed only to a judge that declares a ``rubric`` parameter (e.g. :meth:`ufuzz.llm.uses.Judge.label`).
 JudgeFn = Callable[..., str]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The verdict of one level on one execution."""
+
+    passed: bool
+    level: str
+    kind: str | None = None
+    offending: tuple[str, ...] = ()  # the memories at fault (invalid ones ranked high, the one answered from)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def selected(ex: Execution, threshold: float | None) -> list[str]:
+    """The ids the system handed on: its top-k, cut at its own relevance threshold when it declares one."""
+    if threshold is None:
+        return list(ex.top_ids)
+    return [i for i, s in zip(ex.top_ids, ex.top_scores) if s >= threshold]
+
+
+def selection(ref: Reference, ex: Execution, deleted: tuple[str, ...] = (),
+              threshold: float | None = None) -> Outcome:
+    """The selection-level verdict (visible retrieval only)."""
+    top = selected(ex, threshold)
+    info = {"top_ids": list(ex.top_ids), "selected": top, "threshold": threshold}
+
+    def fail(kind: str, offending: list[str]) -> Outcome:
+        return Outcome(False, SELECTION, kind, tuple(offending), info)
+
+    gone = set(deleted)
+    if any(i in gone for i in top):
+        return fail("deleted_evidence_retrieved", [i for i in top if i in gone])
+    invalid = set(ref.invalidated)
+    if not ref.abstain:
+        support = [r for r, i in enumerate(top) if i in set(ref.supporting)]
+        if not support:
+            return fail("missing_evidence", [i for i in top if i in invalid])
+        above = [i for i in top[:support[0]] if i in invalid]
+        if above:
+            return fail("stale_ranked_above_valid", above)
+    elif threshold is not None and any(i in invalid for i in top):
+        return fail("unsupported_retrieved", [i for i in top if i in invalid])
+    return Outcome(True, SELECTION, detail=info)
 
 
 def _takes_rubric(judge: JudgeFn) -> bool:
@@ -80,67 +99,46 @@ def _judge_label(judge: JudgeFn, question: str, ref: Reference, response: str) -
     return judge(question, ref.answer, response)
 
 
-def evaluate(ref: Reference, ex: Execution, deleted: tuple[str, ...] = (), hidden: bool = False,
-             judge: JudgeFn | None = None) -> Outcome:
-    """Judge one execution against one reference.
+def _carriers(ex: Execution, values: list[str]) -> tuple[str, ...]:
+    """The retrieved memories whose text carries one of ``values`` (what a stale answer came from)."""
+    return tuple(i for i, t in zip(ex.top_ids, ex.top_texts) if any(contains_answer(t, v) for v in values))
 
-    Without ``judge`` the response is matched as text (answer contained, abstention phrases). With a judge
-    (an LLM judge, ``--llm-uses judge``) its label decides correctness instead: Correct passes, Omission is an
+
+def response(ref: Reference, ex: Execution, judge: JudgeFn | None = None) -> Outcome | None:
+    """The response-level verdict, or None when the system under test gave no response.
+
+    Without ``judge`` the response is matched as text (an accepted answer contained, abstention phrases).
+    With a judge (``--llm-uses judge``) its label decides instead: Correct passes, Omission is an
     abstention, Hallucination a wrong (or, when a stale value appears, stale) answer. The reference's
-    rubric, if any, goes to the judge only; the offline matching ignores it.
+    rubric, if any, goes to the judge only.
     """
+    if ex.responder is None:
+        return None
     resp = ex.response
-    label = None
-    if judge is not None and resp is not None:
-        label = _judge_label(judge, ex.query, ref, resp)
+    label = _judge_label(judge, ex.query, ref, resp or "") if judge is not None else None
     if label is None:
-        answered_right = (not ref.abstain) and any(contains_answer(resp, a) for a in (ref.answer, *ref.aliases)
-                                                   if a)
+        right = not ref.abstain and any(contains_answer(resp, a) for a in (ref.answer, *ref.aliases) if a)
         abstained = is_abstention(resp)
     else:
-        answered_right = (not ref.abstain) and label == "Correct"
+        right = not ref.abstain and label == "Correct"
         abstained = label == "Omission" or (ref.abstain and label == "Correct")
-    info = {"response": resp, "top_ids": list(ex.top_ids), "answer_correct": answered_right, "judge": label}
-    top = [] if hidden else list(ex.top_ids)
-    gone = [i for i in top if i in set(deleted)]
-    if gone:
-        return Outcome(False, "deleted_evidence_retrieved", "selection", tuple(gone), info)
-    if not ref.abstain and top:
-        support = [r for r, i in enumerate(top) if i in set(ref.supporting)]
-        invalid = [r for r, i in enumerate(top) if i in set(ref.invalidated)]
-        if not support:
-            return Outcome(False, "missing_evidence", "selection", tuple(top[r] for r in invalid), info)
-        above = [r for r in invalid if r < support[0]]
-        if above:
-            return Outcome(False, "stale_ranked_above_valid", "selection", tuple(top[r] for r in above), info)
-    stage = "response" if hidden else "post-selection"
-    top1 = tuple(top[:1])
+    info = {"response": resp, "responder": ex.responder, "judge": label, "answer_correct": right}
+    stale = [v for v in ref.stale_answers if contains_answer(resp, v)]
+    top1 = tuple(ex.top_ids[:1])
+
+    def fail(kind: str, offending: tuple[str, ...]) -> Outcome:
+        return Outcome(False, RESPONSE, kind, offending, {**info, "stale": stale} if stale else info)
+
     if ref.abstain:
         if abstained:
-            return Outcome(True, detail=info)
-        stale = _stale_in(resp, ref)
+            return Outcome(True, RESPONSE, detail=info)
         if stale:
-            return Outcome(False, "stale_answer", stage, top1, {**info, "stale": stale})
-        return Outcome(False, "unsupported_answer", stage, top1, info)
-    if answered_right:
-        return Outcome(True, detail=info)
+            return fail("stale_answer", _carriers(ex, stale) or top1)
+        return fail("unsupported_answer", top1)
+    if right:
+        return Outcome(True, RESPONSE, detail=info)
     if abstained:
-        return Outcome(False, "false_abstention", stage, (), info)
-    stale = _stale_in(resp, ref)
+        return fail("false_abstention", ())
     if stale:
-        return Outcome(False, "stale_answer", stage, top1, {**info, "stale": stale})
-    return Outcome(False, "wrong_answer", stage, top1, info)
-
-
-_GENERATED = re.compile(r"~([a-z])\d+[0-9a-f]{4}(?![0-9a-f])")
-
-
-def normalise_id(memory_id: str) -> str:
-    """Strip the random part of ids generated by mutations so repeats of one failure share a key."""
-    return _GENERATED.sub(r"~\1", memory_id)
-
-
-def failure_key(seed_id: str, operator: str, target: str, kind: str, stage: str,
-                offending: tuple[str, ...]) -> str:
-    parts = [seed_id, operator, target, kind, stage, ",".join(sorted({normalise_id(i) for i in offending}))]
-    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:20]
+        return fail("stale_answer", _carriers(ex, stale) or top1)
+    return fail("wrong_answer", top1)

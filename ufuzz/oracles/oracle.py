@@ -1,8 +1,14 @@
 """The oracle side of a campaign: references and verdicts, kept apart from the scheduler.
 
-References enter only here (``register``); failures leave only to the failure store (``sink``). Nothing here
-returns a reference or a failure to the engine's scheduling path: ``check`` returns just the failure key
-(for live counts) — the scheduler module cannot import this package (a test enforces it).
+References enter only here (``add_seed``, ``register``); failures leave only to the failure store (``sink``).
+Nothing here returns a reference or a failure to the engine's scheduling path: ``check`` returns just the
+failure key (for live counts) — the scheduler module cannot import this package (a test enforces it).
+
+Verdicts come from :mod:`ufuzz.oracles.verdict`, the functions ``replay`` and ``corpus check`` use too. A
+seed that fails its own reference is a **baseline failure**, recorded once per seed. A mutant's failure is
+reported only at a level where its parent passes; and a query mutant that asks, on the checkpoint's own
+state, exactly a seed's question (same answer-affecting fields) and fails as that seed fails is that seed's
+baseline failure, not one the mutation caused.
 """
 
 from __future__ import annotations
@@ -10,20 +16,40 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ufuzz.model import Execution, FuzzCase, Reference
-from ufuzz.oracles.expectations import Failure, JudgeFn, Outcome, evaluate, failure_key
+from ufuzz.oracles.expectations import Outcome
+from ufuzz.oracles.verdict import (
+    Context,
+    Failure,
+    baseline_failure,
+    caused,
+    failure,
+    first_failure,
+    judge_case,
+)
+
+#: runs (or returns the cached) execution of a seed case by id; None when it could not run
+SeedRunner = Callable[[str], Execution | None]
 
 
 class Oracle:
-    def __init__(self, sink: Callable[[Failure, Reference], None], hidden: bool = False,
-                 reference_sink: Callable[[str, Reference], None] | None = None,
-                 judge: JudgeFn | None = None) -> None:
-        self.judge = judge
-        self._refs: dict[str, Reference] = {}
-        self._reference_sink = reference_sink
-        self._parent_outcomes: dict[tuple[str, str], Outcome] = {}
+    def __init__(self, sink: Callable[[Failure, Reference], None], context: Context | None = None,
+                 reference_sink: Callable[[str, Reference], None] | None = None) -> None:
+        self.context = context or Context()
         self._sink = sink
-        self.hidden = hidden
+        self._reference_sink = reference_sink
+        self._refs: dict[str, Reference] = {}
+        self._levels: dict[tuple[str, str], dict[str, Outcome]] = {}  # parents' verdicts by (case, state)
+        self._seeds: dict[str, FuzzCase] = {}
+        self._twins: dict[tuple[str, str, str, str, bool], str] = {}  # (checkpoint, fields) -> seed id
         self.seed_baseline_failures: dict[str, Outcome] = {}
+
+    # -- references -------------------------------------------------------------------------------------
+    def add_seed(self, case: FuzzCase, reference: Reference) -> None:
+        """A seed case and its reference."""
+        self._seeds[case.id] = case
+        f = case.query.fields
+        self._twins.setdefault((case.checkpoint_id, f.entity, f.attribute, f.scope, f.answerable), case.id)
+        self.register(case.id, reference)
 
     def register(self, case_id: str, reference: Reference) -> None:
         """Take a case's reference (and persist it to the oracle side's own table)."""
@@ -41,36 +67,45 @@ class Oracle:
         """Operators derive child references from a parent's; only the campaign's mutation path calls this."""
         return self._refs[case_id]
 
-    def _deleted(self, case: FuzzCase) -> tuple[str, ...]:
-        return tuple(op.target for op in case.ops if op.op == "delete" and op.target)
-
-    def outcome(self, case: FuzzCase, ex: Execution) -> Outcome:
+    # -- verdicts ---------------------------------------------------------------------------------------
+    def levels_of(self, case: FuzzCase, ex: Execution) -> dict[str, Outcome]:
+        """A parent's verdict per level (cached per state); a seed failing its own reference is recorded as
+        a baseline failure the first time."""
         key = (case.id, ex.state_key)
-        if key not in self._parent_outcomes:
-            self._parent_outcomes[key] = evaluate(self._refs[case.id], ex, self._deleted(case), self.hidden,
-                                                     self.judge)
-        return self._parent_outcomes[key]
+        if key not in self._levels:
+            self._levels[key] = judge_case(case, self._refs[case.id], ex, self.context)
+            bad = first_failure(self._levels[key])
+            if case.parent_id is None and bad is not None and case.id not in self.seed_baseline_failures:
+                self.seed_baseline_failures[case.id] = bad
+                self._sink(baseline_failure(case, bad, ex, "the seed fails its own reference"),
+                           self._refs[case.id])
+        return self._levels[key]
 
-    def check(self, mutant: FuzzCase, ex: Execution, parent: FuzzCase, parent_ex: Execution) -> str | None:
+    def _twin(self, mutant: FuzzCase, parent: FuzzCase) -> FuzzCase | None:
+        """The seed asking ``mutant``'s question on the same unmutated state, if any (and not its parent)."""
+        if mutant.ops:
+            return None
+        f = mutant.query.fields
+        sid = self._twins.get((mutant.checkpoint_id, f.entity, f.attribute, f.scope, f.answerable))
+        return self._seeds[sid] if sid is not None and sid != parent.id else None
+
+    def check(self, mutant: FuzzCase, ex: Execution, parent: FuzzCase, parent_ex: Execution,
+              run_seed: SeedRunner | None = None) -> str | None:
         """Judge a mutant against its reference, given its parent's execution. Returns a failure key or None."""
         if ex.error is not None or parent_ex.error is not None:
             return None
-        parent_out = self.outcome(parent, parent_ex)
-        if not parent_out.passed:
-            if parent.parent_id is None:
-                self.seed_baseline_failures.setdefault(parent.seed_id, parent_out)
+        out = caused(self.levels_of(parent, parent_ex),
+                     judge_case(mutant, self._refs[mutant.id], ex, self.context))
+        if out is None:
             return None
-        out = evaluate(self._refs[mutant.id], ex, self._deleted(mutant), self.hidden, self.judge)
-        if out.passed:
-            return None
-        ob = mutant.obligation
-        target = ob.target if ob else ""
-        key = failure_key(mutant.seed_id, mutant.operator or "", target, out.kind or "", out.stage or "",
-                          out.offending)
-        failure = Failure(key=key, case_id=mutant.id, seed_id=mutant.seed_id, operator=mutant.operator or "",
-                          target=target, kind=out.kind or "", stage=out.stage or "", offending=out.offending,
-                          detail={**out.detail, "parent_response": parent_ex.response,
-                                  "parent_top_ids": list(parent_ex.top_ids), "query": ex.query,
-                                  "parent_query": parent_ex.query, "mutation": mutant.detail})
-        self._sink(failure, self._refs[mutant.id])
-        return key
+        twin = self._twin(mutant, parent)
+        if twin is not None:
+            twin_ex = run_seed(twin.id) if run_seed is not None else None
+            if twin_ex is None or twin_ex.error is not None:
+                return None  # whether the mutation caused it cannot be told: precision first
+            same = self.levels_of(twin, twin_ex).get(out.level)
+            if same is not None and not same.passed and same.kind == out.kind:
+                return None  # the seed's own baseline failure, recorded there
+        f = failure(mutant, out, ex, parent_ex)
+        self._sink(f, self._refs[mutant.id])
+        return f.key

@@ -191,7 +191,8 @@ def _run_one(cfg: BenchConfig, strategy: str, run: int, suite: SeedSuite, backen
     rec: dict[str, Any] = {
         "strategy": strategy, "run": run, "seed": seed, "dir": str(run_dir), "campaign": summary["campaign"],
         "status": summary["status"], "executions": summary["executions"], "wall_seconds": round(wall, 3),
-        "unique_failures": summary["unique_failures"], "coverage_reached": final_reached,
+        "unique_failures": summary["unique_failures"], "causes": summary["causes"],
+        "baseline_failures": summary["baseline_failures"], "coverage_reached": final_reached,
         "coverage_total": total, "coverage": final_reached / total if total else 0.0,
         "mutants_valid": summary["mutants_valid"], "mutants_rejected": summary["mutants_rejected"],
         "retained": summary["retained"], "errors": summary["errors"], "at": at,
@@ -237,6 +238,8 @@ def aggregate(runs: list[dict[str, Any]], budget: int) -> dict[str, Any]:
         for b in budgets_of(budget):
             agg[f"uf@{b}"] = _mean_std([r["at"][str(b)]["unique_failures"] for r in rs])
             agg[f"cov@{b}"] = _mean_std([r["at"][str(b)]["coverage"] for r in rs])
+        agg["causes"] = _mean_std([r.get("causes", 0) for r in rs])
+        agg["baseline_failures"] = _mean_std([r.get("baseline_failures", 0) for r in rs])
         agg["executions"] = _mean_std([r["executions"] for r in rs])
         agg["wall_seconds"] = _mean_std([r["wall_seconds"] for r in rs])
         replays = [r["replay"] for r in rs if r.get("replay") is not None]
@@ -348,15 +351,16 @@ def _ordered(result: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 def _rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     budgets = result["config"]["budgets"]
-    head = ["strategy", "runs", *(f"UF@{b}" for b in budgets), *(f"Cov@{b}" for b in budgets),
-            "reproduced", "execs", "s/run"]
+    head = ["strategy", "runs", *(f"UF@{b}" for b in budgets), *(f"Cov@{b}" for b in budgets), "causes",
+            "baseline", "reproduced", "execs", "s/run"]
     rows = []
     for name, agg in _ordered(result):
         rep = agg.get("reproduced")
         rep_s = "-" if not rep else (f"{rep['reproduced']}/{rep['total']}"
                                      + (f" ({100 * rep['rate']:.0f}%)" if rep["rate"] is not None else ""))
         rows.append([name, str(agg["runs"]), *(_pm(agg[f"uf@{b}"], 1) for b in budgets),
-                     *(_pm(agg[f"cov@{b}"], 3) for b in budgets), rep_s, f"{agg['executions']['mean']:.0f}",
+                     *(_pm(agg[f"cov@{b}"], 3) for b in budgets), _pm(agg["causes"], 1),
+                     _pm(agg["baseline_failures"], 1), rep_s, f"{agg['executions']['mean']:.0f}",
                      f"{agg['wall_seconds']['mean']:.0f}"])
     return head, rows
 
@@ -379,8 +383,10 @@ def render_markdown(result: dict[str, Any]) -> str:
              f"Budget {c['budget']} executions, {c['runs']} run(s) per strategy (seeds {c['base_seed']}.."
              f"{c['base_seed'] + c['runs'] - 1}), suite {Path(c['seeds']).name} "
              f"({result['suite']['seeds']} seeds, {result['suite']['memories']} memories), "
-             f"top-{c['k']}. Mean ± sample std over runs. UF@b: unique failures within b executions; "
-             "Cov@b: checkpoint memories reached / all. reproduced: failures reproduced by `ufuzz replay` "
+             f"top-{c['k']}. Mean ± sample std over runs. UF@b: unique failures (caused by a mutation, of the "
+             "memory system) within b executions; Cov@b: checkpoint memories reached / all; causes: distinct "
+             "cause keys among the unique failures; baseline: seeds failing their own reference. "
+             "reproduced: recorded failures (baseline ones included) reproduced by `ufuzz replay` "
              f"on a fresh backend. Total wall time {result['wall_seconds']:.0f} s"
              + (" (interrupted)." if result.get("interrupted") else ".")
              + (f" PARTIAL: {len(result['runs'])} of {c['runs'] * len(c['strategies'])} runs so far."

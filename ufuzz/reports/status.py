@@ -56,8 +56,16 @@ def campaign_status(campaign_dir: Path, db: str | None = None, campaign_id: str 
     try:
         groups = fs.unique_failures()
         summary["unique_failures"] = fs.unique_failure_count()
+        summary["causes"] = fs.cause_count()
+        records = fs.failures()
     finally:
         fs.close()
+    summary["baseline_failures"] = [
+        {"seed": f.seed_id, "kind": f.kind, "level": f.stage, "query": f.detail.get("query"),
+         "reason": f.detail.get("reason"), "responder": f.responder}
+        for f in records if f.origin == "baseline" and f.counts]
+    summary["reader_failures"] = sum(1 for f in records if not f.counts)
+    summary["judging"] = _judging(Path(campaign_dir), rec.id)
     by_op: dict[str, int] = {}
     by_kind: dict[str, int] = {}
     for g in groups:
@@ -78,6 +86,26 @@ def campaign_status(campaign_dir: Path, db: str | None = None, campaign_id: str 
     return summary
 
 
+def _judging(campaign_dir: Path, campaign_id: str) -> dict[str, Any] | None:
+    """How the campaign decided failures (levels, relevance threshold, responder), as it recorded at start."""
+    try:
+        facts = json.loads((campaign_dir / "campaign.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return facts.get("judging") if isinstance(facts, dict) and facts.get("campaign") == campaign_id else None
+
+
+def _judging_line(j: dict[str, Any] | None) -> str:
+    if not j:
+        return "judging    (not recorded)"
+    sel = "selection" if j.get("selection") else "no selection (retrieval hidden)"
+    thr = j.get("relevance_threshold")
+    sel += f" (relevance threshold {thr})" if thr is not None else " (no relevance threshold: no abstention check)"
+    who = j.get("responder")
+    resp = f"response by {who}, judged by {j.get('judge')}" if who else "no response level (no responder)"
+    return f"judging    {sel}; {resp}"
+
+
 def render_status(st: dict[str, Any]) -> str:
     cov = st["coverage"]
     lines = [
@@ -95,14 +123,20 @@ def render_status(st: dict[str, Any]) -> str:
         w = st["worker"]
         lines.append(f"worker     {w['starts']} start(s), {w['recycles']} recycled, {w['crashes']} crashed, "
                      f"{w['rebuilds']} states rebuilt, peak {w['peak_rss_mb']:.0f} MB")
-    lines += [
-        f"unique failures {st['unique_failures']}",
-    ]
+    lines.append(_judging_line(st.get("judging")))
+    lines.append(f"unique failures {st['unique_failures']} ({st.get('causes', 0)} causes)")
     if st["failure_groups"]:
-        lines.append(f"  {'operator':16s} {'stage':15s} {'kind':28s} {'unique':>6s} {'seen':>6s}")
+        lines.append(f"  {'operator':16s} {'level':10s} {'kind':28s} {'unique':>6s} {'causes':>6s} {'seen':>6s}")
         for g in st["failure_groups"]:
-            lines.append(f"  {g['operator'] or '?':16s} {g['stage']:15s} {g['kind']:28s} {g['unique']:6d} "
-                         f"{g['occurrences']:6d}")
+            lines.append(f"  {g['operator'] or '?':16s} {g['stage']:10s} {g['kind']:28s} {g['unique']:6d} "
+                         f"{g.get('causes', 0):6d} {g['occurrences']:6d}")
+    base = st.get("baseline_failures") or []
+    lines.append(f"baseline failures {len(base)} (seeds failing their own reference; not in unique failures)")
+    for b in base:
+        lines.append(f"  {b['seed']:16s} {b['level']:10s} {b['kind']:28s} {b.get('query') or ''}")
+    if st.get("reader_failures"):
+        lines.append(f"reader failures {st['reader_failures']} (the opt-in top-evidence reader's, not the "
+                     "memory system's)")
     return "\n".join(lines)
 
 

@@ -323,7 +323,10 @@ class Builder:
         for s in ("current", "previous", "any"):
             if s == f.scope:
                 continue
-            r = prov.reference_for(p.qid, QueryFields(f.entity, f.attribute, s, f.answerable))
+            scoped = QueryFields(f.entity, f.attribute, s, f.answerable)
+            if not prov.defines(scoped):  # no right answer on this state (e.g. previous of a deleted value)
+                continue
+            r = prov.reference_for(p.qid, scoped)
             fact = prov.previous(f.entity, f.attribute) if s == "previous" else prov.active(f.entity, f.attribute)
             # never offer a scope whose answer is a value the benchmark does not state, or one that never
             # held (a retracted value is an invalid fact without valid_from)

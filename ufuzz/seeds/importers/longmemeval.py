@@ -173,7 +173,8 @@ def _record(b: Builder, rec: Any, extractor: Extractor | None) -> None:
                 asked_valid, other_valid = True, False
             facts.append(Fact(fields.entity, fields.attribute, f"[value stated in {other[0]}]", tuple(other),
                               valid=other_valid, value_type=UNSTATED, valid_from=max(ts_of[m] for m in other)))
-            supporting, expect_inv = asked, tuple(other)
+            # a previous-scope question's current value is history, not a decoy: nothing is invalidated then
+            supporting, expect_inv = asked, (() if fields.scope == "previous" else tuple(other))
         else:
             asked_valid = True
         facts.append(Fact(fields.entity, fields.attribute, answer, tuple(supporting), valid=asked_valid,

@@ -1,0 +1,96 @@
+"""How a campaign's executions are responded to and judged, rebuilt the same way wherever a verdict is made.
+
+A campaign, ``ufuzz replay`` of it and ``ufuzz corpus check`` of its exported corpus must decide failures
+alike: the same responder (the backend's own answer, the configured LLM answerer or the opt-in top-evidence
+reader), the same judge and the same levels (selection where retrieval is visible, with the backend's own
+relevance threshold). :class:`Judging` is that part of a campaign's configuration; it travels in the
+campaign's stored config and in a regression corpus's header, and :meth:`Judging.build` turns it into the
+responder and :class:`~ufuzz.oracles.verdict.Context` for a given backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from ufuzz.backends.protocol import MemoryBackend
+from ufuzz.backends.responders import LLMAnswerer, Responder, TopEvidenceReader
+from ufuzz.oracles.verdict import Context
+
+READERS = ("none", "top-evidence")
+
+
+@dataclass(frozen=True)
+class Judging:
+    reader: str = "none"  # "top-evidence": the made-up reader, opt-in, labelled as its own
+    reader_threshold: float | None = None  # the reader's cut-off; None = the backend's hint
+    answer: bool = False  # --llm-uses answer: an LLM answerer responds
+    judge: bool = False  # --llm-uses judge: an LLM judges responses
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key_env: str = "OPENAI_API_KEY"
+    llm_cache: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.reader not in READERS:
+            raise ValueError(f"--reader must be one of {', '.join(READERS)}, not {self.reader!r}")
+        if self.reader != "none" and self.answer:
+            raise ValueError("--reader and --llm-uses answer both make responses: choose one")
+        if (self.answer or self.judge) and not self.llm_base_url:
+            raise ValueError("--llm-uses answer/judge needs --llm-base-url (an OpenAI-compatible endpoint)")
+
+    @classmethod
+    def of(cls, config: Any) -> Judging:
+        """From a campaign's config (a CampaignConfig or its stored dict); absent keys take defaults."""
+        d = config if isinstance(config, dict) else asdict(config)
+        uses = tuple(d.get("llm_uses") or ())
+        return cls(reader=str(d.get("reader") or "none"), reader_threshold=d.get("reader_threshold"),
+                   answer="answer" in uses, judge="judge" in uses, llm_base_url=d.get("llm_base_url"),
+                   llm_model=d.get("llm_model"), llm_api_key_env=str(d.get("llm_api_key_env") or "OPENAI_API_KEY"),
+                   llm_cache=d.get("llm_cache"))
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> Judging:
+        """From :meth:`to_dict` output (a corpus header); unknown keys are an error naming them."""
+        d = dict(d or {})
+        unknown = sorted(set(d) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown judging key(s) {unknown}")
+        return cls(**d)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def llm(self) -> Any:
+        """The LLM client of the answerer/judge, or None when neither is used."""
+        if not (self.answer or self.judge):
+            return None
+        from ufuzz.llm import CallCache, LLMClient, LLMConfig
+
+        return LLMClient(LLMConfig(base_url=str(self.llm_base_url), model=self.llm_model or "default",
+                                   api_key_env=self.llm_api_key_env), CallCache(self.llm_cache))
+
+    def build(self, backend: MemoryBackend, llm: Any = None) -> tuple[Responder | None, Context]:
+        """The responder and the verdict context for ``backend`` (``llm``: a client to reuse)."""
+        caps = backend.capabilities
+        responder: Responder | None = None
+        judge = None
+        if self.answer or self.judge:
+            from ufuzz.llm.uses import Answerer, Judge
+
+            llm = llm or self.llm()
+            if self.answer:
+                responder = LLMAnswerer(Answerer(llm), self.llm_model or "default")
+            if self.judge:
+                judge = Judge(llm).label  # takes the reference's rubric too (MemOps)
+        if self.reader == "top-evidence":
+            thr = self.reader_threshold if self.reader_threshold is not None else caps.reader_threshold
+            responder = TopEvidenceReader(thr)
+        return responder, Context(visible=caps.visible_retrieval, threshold=caps.relevance_threshold, judge=judge)
+
+    def describe(self, backend: MemoryBackend, responder: Responder | None) -> dict[str, Any]:
+        """What ``ufuzz status`` says about how failures were decided."""
+        caps = backend.capabilities
+        who = "backend" if caps.answers else (responder.name if responder is not None else None)
+        return {"selection": caps.visible_retrieval, "relevance_threshold": caps.relevance_threshold,
+                "responder": who, "judge": "llm" if self.judge else ("text" if who else None)}
