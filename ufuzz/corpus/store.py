@@ -372,6 +372,8 @@ def _open(url: str, tables: list[Any], *, echo: bool = False, mode: str = "write
             raise CorpusDatabaseError(f"cannot create the folder {str(folder)!r} of SQLite corpus database {safe} "
                                       f"(scheme {scheme!r}): {e.strerror or type(e).__name__}") from None
     kw: dict[str, Any] = {"echo": echo}
+    if mode == "check" and u.get_backend_name() == "postgresql" and "connect_timeout" not in u.query:
+        kw["connect_args"] = {"connect_timeout": 10}  # a check must not hang on a host that drops packets
     if file is not None and mode != "write":
         kw["creator"] = _readonly_creator(file)
         u = make_url("sqlite://")
