@@ -115,10 +115,12 @@ class FactModel(StrictModel):
     valid: bool = True
     value_type: Name = "text"
     valid_from: Timestamp | None = None
+    deleted: bool = False  # a value whose evidence was deleted (mutated states; seed files leave it out)
 
     def to_model(self) -> Fact:
         return Fact(entity=self.entity, attribute=self.attribute, value=self.value, evidence=tuple(self.evidence),
-                    valid=self.valid, value_type=self.value_type, valid_from=self.valid_from)
+                    valid=self.valid, value_type=self.value_type, valid_from=self.valid_from,
+                    deleted=self.deleted)
 
 
 class EntityModel(StrictModel):
