@@ -238,8 +238,11 @@ def test_a_mutant_that_now_passes_is_fixed(tmp_path):
 
 
 def test_a_parent_that_no_longer_passes_is_parent_broken(tmp_path):
-    def edit(v, _recs):  # the parent's reference now expects an answer no memory holds
-        v["parent"]["reference"].update(abstain=False, answer="Zyxwv Qutsr", aliases=[])
+    def edit(v, recs):  # the parent's evidence is now the checkpoint memory least like its query
+        cp = next(r for r in recs if r["kind"] == "checkpoint" and r["id"] == v["checkpoint_id"])
+        words = set(v["parent"]["query"]["text"].lower().split())
+        far = min(cp["memories"], key=lambda m: (len(words & set(m["text"].lower().split())), m["id"]))
+        v["parent"]["reference"].update(supporting=[far["id"]], invalidated=[])
 
     path, victim = _tampered(tmp_path, edit)
     rep = check_corpus(path)
