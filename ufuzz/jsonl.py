@@ -59,7 +59,7 @@ def iter_json_lines(path: Path, error_cls: type[LineError], kinds: Sequence[str]
             lineno += 1
             if len(data) > max_line_bytes and not data.endswith(b"\n"):
                 raise error_cls(path, lineno, f"line longer than {max_line_bytes} bytes "
-                                f"({max_line_bytes // (1024 * 1024)} MiB); refused without reading it")
+                                f"({max_line_bytes // (1024 * 1024)} MiB); refused before parsing it")
             try:
                 raw = data.decode("utf-8")
             except UnicodeDecodeError:
