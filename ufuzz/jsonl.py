@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LineError", "iter_json_lines"]
+__all__ = ["MAX_LINE_BYTES", "LineError", "iter_json_lines"]
 
 
 class LineError(ValueError):
@@ -24,13 +24,23 @@ class LineError(ValueError):
         super().__init__(f"{where}: {message}" + (f" (field '{field}')" if field else ""))
 
 
-def iter_json_lines(path: Path, error_cls: type[LineError], kinds: Sequence[str]
-                    ) -> Iterator[tuple[int, str, dict[str, Any]]]:
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (JSON has no NaN or Infinity)")
+
+
+#: The longest line, in bytes; a longer one is refused before it is parsed. A seed file's checkpoint line holds
+#: all its memories: 32 MiB is room for a LongMemEval-M haystack (~1.5 M tokens) in one checkpoint.
+MAX_LINE_BYTES = 32 * 1024 * 1024
+
+
+def iter_json_lines(path: Path, error_cls: type[LineError], kinds: Sequence[str], *,
+                    max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """``(line number, kind, record)`` for every non-blank line of ``path``, in file order.
 
-    Raises ``error_cls`` naming the line when the file cannot be opened, a line is not UTF-8, not JSON or
-    not a JSON object, its ``kind`` is not one of ``kinds``, or the header is not the first record or
-    comes twice. Everything inside a record is the caller's to check.
+    Raises ``error_cls`` naming the line when the file cannot be opened, a line is longer than
+    ``max_line_bytes`` (found without reading it whole), not UTF-8, not JSON (``NaN`` and ``Infinity``
+    included: they are not JSON) or not a JSON object, its ``kind`` is not one of ``kinds``, or the header is
+    not the first record or comes twice. Everything inside a record is the caller's to check.
     """
     try:
         fh = path.open("rb")  # decoded line by line, so that a non-UTF-8 byte is reported on its own line
@@ -38,7 +48,18 @@ def iter_json_lines(path: Path, error_cls: type[LineError], kinds: Sequence[str]
         raise error_cls(path, None, f"cannot read: {exc.strerror or exc}") from None
     with fh:
         seen_header = False
-        for lineno, data in enumerate(fh, start=1):
+        lineno = 0
+        while True:
+            try:
+                data = fh.readline(max_line_bytes + 1)
+            except OSError as exc:
+                raise error_cls(path, lineno + 1, f"cannot read: {exc.strerror or exc}") from None
+            if not data:
+                break
+            lineno += 1
+            if len(data) > max_line_bytes and not data.endswith(b"\n"):
+                raise error_cls(path, lineno, f"line longer than {max_line_bytes} bytes "
+                                f"({max_line_bytes // (1024 * 1024)} MiB); refused before parsing it")
             try:
                 raw = data.decode("utf-8")
             except UnicodeDecodeError:
@@ -46,9 +67,13 @@ def iter_json_lines(path: Path, error_cls: type[LineError], kinds: Sequence[str]
             if not raw.strip():
                 continue
             try:
-                rec = json.loads(raw)
+                rec = json.loads(raw, parse_constant=_no_constant)
             except json.JSONDecodeError as exc:
                 raise error_cls(path, lineno, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+            except ValueError as exc:
+                raise error_cls(path, lineno, f"invalid JSON: {exc}") from None
+            except RecursionError:
+                raise error_cls(path, lineno, "invalid JSON: nested too deeply") from None
             if not isinstance(rec, dict):
                 raise error_cls(path, lineno, "each line must be a JSON object")
             kind = rec.get("kind")

@@ -241,7 +241,13 @@ BAD_CONFIGS = [
     (_with("update", "policy", "merge"), "product.toml: [update] 'policy' must be 'rewrite' or 'append'"),
     (_with("search", "score", "$.results[*].score"), "product.toml: [search] unknown key(s) 'score'"),
     (_without("auth", "env"), "product.toml: [auth] needs both 'header' and 'env'"),
-    ({**example_raw(), "timeout": -1}, "product.toml: 'timeout' must be a number >= 0.001"),
+    ({**example_raw(), "timeout": -1}, "product.toml: 'timeout': must be >= 0.001, got -1"),
+    ({**example_raw(), "timeout": float("nan")}, "product.toml: 'timeout': expected a finite number"),
+    ({**example_raw(), "retries": "3"}, "product.toml: 'retries': expected an integer, got string '3'"),
+    ({**example_raw(), "deterministic": "yes"}, "product.toml: 'deterministic': expected true or false"),
+    ({**example_raw(), "tiemout": 3}, "product.toml: unknown key(s) 'tiemout'; known:"),
+    (_with("get", "not_found", ["404"]), "product.toml: [get] 'not_found[0]': expected an integer"),
+    (_with("auth", "env", "MY TOKEN"), "product.toml: [auth] 'env': must match ^[A-Za-z_][A-Za-z0-9_]*$, got 'MY TOKEN'"),
     ({k: v for k, v in example_raw().items() if k != "base_url"}, "product.toml: missing or bad 'base_url'"),
 ]
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from ufuzz.cli import main
 from ufuzz.corpus.failures import FailureStore
+from ufuzz.corpus.format import content_hash
 from ufuzz.corpus.regression import (
     CorpusFileError,
     export_campaign,
@@ -31,6 +32,12 @@ COMMITTED = ROOT / "corpus" / "embedded-dense.jsonl"
 # ---------------------------------------------------------------------------------------------------- helpers
 def _lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def _rehash(rec: dict) -> dict:
+    """``rec`` with its content hash recomputed: an edit made on purpose (what a re-export would write)."""
+    rec["sha256"] = content_hash(rec)
+    return rec
 
 
 def _write_lines(path: Path, recs: list[dict]) -> Path:
@@ -131,7 +138,8 @@ def test_export_holds_every_unique_failure_in_discovery_order(exported):
     assert [(r.operator, r.kind, r.stage) for r in rc.records] == [(f.operator, f.kind, f.stage) for f in failures]
     assert f"wrote {len(failures)} of {len(failures)} unique failures" in output
     recs = _lines(out)
-    assert recs[0]["kind"] == "header" and recs[0]["schema"] == 1 and recs[0]["source_campaign"]
+    assert recs[0]["kind"] == "header" and recs[0]["schema"] == 2 and recs[0]["source_campaign"]
+    assert all(r["sha256"] == content_hash(r) for r in recs[1:])
     # checkpoints and seeds once each, before the failures that use them
     cps = [r["id"] for r in recs if r["kind"] == "checkpoint"]
     assert len(cps) == len(set(cps)) == len({r.checkpoint_id for r in rc.records})
@@ -189,6 +197,7 @@ def _tampered(tmp_path: Path, edit) -> tuple[Path, dict]:
     recs = _lines(COMMITTED)
     victim = recs[_failure_lines(recs)[3]]
     edit(victim, recs)
+    _rehash(victim)
     return _write_lines(tmp_path / "tampered.jsonl", recs), victim
 
 
@@ -229,15 +238,65 @@ def test_a_mutant_that_now_passes_is_fixed(tmp_path):
 
 
 def test_a_parent_that_no_longer_passes_is_parent_broken(tmp_path):
-    def edit(v, _recs):
-        ref = v["parent"]["reference"]
-        ref.update(abstain=False, answer=ref["answer"] or "x", supporting=["no-such-memory"], invalidated=[])
+    def edit(v, recs):  # the parent's evidence is now the checkpoint memory least like its query
+        cp = next(r for r in recs if r["kind"] == "checkpoint" and r["id"] == v["checkpoint_id"])
+        words = set(v["parent"]["query"]["text"].lower().split())
+        far = min(cp["memories"], key=lambda m: (len(words & set(m["text"].lower().split())), m["id"]))
+        v["parent"]["reference"].update(supporting=[far["id"]], invalidated=[])
 
     path, victim = _tampered(tmp_path, edit)
     rep = check_corpus(path)
     res = next(r for r in rep.results if r.failure_key == victim["expected"]["failure_key"])
     assert res.status == "parent_broken" and res.reason.startswith(f"parent {victim['parent']['id']} no longer")
     assert rep.exit_code == 1
+
+
+@pytest.mark.parametrize("side, field", [("parent", "supporting"), ("mutant", "invalidated")])
+def test_an_unknown_memory_id_is_bad_input_not_a_regression(tmp_path, side, field):
+    """A reference naming a memory its checkpoint and ops do not have is a broken record (exit 2, named), not
+    a parent that broke or a mutant that changed (exit 1)."""
+    def edit(v, _recs):
+        v[side]["reference"][field] = ["no-such-memory"]
+        v[side]["reference"]["supporting" if field == "invalidated" else "invalidated"] = []
+
+    path, victim = _tampered(tmp_path, edit)
+    line = _line_of(path, victim["expected"]["failure_key"])
+    result = CliRunner().invoke(main, ["corpus", "check", str(path)])
+    assert result.exit_code == 2, result.output
+    assert f"{path}:{line}: memory id 'no-such-memory' is neither in checkpoint" in result.output
+    assert f"(field '{side}.reference.{field}[0]')" in result.output
+
+
+def test_an_edited_memory_text_is_detected_by_the_content_hash(tmp_path):
+    recs = _lines(COMMITTED)
+    i = next(i for i, r in enumerate(recs) if r["kind"] == "checkpoint")
+    recs[i]["memories"][0]["text"] += " (edited)"
+    path = _write_lines(tmp_path / "edited.jsonl", recs)
+    result = CliRunner().invoke(main, ["corpus", "check", str(path)])
+    assert result.exit_code == 2, result.output
+    assert f"{path}:{i + 1}: the record does not match its content hash" in result.output
+    assert "(field 'sha256')" in result.output
+    # the same in an op's memory inside a failure record
+    recs = _lines(COMMITTED)
+    j = next(j for j in _failure_lines(recs) if any(o.get("memory") for o in recs[j]["mutant"]["ops"]))
+    op = next(o for o in recs[j]["mutant"]["ops"] if o.get("memory"))
+    op["memory"]["text"] = op["memory"]["text"].upper()
+    path = _write_lines(tmp_path / "edited-op.jsonl", recs)
+    with pytest.raises(CorpusFileError) as info:
+        load_corpus(path)
+    assert info.value.line == j + 1 and info.value.field == "sha256"
+
+
+def test_schema_1_files_without_hashes_still_load(tmp_path):
+    recs = _lines(COMMITTED)
+    recs[0]["schema"] = 1
+    for r in recs[1:]:
+        del r["sha256"]
+    rc = load_corpus(_write_lines(tmp_path / "old.jsonl", recs))
+    assert len(rc.records) == recs[0]["records"]
+    recs[0]["schema"] = 2  # ... but a schema-2 record without its hash is refused
+    with pytest.raises(CorpusFileError, match="missing content hash"):
+        load_corpus(_write_lines(tmp_path / "new.jsonl", recs))
 
 
 def test_same_kind_on_other_memories_is_changed(tmp_path):
@@ -256,6 +315,9 @@ def _malformed(recs: list[dict], case: str) -> list[str]:
     """Return raw lines with one defect; the defect is on line 5 (1-based) unless said otherwise."""
     lines = [json.dumps(r) for r in recs]
     fl = _failure_lines(recs)[0]
+
+    def dump(rec: dict) -> str:  # an edited failure record, rehashed: the defect itself is what is reported
+        return json.dumps(_rehash(rec))
     if case == "json":
         lines[4] = lines[4][:-7]
     elif case == "kind":
@@ -271,11 +333,11 @@ def _malformed(recs: list[dict], case: str) -> list[str]:
     elif case == "verdict":
         bad = json.loads(lines[fl])
         bad["expected"]["kind"] = "catastrophe"
-        lines[fl] = json.dumps(bad)
+        lines[fl] = dump(bad)
     elif case == "checkpoint":
         bad = json.loads(lines[fl])
         bad["checkpoint_id"] = "nowhere"
-        lines[fl] = json.dumps(bad)
+        lines[fl] = dump(bad)
     elif case == "duplicate":
         lines.insert(fl + 1, lines[fl])
         head = json.loads(lines[0])
@@ -284,7 +346,7 @@ def _malformed(recs: list[dict], case: str) -> list[str]:
     elif case == "count":
         del lines[-1]
     elif case == "schema":
-        lines[0] = json.dumps({**recs[0], "schema": 2})
+        lines[0] = json.dumps({**recs[0], "schema": 3})
     return lines
 
 
@@ -292,12 +354,12 @@ def _malformed(recs: list[dict], case: str) -> list[str]:
     ("json", 5, "invalid JSON"),
     ("kind", 5, "unknown kind 'sed'"),
     ("missing", None, "field 'mutant.ops'"),
-    ("op", None, "unknown op 'rename'"),
+    ("op", None, "must be 'add', 'update' or 'delete', got 'rename' (field 'mutant.ops[0].op')"),
     ("verdict", None, "unknown failure kind 'catastrophe'"),
     ("checkpoint", None, "unknown checkpoint 'nowhere'"),
     ("duplicate", None, "duplicate failure key"),
     ("count", 1, "the header declares"),
-    ("schema", 1, "unsupported schema version 2"),
+    ("schema", 1, "unsupported schema version 3"),
 ])
 def test_malformed_file_exits_2_naming_file_and_line(tmp_path, case, line, needle):
     recs = _lines(COMMITTED)

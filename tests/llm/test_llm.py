@@ -226,7 +226,8 @@ def test_second_identical_call_is_served_from_cache(server, cache):
     assert server.count == 1 and c.calls_made == 1 and c.cache_hits == 1
     j1 = Judge(c).judge("Where does Alice live?", "Lisbon", first)
     j2 = Judge(c).judge("Where does Alice live?", "Lisbon", first)
-    assert j1 == j2 and server.count == 2 and c.stats() == {"calls_made": 2, "cache_hits": 2}
+    assert j1 == j2 and server.count == 2
+    assert c.stats() == {"calls_made": 2, "cache_hits": 2, "errors": 0, "retries": 0}
 
 
 def test_cache_survives_a_new_instance_and_a_new_process(server, tmp_path):

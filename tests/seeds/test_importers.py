@@ -204,13 +204,13 @@ def test_memops_judge_rubrics_survive_write_and_load(tmp_path):
     assert "rubric" not in refs["memops:ep-1:q5"]  # optional field: absent, as in files written before it
 
 
-@pytest.mark.parametrize("rubric, needle", [
-    ("must include Globex", "a rubric must be an object"),
-    ({"must_have": ["Globex"]}, "unknown rubric key(s) ['must_have']"),
-    ({"must_include": "Globex"}, "rubric must_include must be a list of strings"),
-    ({"must_not_include": [1]}, "rubric must_not_include must be a list of strings"),
+@pytest.mark.parametrize("rubric, field, needle", [
+    ("must include Globex", "rubric", "expected an object, got string"),
+    ({"must_have": ["Globex"]}, "rubric.must_have", "unknown field"),
+    ({"must_include": "Globex"}, "rubric.must_include", "expected an array, got string 'Globex'"),
+    ({"must_not_include": [1]}, "rubric.must_not_include[0]", "expected a string, got integer 1"),
 ])
-def test_malformed_rubric_names_file_line_and_field(tmp_path, rubric, needle):
+def test_malformed_rubric_names_file_line_and_field(tmp_path, rubric, field, needle):
     path = write_suite(import_file("memops", FIX / "memops_evidence.json").suite, tmp_path / "suite.jsonl")
     lines = path.read_text(encoding="utf-8").splitlines()
     i = next(i for i, x in enumerate(lines) if json.loads(x)["kind"] == "reference")
@@ -218,7 +218,7 @@ def test_malformed_rubric_names_file_line_and_field(tmp_path, rubric, needle):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(SeedFileError) as err:
         load_suite(path)
-    assert str(err.value).startswith(f"{path}:{i + 1}: {needle}") and err.value.field == "rubric"
+    assert str(err.value).startswith(f"{path}:{i + 1}: {needle}") and err.value.field == field
 
 
 # -- HaluMem -----------------------------------------------------------------------------------------------

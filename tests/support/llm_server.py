@@ -37,6 +37,7 @@ class RawReply:
     status: int = 200
     body: str | bytes = ""
     content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()  # extra response headers, e.g. (("Retry-After", "7"),)
 
 
 @dataclass(frozen=True)
@@ -104,10 +105,13 @@ def _make_handler(server: LLMServer, handler_fn: Handler) -> type[BaseHTTPReques
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
             pass
 
-        def _send(self, status: int, body: str | bytes, content_type: str = "application/json") -> None:
+        def _send(self, status: int, body: str | bytes, content_type: str = "application/json",
+                  headers: tuple[tuple[str, str], ...] = ()) -> None:
             data = body.encode("utf-8") if isinstance(body, str) else body
             self.send_response(status)
             self.send_header("Content-Type", content_type)
+            for name, value in headers:
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -144,7 +148,7 @@ def _make_handler(server: LLMServer, handler_fn: Handler) -> type[BaseHTTPReques
                 self._error(500, f"responder failed: {type(exc).__name__}")
                 return
             if isinstance(out, RawReply):
-                self._send(out.status, out.body, out.content_type)
+                self._send(out.status, out.body, out.content_type, out.headers)
                 return
             content = out if isinstance(out, str) else json.dumps(out)
             self._send(200, json.dumps(_completion(str(body["model"]), content, server.count)))

@@ -54,9 +54,10 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import tomllib
+from pydantic import Field, StringConstraints, ValidationError
 
 from ufuzz.backends.protocol import (
     BackendError,
@@ -68,6 +69,7 @@ from ufuzz.backends.protocol import (
     StoredMemory,
 )
 from ufuzz.model import Checkpoint, Memory
+from ufuzz.strict import StrictModel, Text, field_path, first_error
 
 # -- a small JSON-path subset ----------------------------------------------------------------------------
 
@@ -169,6 +171,7 @@ _PATH_KEYS: dict[str, dict[str, bool]] = {
 _OTHER_KEYS = {"method", "path", "body", "not_found", "policy"}
 _TOP_KEYS = {"base_url", "name", "timeout", "retries", "retry_backoff", "deterministic", "abstain_threshold",
              "headers", "auth", "namespace", *REQUIRED_OPS, *OPTIONAL_OPS}
+_TABLES = {"headers", "auth", "namespace", *REQUIRED_OPS, *OPTIONAL_OPS}
 
 
 @dataclass(frozen=True)
@@ -215,6 +218,79 @@ def _placeholders(template: Any) -> set[str]:
     return found
 
 
+class _Auth(StrictModel):
+    header: Text(200) | None = None
+    env: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=200)] | None = None
+    scheme: Text(100, blank=True) = "Bearer"
+
+
+class _Namespace(StrictModel):
+    prefix: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.~-]*$", max_length=100)] = "ufuzz-"
+
+
+class _Operation(StrictModel):
+    """Any operation table; which of the JSON-path keys an operation takes is checked per operation."""
+
+    method: str | None = None
+    path: str
+    body: Any = None
+    not_found: list[int] = Field(default_factory=lambda: [404])
+    policy: str | None = None
+    id: str | None = None
+    ids: str | None = None
+    texts: str | None = None
+    scores: str | None = None
+    text: str | None = None
+    timestamp: str | None = None
+    active: str | None = None
+    timestamps: str | None = None
+    actives: str | None = None
+
+
+class ProductModel(StrictModel):
+    """The product TOML's types and ranges (strict: ``timeout = "10"`` or ``= nan`` is refused by key)."""
+
+    base_url: str | None = None
+    name: Text(200) = "http-product"
+    timeout: float = Field(default=10.0, ge=0.001, le=3600)
+    retries: int = Field(default=0, ge=0, le=100)
+    retry_backoff: float = Field(default=0.2, ge=0.0, le=600)
+    deterministic: bool = True
+    abstain_threshold: float | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    auth: _Auth = Field(default_factory=_Auth)
+    namespace: _Namespace = Field(default_factory=_Namespace)
+    add: _Operation
+    search: _Operation
+    get: _Operation
+    list: _Operation
+    update: _Operation | None = None
+    delete: _Operation | None = None
+    snapshot: _Operation | None = None
+    create: _Operation | None = None
+    drop: _Operation | None = None
+
+
+def _config_error(src: str, exc: ValidationError) -> ValueError:
+    """A pydantic error as ``product.toml: [table] 'key': message``."""
+    err = exc.errors(include_url=False)[0]
+    loc = tuple(err["loc"])
+    table = loc[0] if len(loc) > 1 and loc[0] in _TABLES else None
+    key = field_path(loc[1:] if table else loc)
+    where = f"[{table}] " if table else ""
+    if err["type"] == "missing":
+        if table is None and loc and loc[0] in REQUIRED_OPS:
+            return ValueError(f"{src}: missing required operation [{loc[0]}]")
+        return ValueError(f"{src}: {where}missing '{key}'")
+    if err["type"] == "extra_forbidden":
+        known = sorted(_TOP_KEYS) if table is None else sorted(
+            _OTHER_KEYS | set(_PATH_KEYS[table]) if table in _PATH_KEYS else
+            {"auth": {"header", "env", "scheme"}, "namespace": {"prefix"}}.get(table, set()))
+        return ValueError(f"{src}: {where}unknown key(s) '{key}'; known: {', '.join(known)}")
+    _field, message = first_error(exc)
+    return ValueError(f"{src}: {where}'{key}': {message}")
+
+
 def load_config(path: str | Path, base_url: str | None = None) -> ProductConfig:
     """Read and validate a product TOML file; every problem is a ValueError naming file and key."""
     p = Path(path)
@@ -223,6 +299,10 @@ def load_config(path: str | Path, base_url: str | None = None) -> ProductConfig:
         raw = tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ValueError(f"{p}: config file not found") from None
+    except IsADirectoryError:
+        raise ValueError(f"{p}: is a directory, not a config file") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{src}: not UTF-8 text") from None
     except OSError as exc:
         raise ValueError(f"{p}: cannot read config file: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
@@ -234,51 +314,16 @@ def parse_config(raw: dict[str, Any], src: str = "product.toml", base_url: str |
     def err(where: str, msg: str) -> ValueError:
         return ValueError(f"{src}: {where}{' ' if where else ''}{msg}")
 
-    unknown = sorted(set(raw) - _TOP_KEYS)
-    if unknown:
-        raise err("", f"unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(_TOP_KEYS))}")
-    url = base_url or raw.get("base_url")
+    try:
+        model = ProductModel.model_validate(raw)
+    except ValidationError as exc:
+        raise _config_error(src, exc) from None
+    url = base_url or model.base_url
     if not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url):
         raise err("", "missing or bad 'base_url' (e.g. base_url = \"http://127.0.0.1:8080\")")
-
-    def num(key: str, default: float, lo: float, cast: type = float) -> Any:
-        v = raw.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int | float) or v < lo:
-            raise err("", f"'{key}' must be a number >= {lo}, got {v!r}")
-        return cast(v)
-
-    timeout = num("timeout", 10.0, 0.001)
-    retries = num("retries", 0, 0, int)
-    backoff = num("retry_backoff", 0.2, 0.0)
-    det = raw.get("deterministic", True)
-    if not isinstance(det, bool):
-        raise err("", f"'deterministic' must be true or false, got {det!r}")
-    thr = raw.get("abstain_threshold")
-    if thr is not None and (isinstance(thr, bool) or not isinstance(thr, int | float)):
-        raise err("", f"'abstain_threshold' must be a number, got {thr!r}")
-    headers = raw.get("headers", {})
-    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
-        raise err("[headers]", "must be a table of string values")
-
-    auth = raw.get("auth", {})
-    if not isinstance(auth, dict):
-        raise err("[auth]", "must be a table")
-    bad = sorted(set(auth) - {"header", "env", "scheme"})
-    if bad:
-        raise err("[auth]", f"unknown key(s) {', '.join(map(repr, bad))}; known: header, env, scheme")
-    auth_header, auth_env = auth.get("header"), auth.get("env")
-    if (auth_header is None) != (auth_env is None):
+    auth, headers = model.auth, model.headers
+    if (auth.header is None) != (auth.env is None):
         raise err("[auth]", "needs both 'header' and 'env' (the environment variable holding the secret)")
-    for key, v in (("header", auth_header), ("env", auth_env), ("scheme", auth.get("scheme", "Bearer"))):
-        if v is not None and not isinstance(v, str):
-            raise err("[auth]", f"'{key}' must be a string")
-
-    ns = raw.get("namespace", {})
-    if not isinstance(ns, dict) or not isinstance(ns.get("prefix", "ufuzz-"), str):
-        raise err("[namespace]", "must be a table with a string 'prefix'")
-    bad = sorted(set(ns) - {"prefix"})
-    if bad:
-        raise err("[namespace]", f"unknown key(s) {', '.join(map(repr, bad))}; known: prefix")
     bad_ph = _placeholders(headers) - {"namespace"}
     if bad_ph:
         raise err("[headers]", f"uses placeholder(s) {', '.join(sorted(bad_ph))}; headers may use only "
@@ -286,17 +331,12 @@ def parse_config(raw: dict[str, Any], src: str = "product.toml", base_url: str |
 
     ops: dict[str, Operation] = {}
     for name in (*REQUIRED_OPS, *OPTIONAL_OPS):
-        t = raw.get(name)
-        if t is None:
-            if name in REQUIRED_OPS:
-                raise err("", f"missing required operation [{name}]")
+        if getattr(model, name) is None:
             continue
-        if not isinstance(t, dict):
-            raise err(f"[{name}]", "must be a table")
-        ops[name] = _parse_op(name, t, err)
-    return ProductConfig(src, url.rstrip("/"), str(raw.get("name", "http-product")), timeout, retries, backoff,
-                         det, None if thr is None else float(thr), dict(headers), auth_header, auth_env,
-                         str(auth.get("scheme", "Bearer")), str(ns.get("prefix", "ufuzz-")), ops)
+        ops[name] = _parse_op(name, raw[name], err)
+    return ProductConfig(src, url.rstrip("/"), model.name, model.timeout, model.retries, model.retry_backoff,
+                         model.deterministic, model.abstain_threshold, dict(headers), auth.header, auth.env,
+                         auth.scheme, model.namespace.prefix, ops)
 
 
 def _parse_op(name: str, t: dict[str, Any], err: Any) -> Operation:

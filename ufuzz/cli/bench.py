@@ -6,17 +6,17 @@ from pathlib import Path
 
 import click
 
-from ufuzz.cli.options import parse_opts
+from ufuzz.cli.options import BUDGET, parse_opts
 
 
 @click.command()
 @click.option("--backend", default="embedded", show_default=True, help="Registered backend name.")
-@click.option("--budget", type=click.IntRange(min=1), default=2000, show_default=True, help="Executions per run.")
-@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True, help="Runs per strategy.")
+@click.option("--budget", type=BUDGET, default=2000, show_default=True, help="Executions per run.")
+@click.option("--runs", type=click.IntRange(min=1, max=1000), default=3, show_default=True, help="Runs per strategy.")
 @click.option("--strategies", default=",".join(("full", "random", "query-only", "state-only", "no-feedback")),
               show_default=True, help="Comma-separated strategy names, or 'all'.")
 @click.option("--seeds", type=click.Path(dir_okay=False), default=None, help="Seed suite JSONL (default: shipped suite).")
-@click.option("--seed", "base_seed", type=int, default=0, show_default=True,
+@click.option("--seed", "base_seed", type=click.IntRange(min=-(2**63), max=2**63 - 1001), default=0, show_default=True,
               help="Base random seed: run i uses seed base+i.")
 @click.option("--k", type=click.IntRange(min=1, max=100), default=5, show_default=True, help="Top-k retrieved.")
 @click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help="Backend option (repeatable).")
@@ -42,6 +42,11 @@ def bench(backend: str, budget: int, runs: int, strategies: str, seeds: str | No
         options.setdefault("config", config_file)
     cfg = BenchConfig(backend=backend, budget=budget, runs=runs, strategies=names, seeds=seeds, options=options,
                       out=out, base_seed=base_seed, replay=not no_replay, k=k)
+    from ufuzz.engine.startup import directory_problem
+
+    problem = directory_problem(cfg.out_dir)
+    if problem:
+        raise click.BadParameter(f"cannot write the results: {problem}", param_hint="'--out'")
     try:
         result = run_bench(cfg, echo=lambda m: click.echo(m, err=True))
     except SeedFileError as exc:

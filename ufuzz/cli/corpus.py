@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ufuzz.cli.options import parse_opts
+from ufuzz.cli.options import check_output_file, parse_opts
 
 
 @click.group()
@@ -20,7 +20,7 @@ def corpus() -> None:
 @click.argument("campaign_dir", type=click.Path(file_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Corpus file (JSONL) to write.")
 @click.option("--db", default=None, help="SQLAlchemy URL if the corpus is not the campaign dir's SQLite file.")
-@click.option("--max", "max_records", type=click.IntRange(min=1), default=None,
+@click.option("--max", "max_records", type=click.IntRange(min=1, max=10**9), default=None,
               help="Keep the first N failures in discovery order (plus one per operator and kind).")
 def corpus_export(campaign_dir: str, output: str, db: str | None, max_records: int | None) -> None:
     """Write a campaign's unique failures as a self-contained, replayable regression corpus."""
@@ -28,10 +28,13 @@ def corpus_export(campaign_dir: str, output: str, db: str | None, max_records: i
 
     if not Path(campaign_dir).is_dir():
         raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")
+    check_output_file(output)
     try:
         res = export_campaign(Path(campaign_dir), output, db, max_records=max_records)
     except (FileNotFoundError, ValueError, KeyError) as exc:
         raise click.ClickException(str(exc).strip("'\"")) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
     ops = ", ".join(f"{op} {n}" for op, n in res.by_operator().items())
     click.echo(f"wrote {len(res.records)} of {res.unique_failures} unique failures over {res.checkpoints} "
                f"checkpoints to {res.path} ({res.size / 1024:.0f} KB): {ops}")
@@ -66,6 +69,11 @@ def corpus_check(file: str, backend: str | None, opts: tuple[str, ...], as_json:
         rc = load_corpus(file)
     except CorpusFileError as exc:
         bad(str(exc))
+    from ufuzz.backends import registry
+
+    if backend is None and rc.backend not in registry.available():  # the file is at fault, not an option
+        bad(f"{file}:{rc.header_line}: unknown backend {rc.backend!r} in the corpus header (field 'backend'); "
+            f"known: {', '.join(registry.available())}; pass --backend NAME to replay it on another backend")
     try:
         report = check_corpus(rc, backend=backend, options=options)
     except KeyError as exc:

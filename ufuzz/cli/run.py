@@ -2,28 +2,30 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from ufuzz.cli.options import parse_opts
+from ufuzz.cli.options import BUDGET, COUNT, SEED, Finite, parse_opts
 
 
 @click.command()
 @click.option("--backend", default="embedded", show_default=True, help="Registered backend name (see `ufuzz backends`).")
 @click.option("--seeds", type=click.Path(dir_okay=False), default=None, help="Seed suite JSONL (default: shipped suite).")
-@click.option("--budget", type=click.IntRange(min=1), default=2000, show_default=True,
+@click.option("--budget", type=BUDGET, default=2000, show_default=True,
               help="Executions of U(q, M) on the backend (parents and mutants; cached parents not re-counted).")
-@click.option("--seed", "rng_seed", type=int, default=0, show_default=True, help="Random seed (determinism).")
+@click.option("--seed", "rng_seed", type=SEED, default=0, show_default=True, help="Random seed (determinism).")
 @click.option("--k", type=click.IntRange(min=1, max=100), default=5, show_default=True, help="Top-k retrieved.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Campaign directory (default campaigns/<time>).")
 @click.option("--db", default=None, help="SQLAlchemy URL of the corpus store (default: SQLite in the campaign dir).")
 @click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help="Backend option (repeatable).")
 @click.option("--config", "config_file", default=None, help="Backend config file (TOML), e.g. for --backend http.")
 @click.option("--strategy", default="full", show_default=True, help="Search strategy (see `ufuzz strategies`).")
-@click.option("--p", "rbo_p", type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True), default=0.9,
+@click.option("--p", "rbo_p", type=Finite(min=0.0, max=1.0, min_open=True, max_open=True), default=0.9,
               show_default=True, help="RBO persistence for divergence.")
 @click.option("--llm-base-url", default=None, help="OpenAI-compatible endpoint for the LLM uses.")
 @click.option("--llm-model", default=None, help="Model name at that endpoint.")
@@ -33,81 +35,134 @@ from ufuzz.cli.options import parse_opts
 @click.option("--reader", type=click.Choice(["none", "top-evidence"]), default="none", show_default=True,
               help="A made-up responder for backends that do not answer: top-evidence echoes the top memory. "
                    "Its failures are labelled as the reader's and never counted as the memory system's.")
-@click.option("--reader-threshold", type=click.FloatRange(min=-1e9, max=1e9), default=None,
+@click.option("--reader-threshold", type=Finite(min=-1e9, max=1e9), default=None,
               help="Score below which the top-evidence reader abstains (default: the backend's hint).")
-@click.option("--explore-share", type=click.FloatRange(min=0.0, max=1.0, max_open=True), default=0.0,
+@click.option("--llm-timeout", type=Finite(min=0, max=3600, min_open=True), default=30, show_default=True,
+              help="Seconds one LLM request may take before it counts as failed.")
+@click.option("--llm-retries", type=click.IntRange(min=0, max=10), default=2, show_default=True,
+              help="Retries of a failed LLM request (timeouts, connection errors, HTTP 429/5xx), with "
+                   "exponential backoff; a call that still fails is an error record, never a failure.")
+@click.option("--explore-share", type=Finite(min=0.0, max=1.0, max_open=True), default=0.0,
               show_default=True, help="Chance that a step mutates a retained mutant while seed obligations remain "
                                       "(0 = obligations strictly first; strategy 'interleaved' uses 0.25).")
 @click.option("--isolation", type=click.Choice(["auto", "process", "none"]), default="auto", show_default=True,
               help="Run the backend in a recyclable worker process: auto = for native libraries "
                    "(mem0, graphiti, a-mem), process = always, none = in the fuzzer's process.")
-@click.option("--worker-max-rss-mb", type=click.FloatRange(min=0), default=None,
+@click.option("--worker-max-rss-mb", type=Finite(min=0, max=10**7), default=None,
               help="Recycle the backend worker when its resident memory passes this many MB "
                    "(default: a third of physical memory; 0 = never).")
-@click.option("--worker-recycle", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--worker-recycle", type=COUNT, default=0, show_default=True,
               help="Recycle the backend worker after this many backend calls (0 = no limit).")
-@click.option("--worker-timeout", type=click.FloatRange(min=0, min_open=True), default=600, show_default=True,
+@click.option("--worker-timeout", type=Finite(min=0, max=86400, min_open=True), default=600, show_default=True,
               help="Seconds one backend call may take before the worker is killed (an error record).")
 @click.option("--force", is_flag=True, help="Overwrite an existing campaign directory.")
 @click.option("--quiet", is_flag=True, help="No live status line.")
 def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out: str | None, db: str | None,
         opts: tuple[str, ...], config_file: str | None, strategy: str, rbo_p: float, llm_base_url: str | None,
-        llm_model: str | None, llm_api_key_env: str, llm_uses: str, reader: str,
-        reader_threshold: float | None, explore_share: float, isolation: str, worker_max_rss_mb: float | None,
-        worker_recycle: int, worker_timeout: float, force: bool, quiet: bool) -> None:
+        llm_model: str | None, llm_api_key_env: str, llm_uses: str, reader: str, reader_threshold: float | None,
+        llm_timeout: float, llm_retries: int, explore_share: float, isolation: str,
+        worker_max_rss_mb: float | None, worker_recycle: int, worker_timeout: float, force: bool,
+        quiet: bool) -> None:
     """Run a fuzzing campaign."""
     import time
 
     from ufuzz.backends.protocol import BackendError, BackendUnavailable
+    from ufuzz.corpus.store import CorpusDatabaseError
     from ufuzz.engine.campaign import Campaign, CampaignConfig
+    from ufuzz.engine.startup import StartError, check_start
     from ufuzz.engine.strategies import apply_strategy, strategy_names
     from ufuzz.seeds.io import SeedFileError
 
     options = parse_opts(opts)
     if config_file:
+        if not Path(config_file).is_file():
+            raise click.BadParameter(f"no such file: {config_file}", param_hint="'--config'")
         options.setdefault("config", config_file)
     if strategy not in strategy_names():
         raise click.BadParameter(f"unknown strategy {strategy!r}; one of: {', '.join(strategy_names())}",
                                  param_hint="'--strategy'")
     out_dir = Path(out or f"campaigns/{time.strftime('%Y%m%d-%H%M%S')}")
-    if (out_dir / "corpus.sqlite").exists() and not force and db is None:
+    held = [n for n in ("corpus.sqlite", "campaign.json") if (out_dir / n).exists()]
+    if held and not force:
         raise click.UsageError(f"{out_dir} already holds a campaign; pass --force to overwrite or choose --out")
     uses = tuple(u.strip() for u in llm_uses.split(",") if u.strip())
     try:
         cfg = CampaignConfig(backend=backend, backend_options=options, seeds=seeds, budget=budget, seed=rng_seed,
                              k=k, out=str(out_dir), db=db, p=rbo_p, llm_base_url=llm_base_url, llm_model=llm_model,
                              llm_api_key_env=llm_api_key_env, llm_uses=uses, reader=reader,
-                             reader_threshold=reader_threshold, explore_share=explore_share,
-                             isolation=isolation,
+                             reader_threshold=reader_threshold, llm_timeout=llm_timeout,
+                             llm_retries=llm_retries, explore_share=explore_share, isolation=isolation,
                              worker_max_rss_mb=worker_max_rss_mb, worker_recycle=worker_recycle,
                              worker_timeout=worker_timeout)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     apply_strategy(cfg, strategy)
-    if force and out_dir.exists():
-        import shutil
-
-        shutil.rmtree(out_dir)
-    try:
+    try:  # everything a user can get wrong is checked before anything is created or overwritten
+        check_start(out_dir, db)
         campaign = Campaign(cfg)
+    except StartError as exc:
+        raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
     except SeedFileError as exc:
         raise click.ClickException(str(exc)) from None
+    replaced = _set_aside(out_dir) if force and out_dir.exists() else None
     try:
-        summary = _run_with_status(campaign, quiet)
+        summary = _run_with_status(campaign, quiet, on_start=lambda: _drop(replaced))
+    except StartError as exc:
+        raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
+    except CorpusDatabaseError as exc:
+        if db is not None:
+            raise click.BadParameter(str(exc), param_hint="'--db'") from None
+        raise click.ClickException(f"{out_dir}: {exc}") from None
     except BackendUnavailable as exc:
         raise click.ClickException(str(exc)) from None
     except KeyError as exc:
         raise click.BadParameter(str(exc.args[0]) if exc.args else str(exc), param_hint="'--backend'") from None
     except (BackendError, ValueError) as exc:
         raise click.ClickException(f"backend {backend!r}: {exc}") from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the campaign in {out_dir}: "
+                                   f"{exc.strerror or exc}") from None
+    finally:
+        if replaced is not None:  # a start that failed leaves the replaced campaign as it was
+            if out_dir.exists():
+                _drop(replaced)
+            elif replaced.exists():
+                replaced.rename(out_dir)
     _print_summary(summary, out_dir)
     if summary["status"] == "interrupted":
         sys.exit(130)
 
 
-def _run_with_status(campaign, quiet: bool) -> dict[str, Any]:
+def _set_aside(out_dir: Path) -> Path:
+    """``--force``: move the old campaign directory aside (removed once the new campaign has started, put
+    back if it fails to start)."""
+    aside = out_dir.with_name(f".{out_dir.name}.replaced-{os.getpid()}")
+    try:
+        out_dir.rename(aside)
+    except OSError:  # e.g. a mount point: it cannot move, so it is emptied now
+        shutil.rmtree(out_dir)
+        return aside
+    return aside
+
+
+def _drop(aside: Path | None) -> None:
+    if aside is not None and aside.exists():
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+def _run_with_status(campaign, quiet: bool, on_start=None) -> dict[str, Any]:
+    """Run ``campaign``, with a live status line on a terminal; ``on_start`` is called once, at the first
+    progress report (the campaign has started)."""
+    started = []
+
+    def first(p) -> None:
+        if not started:
+            started.append(True)
+            if on_start is not None:
+                on_start()
+
     if quiet or not sys.stderr.isatty():
-        return campaign.run()
+        return campaign.run(on_progress=first)
     from rich.console import Console
     from rich.live import Live
     from rich.text import Text
@@ -120,8 +175,12 @@ def _run_with_status(campaign, quiet: bool) -> dict[str, Any]:
                     f"valid {p.mutants_valid}  rejected {p.mutants_rejected}  retained {p.retained}  "
                     f"coverage {cov}  unique failures {p.unique_failures}  errors {p.errors}")
 
+    def update(live, p) -> None:
+        first(p)
+        live.update(line(p))
+
     with Live(line(campaign.progress), console=console, refresh_per_second=4, transient=False) as live:
-        return campaign.run(on_progress=lambda p: live.update(line(p)))
+        return campaign.run(on_progress=lambda p: update(live, p))
 
 
 def _print_summary(s: dict[str, Any], out_dir: Path) -> None:

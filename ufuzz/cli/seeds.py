@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
+
+from ufuzz.cli.options import SEED, Finite, check_output_file
 
 
 @click.group()
@@ -14,7 +17,7 @@ def seeds() -> None:
 
 @seeds.command("synth")
 @click.option("--personas", type=click.IntRange(min=1, max=10000), default=12, show_default=True)
-@click.option("--seed", "rng_seed", type=int, default=7, show_default=True)
+@click.option("--seed", "rng_seed", type=SEED, default=7, show_default=True)
 @click.option("--queries", type=click.IntRange(min=1, max=100), default=8, show_default=True,
               help="Queries per persona.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
@@ -23,8 +26,9 @@ def seeds_synth(personas: int, rng_seed: int, queries: int, output: str) -> None
     from ufuzz.seeds.io import write_suite
     from ufuzz.seeds.synth import header, synthesize
 
+    check_output_file(output)
     suite = synthesize(personas=personas, seed=rng_seed, queries_per_persona=queries)
-    write_suite(suite, output, header=header(personas, rng_seed, queries))
+    _write(lambda: write_suite(suite, output, header=header(personas, rng_seed, queries)), output)
     click.echo(f"wrote {len(suite.seeds)} seeds over {len(suite.checkpoints)} checkpoints to {output}")
 
 
@@ -35,8 +39,12 @@ def seeds_synth(personas: int, rng_seed: int, queries: int, output: str) -> None
 @click.option("--llm-base-url", default=None, help="OpenAI-compatible endpoint for the LLM field extractor.")
 @click.option("--llm-model", default=None, help="Model name for the LLM field extractor.")
 @click.option("--llm-api-key-env", default="OPENAI_API_KEY", show_default=True)
+@click.option("--llm-timeout", type=Finite(min=0, max=3600, min_open=True), default=30, show_default=True,
+              help="Seconds one LLM request may take.")
+@click.option("--llm-retries", type=click.IntRange(min=0, max=10), default=2, show_default=True,
+              help="Retries of a failed LLM request, with exponential backoff.")
 def seeds_import(fmt: str, file: str, output: str, llm_base_url: str | None, llm_model: str | None,
-                 llm_api_key_env: str) -> None:
+                 llm_api_key_env: str, llm_timeout: float, llm_retries: int) -> None:
     """Import a benchmark file (locomo, longmemeval, memops, meme, halumem) as a seed suite."""
     from ufuzz.seeds.importers import IMPORTERS, import_file
     from ufuzz.seeds.io import write_suite
@@ -44,14 +52,16 @@ def seeds_import(fmt: str, file: str, output: str, llm_base_url: str | None, llm
     if fmt not in IMPORTERS:
         raise click.BadParameter(f"unknown format {fmt!r}; one of: {', '.join(sorted(IMPORTERS))}",
                                  param_hint="'FORMAT'")
-    if not Path(file).exists():
+    if not Path(file).is_file():
         raise click.BadParameter(f"no such file: {file}", param_hint="'FILE'")
+    check_output_file(output)
     extractor = None
     if llm_base_url:
         from ufuzz.llm import CallCache, LLMClient, LLMConfig
         from ufuzz.llm.uses import FieldExtractor
 
-        config = LLMConfig(base_url=llm_base_url, model=llm_model or "default", api_key_env=llm_api_key_env)
+        config = LLMConfig(base_url=llm_base_url, model=llm_model or "default", api_key_env=llm_api_key_env,
+                           timeout=llm_timeout, max_retries=llm_retries)
         extractor = FieldExtractor(LLMClient(config, CallCache()))
     try:
         result = import_file(fmt, file, extractor=extractor)
@@ -59,9 +69,40 @@ def seeds_import(fmt: str, file: str, output: str, llm_base_url: str | None, llm
         raise click.ClickException(str(exc)) from None
     if not result.suite.seeds:
         raise click.ClickException(f"{file}: no seed could be imported (dropped: {dict(result.dropped)})")
-    write_suite(result.suite, output, header={"generator": f"ufuzz seeds import {fmt}", "source": Path(file).name})
+    _write(lambda: write_suite(result.suite, output, header={"generator": f"ufuzz seeds import {fmt}",
+                                                             "source": Path(file).name}), output)
     click.echo(f"wrote {len(result.suite.seeds)} seeds over {len(result.suite.checkpoints)} checkpoints to {output}")
     for what, n in sorted(result.warnings.items()):
         click.echo(f"  warning: {what}: {n}")
     for what, n in sorted(result.dropped.items()):
         click.echo(f"  dropped: {what}: {n}")
+
+
+@seeds.command("schema")
+def seeds_schema() -> None:
+    """Print the JSON Schema of a seed file's lines (the committed copy is seeds/schema.json)."""
+    from ufuzz.seeds.schema import json_schema
+
+    click.echo(json.dumps(json_schema(), indent=2, sort_keys=True))
+
+
+@seeds.command("check")
+@click.argument("file", type=click.Path(dir_okay=False))
+def seeds_check(file: str) -> None:
+    """Validate a seed file: each line against its schema, and the links between lines (exit 1 if bad)."""
+    from ufuzz.seeds.io import SeedFileError, load_suite
+
+    try:
+        suite = load_suite(file)
+    except SeedFileError as exc:
+        raise click.ClickException(str(exc)) from None
+    memories = sum(len(c.memories) for c in suite.checkpoints.values())
+    click.echo(f"{file}: ok — {len(suite.seeds)} seeds, {len(suite.checkpoints)} checkpoints, {memories} memories")
+
+
+def _write(write, output: str) -> None:
+    """Run ``write`` (an atomic write of ``output``); an OS error is a clear message, not a traceback."""
+    try:
+        write()
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None

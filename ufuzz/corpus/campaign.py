@@ -11,11 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ufuzz.corpus.failures import FailureStore
-from ufuzz.corpus.store import CorpusStore
-from ufuzz.model import Checkpoint, FuzzCase, MutationDescriptor, Provenance, Reference
+from pydantic import ValidationError
 
-__all__ = ["CampaignData", "load_campaign", "resolve_campaign", "case_of"]
+from ufuzz.corpus.failures import FailureStore
+from ufuzz.corpus.store import CorpusStore, database_errors
+from ufuzz.model import Checkpoint, FuzzCase, MutationDescriptor, Provenance, Reference
+from ufuzz.strict import OpenModel, Text, first_error
+
+__all__ = ["CampaignData", "load_campaign", "directory_campaign", "resolve_campaign", "case_of"]
 
 
 def _default_db(campaign_dir: Path) -> str:
@@ -26,30 +29,53 @@ def _default_db(campaign_dir: Path) -> str:
     return f"sqlite:///{path.resolve()}"
 
 
-def _check_sqlite_exists(url: str) -> None:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+CampaignId = Text(512)
 
+
+class CampaignFile(OpenModel):
+    """``campaign.json``: which campaign of the (possibly shared) corpus database a directory holds."""
+
+    campaign: CampaignId
+
+
+def directory_campaign(campaign_dir: Path) -> str | None:
+    """The campaign id ``campaign_dir/campaign.json`` names (written when the campaign starts), or None when
+    the directory has none. Raises ``ValueError`` naming the file when it is unreadable or malformed: a
+    directory that says which campaign it holds is never silently read as another one."""
+    path = Path(campaign_dir) / "campaign.json"
+    if not path.exists():
+        return None
     try:
-        u = make_url(url)
-    except ArgumentError:
-        return  # open_engine gives the clear message
-    if u.get_backend_name() == "sqlite" and u.database and u.database != ":memory:" \
-            and not u.database.startswith("file:") and not Path(u.database).is_file():
-        raise FileNotFoundError(f"corpus database file {u.database} does not exist")
+        return CampaignFile.model_validate_json(path.read_bytes()).campaign
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except ValidationError as exc:
+        where, message = first_error(exc)
+        if exc.errors()[0]["type"] == "json_invalid":
+            message = f"not valid JSON ({exc.errors()[0].get('ctx', {}).get('error', 'invalid')})"
+            where = ""
+        raise ValueError(f"{path}: {message}" + (f" (field '{where}')" if where else "")) from None
 
 
 def resolve_campaign(store: Any, campaign_dir: Path) -> str:
-    """The campaign of ``campaign_dir``: the id in its summary.json, else the latest one in the store whose
-    configured ``out`` is this directory, else the only/latest campaign of the store."""
+    """The campaign of ``campaign_dir``: the one its campaign.json names (which must be in the store), else
+    the id in its summary.json, else the latest one in the store whose configured ``out`` is this directory,
+    else the only/latest campaign of the store. ``ValueError`` for a malformed campaign.json, one naming a
+    campaign the store does not hold, and a store without campaigns."""
+    named = directory_campaign(campaign_dir)
+    if named is not None:
+        if store.campaign(named) is None:
+            raise ValueError(f"{Path(campaign_dir) / 'campaign.json'} names campaign {named!r}, which is not in "
+                             f"{store.url} (pass --db with the database it was run on)")
+        return named
     summary = campaign_dir / "summary.json"
     if summary.is_file():
         try:
             cid = json.loads(summary.read_text(encoding="utf-8")).get("campaign")
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             cid = None
-        if cid and store.campaign(cid) is not None:
-            return str(cid)
+        if isinstance(cid, str) and cid and store.campaign(cid) is not None:
+            return cid
     camps = store.campaigns()
     if not camps:
         raise ValueError(f"the corpus database {store.url} holds no campaign")
@@ -84,17 +110,18 @@ class CampaignData:
 def load_campaign(campaign_dir: str | Path, db: str | None = None, *,
                   campaign_id: str | None = None) -> CampaignData:
     """Read the campaign in ``campaign_dir`` (corpus and oracle side). ``db`` is the corpus's SQLAlchemy URL
-    (default: the directory's corpus.sqlite). Raises ``FileNotFoundError``/``ValueError`` naming the
-    directory, file or URL for bad input."""
+    (default: the directory's corpus.sqlite), opened read-only: reading writes nothing. Raises
+    ``FileNotFoundError``/``ValueError`` naming the directory, file or URL for bad input."""
     cdir = Path(campaign_dir)
     if not cdir.is_dir():
         raise FileNotFoundError(f"{cdir}: no such campaign directory")
-    if db is None:
-        url = _default_db(cdir)
-    else:
-        _check_sqlite_exists(db)
-        url = db
-    store = CorpusStore(url)
+    url = _default_db(cdir) if db is None else db
+    with database_errors(url):
+        return _load(cdir, url, campaign_id)
+
+
+def _load(cdir: Path, url: str, campaign_id: str | None) -> CampaignData:
+    store = CorpusStore(url, readonly=True)
     try:
         cid = campaign_id or resolve_campaign(store, cdir)
         record = store.campaign(cid)
@@ -105,7 +132,7 @@ def load_campaign(campaign_dir: str | Path, db: str | None = None, *,
         mutants = {m.case_id: m for m in store.mutants(cid)}
     finally:
         store.close()
-    with FailureStore(url, cid) as fstore:
+    with FailureStore(url, cid, readonly=True) as fstore:
         failures = fstore.failures()
         refs = fstore.references()
     config = record.config

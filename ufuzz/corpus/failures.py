@@ -77,8 +77,8 @@ class FailureRecord:
 class FailureStore(SqlStore):
     """Oracle-facing store of one campaign: references by case id, failures de-duplicated by key."""
 
-    def __init__(self, url: str, campaign_id: str, *, echo: bool = False) -> None:
-        super().__init__(url, FAILURE_TABLES, echo=echo)
+    def __init__(self, url: str, campaign_id: str, *, echo: bool = False, readonly: bool = False) -> None:
+        super().__init__(url, FAILURE_TABLES, echo=echo, readonly=readonly)
         self.campaign_id = campaign_id
         with self._sessions() as s:
             if s.get(CampaignRow, campaign_id) is None:

@@ -4,7 +4,7 @@ A regression corpus is one JSONL file with a versioned schema. The first line is
 checkpoint and seed records (each written once), then one ``failure`` record per unique failure, in
 discovery order::
 
-    {"kind": "header", "schema": 1, "corpus": "regression", "backend": "embedded", "backend_options": {},
+    {"kind": "header", "schema": 2, "corpus": "regression", "backend": "embedded", "backend_options": {},
      "k": 5, "source_campaign": "...", "backend_info": {...}, "source": {...}, "records": 120, ...}
     {"kind": "checkpoint", "id": "p1", "memories": [...], "facts": [...], "entities": [...]}
     {"kind": "seed", "id": "p1-s3", "checkpoint_id": "p1", "descriptor": {...}}
@@ -13,9 +13,11 @@ discovery order::
      "mutant": {"id": ..., "operator": "update", "depth": 1, "obligation": {"operator": ..., "target": ...},
                 "query": {...}, "ops": [...], "reference": {...}, "detail": "..."},
      "expected": {"kind": "stale_answer", "stage": "post-selection", "failure_key": "...", "offending": [...]},
-     "discovery": {"first_seq": 17, "occurrences": 3}}
+     "discovery": {"first_seq": 17, "occurrences": 3}, "sha256": "..."}
 
-``ops`` are full recipes: the parent's and the mutant's state are each the checkpoint with their own ops
+Every record but the header ends with ``sha256``, its content hash (:func:`ufuzz.corpus.format.content_hash`),
+so that a record edited after the export (a memory text, an op, a reference) is refused by name; schema 1
+files, written before hashes, load without that check. ``ops`` are full recipes: the parent's and the mutant's state are each the checkpoint with their own ops
 replayed (a parent that is a retained mutant carries its whole ancestry's ops). References are the oracle's
 and sit inside the record only because this file is the oracle side's artefact: nothing here is fed to a
 scheduler.
@@ -25,7 +27,8 @@ scheduler.
 ``reproduced`` (parent passes, mutant fails with the same kind, stage and failure key), ``fixed`` (the
 mutant now passes), ``changed`` (it fails differently, or the same way on other offending memories),
 ``parent_broken`` (the parent no longer passes its own reference) or ``error`` (a backend fault).
-Malformed files raise :class:`CorpusFileError` naming ``file:line``.
+Malformed files — including a record whose ops or reference name a memory its checkpoint and ops do not
+have — raise :class:`CorpusFileError` naming ``file:line`` and the field: bad input, never a regression.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
+from ufuzz.corpus import format as fmt
 from ufuzz.jsonl import LineError, iter_json_lines
 from ufuzz.model import (
     Checkpoint,
@@ -52,16 +58,17 @@ from ufuzz.model import (
 )
 from ufuzz.oracles.expectations import KINDS as FAILURE_KINDS
 from ufuzz.oracles.judging import Judging
+from ufuzz.seeds.schema import RecordError
+from ufuzz.strict import first_error
 
 __all__ = [
     "SCHEMA", "STATUSES", "CorpusFileError", "CaseRecipe", "RegressionRecord", "RegressionCorpus",
     "ExportResult", "build_records", "select_records", "export_campaign", "write_corpus", "load_corpus",
 ]
 
-SCHEMA = 1
+SCHEMA = fmt.SCHEMA
 LINE_KINDS = ("header", "checkpoint", "seed", "failure")
 STAGES = ("selection", "post-selection", "response")
-STATE_OPS = ("add", "update", "delete")
 #: per-record outcomes of a check; only the first one means "still reproduces"
 STATUSES = ("reproduced", "fixed", "changed", "parent_broken", "error")
 
@@ -144,6 +151,7 @@ class RegressionCorpus:
     checkpoints: dict[str, Checkpoint]
     descriptors: dict[str, MutationDescriptor]  # by seed id
     records: list[RegressionRecord]
+    header_line: int = 1  # where the header was read from (messages blaming it name the line)
 
     @property
     def backend(self) -> str:
@@ -311,13 +319,16 @@ def write_corpus(path: str | Path, header: dict[str, Any], checkpoints: Iterable
             def put(rec: dict[str, Any]) -> None:
                 fh.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
 
-            put({**header, "kind": "header"})
+            def hashed(rec: dict[str, Any]) -> dict[str, Any]:
+                return {**rec, "sha256": fmt.content_hash(rec)}
+
+            put({**header, "kind": "header", "schema": SCHEMA})
             for cp in checkpoints:
-                put({"kind": "checkpoint", **cp.to_dict()})
+                put(hashed({"kind": "checkpoint", **cp.to_dict()}))
             for seed_id, cp_id, desc in seeds:
-                put({"kind": "seed", "id": seed_id, "checkpoint_id": cp_id, "descriptor": desc.to_dict()})
+                put(hashed({"kind": "seed", "id": seed_id, "checkpoint_id": cp_id, "descriptor": desc.to_dict()}))
             for r in records:
-                put(r.to_dict())
+                put(hashed(r.to_dict()))
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a corpus is an ordinary, shareable file
@@ -332,142 +343,121 @@ def write_corpus(path: str | Path, header: dict[str, Any], checkpoints: Iterable
 # ====================================================================== load
 
 
-def _need(obj: Any, key: str, typ: type | tuple[type, ...], path: Path, line: int, prefix: str = "",
-          *, optional: bool = False) -> Any:
-    if not isinstance(obj, dict) or key not in obj:
-        if optional:
-            return None
-        raise CorpusFileError(path, line, "missing required field", f"{prefix}{key}")
-    val = obj[key]
-    if optional and val is None:
-        return None
-    if not isinstance(val, typ) or (typ is int and isinstance(val, bool)):
-        tname = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
-        raise CorpusFileError(path, line, f"expected {tname}, got {type(val).__name__}", f"{prefix}{key}")
-    return val
-
-
-def _ops(raw: list[Any], path: Path, line: int, prefix: str) -> tuple[StateOp, ...]:
-    out = []
-    for i, o in enumerate(raw):
-        where = f"{prefix}ops[{i}]"
-        if not isinstance(o, dict):
-            raise CorpusFileError(path, line, "an op must be an object", where)
-        op = _need(o, "op", str, path, line, f"{where}.")
-        if op not in STATE_OPS:
-            raise CorpusFileError(path, line, f"unknown op {op!r}; expected one of {list(STATE_OPS)}", f"{where}.op")
-        if op in ("update", "delete") and not o.get("target"):
-            raise CorpusFileError(path, line, f"a{'n' if op == 'update' else ''} {op} op needs a target",
-                                  f"{where}.target")
-        if op in ("add", "update"):
-            mem = _need(o, "memory", dict, path, line, f"{where}.")
-            for k in ("id", "text", "timestamp"):
-                _need(mem, k, str, path, line, f"{where}.memory.")
-        out.append(StateOp.from_dict(o))
-    return tuple(out)
-
-
-def _case(raw: Any, path: Path, line: int, side: str) -> CaseRecipe:
-    if not isinstance(raw, dict):
-        raise CorpusFileError(path, line, "expected object", side)
-    p = f"{side}."
-    cid = _need(raw, "id", str, path, line, p)
-    q = _need(raw, "query", dict, path, line, p)
-    for k in ("id", "text"):
-        _need(q, k, str, path, line, f"{p}query.")
-    _need(q, "fields", dict, path, line, f"{p}query.")
-    ops = _ops(_need(raw, "ops", list, path, line, p), path, line, p)
-    ref = _need(raw, "reference", dict, path, line, p)
-    _need(ref, "query_id", str, path, line, f"{p}reference.")
-    operator = _need(raw, "operator", str, path, line, p, optional=True)
-    depth = _need(raw, "depth", int, path, line, p, optional=True) or 0
-    detail = _need(raw, "detail", str, path, line, p, optional=True) or ""
+def _model(kind: str, rec: dict[str, Any], path: Path, line: int) -> Any:
+    """The validated model of one line (:mod:`ufuzz.corpus.format`); a CorpusFileError naming the field
+    otherwise."""
     try:
-        query = Query.from_dict(q)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CorpusFileError(path, line, str(exc).strip("'\""), f"{p}query") from None
+        model = fmt.RECORDS[kind].model_validate(rec)
+        if hasattr(model, "check"):
+            model.check()
+    except ValidationError as exc:
+        field, message = first_error(exc)
+        raise CorpusFileError(path, line, message, field) from None
+    except RecordError as exc:
+        raise CorpusFileError(path, line, str(exc), exc.field) from None
+    return model
+
+
+def _check_hash(rec: dict[str, Any], path: Path, line: int, hashed: bool) -> None:
+    """A record's content hash (required from schema 2 on) matches its content."""
+    if hashed or rec.get("sha256") is not None:
+        if rec.get("sha256") is None:
+            raise CorpusFileError(path, line, "missing content hash (every record of a schema "
+                                  f"{fmt.HASHED_SINCE} corpus carries one)", "sha256")
+        if fmt.content_hash(rec) != rec["sha256"]:
+            raise CorpusFileError(path, line, "the record does not match its content hash: it was changed after "
+                                  "the export (an edited memory text, op or reference?); re-export the corpus "
+                                  "or undo the edit", "sha256")
+
+
+def _side(m: fmt.CaseModel, side: str, path: Path, line: int) -> CaseRecipe:
+    """A parent or mutant recipe, its ops and reference checked on their own."""
+    for i, op in enumerate(m.ops):
+        try:
+            op.check()
+        except RecordError as exc:
+            raise CorpusFileError(path, line, str(exc), f"{side}.ops[{i}].{exc.field}") from None
     try:
-        reference = Reference.from_dict(ref)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CorpusFileError(path, line, str(exc).strip("'\""), f"{p}reference") from None
-    return CaseRecipe(id=cid, query=query, ops=ops, reference=reference, operator=operator, depth=depth,
-                      detail=detail)
+        m.reference.check()
+    except RecordError as exc:
+        raise CorpusFileError(path, line, str(exc), f"{side}.reference.{exc.field}") from None
+    return CaseRecipe(id=m.id, query=m.query.to_model(), ops=tuple(o.to_model() for o in m.ops),
+                      reference=m.reference.to_model(), operator=m.operator, depth=m.depth, detail=m.detail)
 
 
-def _failure(rec: dict[str, Any], path: Path, line: int) -> RegressionRecord:
-    seed_id = _need(rec, "seed_id", str, path, line)
-    cp_id = _need(rec, "checkpoint_id", str, path, line)
-    parent = _case(_need(rec, "parent", dict, path, line), path, line, "parent")
-    mraw = _need(rec, "mutant", dict, path, line)
-    mutant = _case(mraw, path, line, "mutant")
+def _failure(m: fmt.FailureLine, path: Path, line: int) -> RegressionRecord:
+    parent = _side(m.parent, "parent", path, line)
+    mutant = _side(m.mutant, "mutant", path, line)
     if not mutant.operator:
         raise CorpusFileError(path, line, "a mutant needs the operator that produced it", "mutant.operator")
-    ob = _need(mraw, "obligation", dict, path, line, "mutant.")
-    target = _need(ob, "target", str, path, line, "mutant.obligation.")
-    ob_op = _need(ob, "operator", str, path, line, "mutant.obligation.")
-    if ob_op != mutant.operator:
-        raise CorpusFileError(path, line, f"obligation operator {ob_op!r} is not the mutant's operator "
-                              f"{mutant.operator!r}", "mutant.obligation.operator")
-    exp = _need(rec, "expected", dict, path, line)
-    kind = _need(exp, "kind", str, path, line, "expected.")
-    if kind not in FAILURE_KINDS:
-        raise CorpusFileError(path, line, f"unknown failure kind {kind!r}; expected one of {list(FAILURE_KINDS)}",
-                              "expected.kind")
-    stage = _need(exp, "stage", str, path, line, "expected.")
-    if stage not in STAGES:
-        raise CorpusFileError(path, line, f"unknown stage {stage!r}; expected one of {list(STAGES)}",
+    if m.mutant.obligation.operator != mutant.operator:
+        raise CorpusFileError(path, line, f"obligation operator {m.mutant.obligation.operator!r} is not the "
+                              f"mutant's operator {mutant.operator!r}", "mutant.obligation.operator")
+    exp = m.expected
+    if exp.kind not in FAILURE_KINDS:
+        raise CorpusFileError(path, line, f"unknown failure kind {exp.kind!r}; expected one of "
+                              f"{list(FAILURE_KINDS)}", "expected.kind")
+    if exp.stage not in STAGES:
+        raise CorpusFileError(path, line, f"unknown stage {exp.stage!r}; expected one of {list(STAGES)}",
                               "expected.stage")
-    key = _need(exp, "failure_key", str, path, line, "expected.")
-    if not key:
-        raise CorpusFileError(path, line, "empty failure key", "expected.failure_key")
-    offending = _need(exp, "offending", list, path, line, "expected.", optional=True) or []
-    disc = _need(rec, "discovery", dict, path, line, optional=True) or {}
-    first_seq = _need(disc, "first_seq", int, path, line, "discovery.", optional=True)
-    occ = _need(disc, "occurrences", int, path, line, "discovery.", optional=True)
-    return RegressionRecord(seed_id=seed_id, checkpoint_id=cp_id, parent=parent, mutant=mutant, target=target,
-                            kind=kind, stage=stage, failure_key=key, offending=tuple(str(x) for x in offending),
-                            first_seq=first_seq, occurrences=occ if occ is not None else 1, line=line)
+    return RegressionRecord(seed_id=m.seed_id, checkpoint_id=m.checkpoint_id, parent=parent, mutant=mutant,
+                            target=m.mutant.obligation.target, kind=exp.kind, stage=exp.stage,
+                            failure_key=exp.failure_key, offending=tuple(exp.offending),
+                            first_seq=m.discovery.first_seq, occurrences=m.discovery.occurrences, line=line)
+
+
+def _check_ids(r: RegressionRecord, checkpoint: Checkpoint, path: Path) -> None:
+    """Every memory id a side's ops target and its reference names is a memory of the checkpoint or one its
+    own ops wrote: anything else is a broken record (bad input), not a regression of the backend."""
+    base = {m.id for m in checkpoint.memories}
+    for side, case in (("parent", r.parent), ("mutant", r.mutant)):
+        known = set(base)
+        for i, op in enumerate(case.ops):
+            if op.target is not None and op.target not in known:
+                raise CorpusFileError(path, r.line, f"op target {op.target!r} is neither in checkpoint "
+                                      f"{r.checkpoint_id!r} nor written by an earlier op", f"{side}.ops[{i}].target")
+            if op.memory is not None:
+                known.add(op.memory.id)
+        for fld in ("supporting", "invalidated"):
+            for i, mid in enumerate(getattr(case.reference, fld)):
+                if mid not in known:
+                    raise CorpusFileError(path, r.line, f"memory id {mid!r} is neither in checkpoint "
+                                          f"{r.checkpoint_id!r} nor written by the {side}'s ops",
+                                          f"{side}.reference.{fld}[{i}]")
 
 
 def load_corpus(path: str | Path) -> RegressionCorpus:
     """Read and validate a regression corpus. Any problem raises :class:`CorpusFileError` naming
-    ``file:line`` and the field at fault."""
+    ``file:line`` and the field at fault: each line against its strict model (:mod:`ufuzz.corpus.format`)
+    and content hash, then the links between lines (checkpoints, seeds, memory ids)."""
     path = Path(path)
     if not path.is_file():
         raise CorpusFileError(path, None, "no such regression corpus file")
     header: dict[str, Any] | None = None
+    header_line = 1
+    hashed = False
     checkpoints: dict[str, Checkpoint] = {}
     seeds: dict[str, tuple[str, MutationDescriptor, int]] = {}
     records: list[RegressionRecord] = []
     keys: dict[str, int] = {}
     for lineno, kind, rec in iter_json_lines(path, CorpusFileError, LINE_KINDS):
         if kind == "header":  # the first record, and only that one
-            header = _header(rec, path, lineno)
+            header, header_line = _header(rec, path, lineno), lineno
+            hashed = header["schema"] >= fmt.HASHED_SINCE
             continue
+        model = _model(kind, rec, path, lineno)
+        if kind == "failure":  # what is wrong with a record is named before a hash that no longer matches
+            r = _failure(model, path, lineno)
+        _check_hash(rec, path, lineno, hashed)
         if kind == "checkpoint":
-            cid = _need(rec, "id", str, path, lineno)
-            mems = _need(rec, "memories", list, path, lineno)
-            for i, m in enumerate(mems):
-                for k in ("id", "text", "timestamp"):
-                    _need(m, k, str, path, lineno, f"memories[{i}].")
-            if cid in checkpoints:
-                raise CorpusFileError(path, lineno, f"duplicate checkpoint id {cid!r}", "id")
-            try:
-                checkpoints[cid] = Checkpoint.from_dict(rec)
-            except (ValueError, KeyError, TypeError) as exc:
-                raise CorpusFileError(path, lineno, str(exc).strip("'\"")) from None
+            if model.id in checkpoints:
+                raise CorpusFileError(path, lineno, f"duplicate checkpoint id {model.id!r}", "id")
+            checkpoints[model.id] = model.to_model()
         elif kind == "seed":
-            sid = _need(rec, "id", str, path, lineno)
-            cp = _need(rec, "checkpoint_id", str, path, lineno)
-            desc = _need(rec, "descriptor", dict, path, lineno, optional=True) or {}
-            if sid in seeds:
-                raise CorpusFileError(path, lineno, f"duplicate seed id {sid!r}", "id")
-            try:
-                seeds[sid] = (cp, MutationDescriptor.from_dict(desc), lineno)
-            except (ValueError, KeyError, TypeError) as exc:
-                raise CorpusFileError(path, lineno, str(exc).strip("'\""), "descriptor") from None
+            if model.id in seeds:
+                raise CorpusFileError(path, lineno, f"duplicate seed id {model.id!r}", "id")
+            seeds[model.id] = (model.checkpoint_id, model.descriptor.to_model(), lineno)
         else:
-            r = _failure(rec, path, lineno)
             if r.failure_key in keys:
                 raise CorpusFileError(path, lineno, f"duplicate failure key {r.failure_key!r} (first on "
                                       f"line {keys[r.failure_key]})", "expected.failure_key")
@@ -487,32 +477,28 @@ def load_corpus(path: str | Path) -> RegressionCorpus:
         if seeds[r.seed_id][0] != r.checkpoint_id:
             raise CorpusFileError(path, r.line, f"seed {r.seed_id!r} is on checkpoint {seeds[r.seed_id][0]!r}, "
                                   f"not {r.checkpoint_id!r}", "checkpoint_id")
+        _check_ids(r, checkpoints[r.checkpoint_id], path)
     declared = header.get("records")
-    if isinstance(declared, int) and declared != len(records):
-        raise CorpusFileError(path, 1, f"the header declares {declared} failure records, the file holds "
+    if declared is not None and declared != len(records):
+        raise CorpusFileError(path, header_line, f"the header declares {declared} failure records, the file holds "
                               f"{len(records)} (truncated or edited?)", "records")
     return RegressionCorpus(path=path, header=header, checkpoints=checkpoints,
-                            descriptors={s: d for s, (_c, d, _l) in seeds.items()}, records=records)
+                            descriptors={s: d for s, (_c, d, _l) in seeds.items()}, records=records,
+                            header_line=header_line)
 
 
 def _header(rec: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
     schema = rec.get("schema")
-    if schema != SCHEMA:
-        raise CorpusFileError(path, line, f"unsupported schema version {schema!r}; this ufuzz reads version "
-                              f"{SCHEMA}", "schema")
+    if isinstance(schema, bool) or schema not in fmt.READS:
+        raise CorpusFileError(path, line, f"unsupported schema version {schema!r}; this ufuzz reads version(s) "
+                              f"{', '.join(map(str, fmt.READS))}", "schema")
     if rec.get("corpus", "regression") != "regression":
         raise CorpusFileError(path, line, f"not a regression corpus (corpus {rec.get('corpus')!r})", "corpus")
-    backend = _need(rec, "backend", str, path, line)
-    if not backend:
-        raise CorpusFileError(path, line, "empty backend name", "backend")
-    _need(rec, "backend_options", dict, path, line)
-    k = _need(rec, "k", int, path, line)
-    if k < 1:
-        raise CorpusFileError(path, line, f"k must be at least 1, got {k}", "k")
-    _need(rec, "records", int, path, line, optional=True)
-    judging = _need(rec, "judging", dict, path, line, optional=True)
+    model = _model("header", rec, path, line)
     try:
-        Judging.from_dict(judging)
+        Judging.from_dict(model.judging)
     except (TypeError, ValueError) as exc:
         raise CorpusFileError(path, line, str(exc), "judging") from None
-    return dict(rec)
+    out = dict(rec)
+    out["schema"] = model.schema_
+    return out

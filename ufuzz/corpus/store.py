@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import secrets
 import threading
 from collections.abc import Iterator
@@ -59,7 +60,7 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from ufuzz.model import Checkpoint, Execution, FuzzCase, MutationDescriptor, Obligation, Query, Seed, StateOp
@@ -71,8 +72,10 @@ SCHEMA_VERSION = 2  # 2: failures carry cause_key, responder and origin (mutant 
 ID = String(255).with_variant(String(collation="C"), "postgresql")
 
 __all__ = [
-    "SCHEMA_VERSION", "Base", "SqlStore", "CorpusStore", "CampaignRecord", "MutantRecord", "ExecutionRecord",
-    "FeedbackRecord", "ErrorRecord", "default_url", "open_engine",
+    "SCHEMA_VERSION", "Base", "SqlStore", "CorpusStore", "CorpusDatabaseError", "CampaignRecord", "MutantRecord",
+    "ExecutionRecord",
+    "FeedbackRecord", "ErrorRecord", "default_url", "open_engine", "check_database",
+    "database_errors",
 ]
 
 
@@ -265,69 +268,197 @@ def _scrub(text: str, secret: str | None) -> str:
     return text.replace(secret, "***") if secret else text
 
 
-def open_engine(url: str, tables: list[Any], *, echo: bool = False) -> Engine:
+class CorpusDatabaseError(ValueError):
+    """The corpus database URL cannot be used: a bad URL, a driver that is not installed, a server that cannot
+    be reached, a file that is not a (ufuzz) database. The message names the URL (password hidden) and what
+    is wrong; the command line blames ``--db`` (or the campaign directory's ``corpus.sqlite``) for it."""
+
+
+def _sqlite_path(u: Any) -> Path | None:
+    """The file of an SQLite URL (None for in-memory and ``file:`` URI databases)."""
+    if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:" \
+            or u.database.startswith("file:"):
+        return None
+    return Path(u.database)
+
+
+def _readonly_creator(path: Path) -> Any:
+    """Connections that cannot write ``path``: ``mode=ro``, and ``immutable`` when no writer has the database
+    open (no ``-wal`` file), because a read-only connection would otherwise leave ``-wal``/``-shm`` files
+    behind it."""
+    import sqlite3
+    import urllib.parse
+
+    def connect() -> Any:
+        live = Path(f"{path}-wal").exists()
+        uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro" + ("" if live else "&immutable=1")
+        return sqlite3.connect(uri, uri=True, check_same_thread=False)
+
+    return connect
+
+
+def _first_line(e: Exception, secret: str | None) -> str:
+    orig = getattr(e, "orig", None)
+    lines = _scrub(str(orig) if orig is not None else str(e), secret).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
+
+
+def open_engine(url: str, tables: list[Any], *, echo: bool = False, readonly: bool = False) -> Engine:
     """Create an engine for ``url`` and (idempotently) the given tables.
 
-    Raises ``ValueError`` naming the URL's scheme when the URL cannot be used; the password never appears
-    in the message.
+    ``readonly`` creates nothing: the database must already be a ufuzz corpus (an SQLite file is opened so
+    that it cannot be written). An SQLite file that holds other tables but no ufuzz corpus is refused rather
+    than written into. Raises :class:`CorpusDatabaseError` (a ``ValueError``) naming the URL's scheme and
+    what is wrong when the database cannot be used; the password never appears in the message.
     """
+    engine = _open(url, tables, echo=echo, mode="read" if readonly else "write")
+    assert engine is not None
+    return engine
+
+
+def check_database(url: str) -> None:
+    """Raise :class:`CorpusDatabaseError` if a campaign could not keep its corpus at ``url``, creating and
+    writing nothing: the URL parses, its driver is installed, a server answers (one connection), an
+    existing SQLite file is empty or a ufuzz corpus of this version, a new one's folder can be written."""
+    engine = _open(url, CORPUS_TABLES, mode="check")
+    if engine is not None:
+        engine.dispose()
+
+
+def _writable_folder(path: Path) -> str | None:
+    """Why no file can be created at ``path`` (its nearest existing folder is not a writable directory)."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is not a directory"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable"
+    return None
+
+
+def _open(url: str, tables: list[Any], *, echo: bool = False, mode: str = "write") -> Engine | None:
+    """The engine of :func:`open_engine` (``mode`` write/read) or :func:`check_database` (``check``: None when
+    there is nothing to open yet, e.g. an SQLite file still to be created)."""
     if not isinstance(url, str) or not url.strip():
-        raise ValueError("corpus database URL is empty; expected e.g. sqlite:///campaign/corpus.sqlite")
+        raise CorpusDatabaseError("corpus database URL is empty; expected e.g. sqlite:///campaign/corpus.sqlite")
     try:
         u = make_url(url)
     except ArgumentError:
-        raise ValueError(
+        raise CorpusDatabaseError(
             f"corpus database URL with scheme {_scheme_of(url)!r} is not a valid SQLAlchemy URL; expected "
             "e.g. sqlite:///campaign/corpus.sqlite or postgresql+psycopg://user@host/dbname") from None
     scheme = u.drivername
     safe = u.render_as_string(hide_password=True)
     secret = u.password if u.password else None
-    if u.get_backend_name() == "sqlite" and u.database and u.database != ":memory:" \
-            and not u.database.startswith("file:"):
-        folder = Path(u.database).parent
+    file = _sqlite_path(u)
+    if file is not None and mode != "write":
+        if file.is_dir():
+            raise CorpusDatabaseError(f"corpus database {safe}: {file} is a directory, not a database file")
+        if not file.exists():
+            if mode == "read":
+                raise CorpusDatabaseError(f"corpus database file {file} does not exist")
+            why = _writable_folder(file)
+            if why:
+                raise CorpusDatabaseError(f"cannot create SQLite corpus database {safe}: {why}")
+            return None
+        if mode == "check" and file.stat().st_size == 0:
+            return None  # an empty file becomes a corpus
+    if file is not None and mode == "write":
+        folder = file.parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise ValueError(f"cannot create the folder {str(folder)!r} of SQLite corpus database {safe} "
-                             f"(scheme {scheme!r}): {e.strerror or type(e).__name__}") from None
+            raise CorpusDatabaseError(f"cannot create the folder {str(folder)!r} of SQLite corpus database {safe} "
+                                      f"(scheme {scheme!r}): {e.strerror or type(e).__name__}") from None
+    kw: dict[str, Any] = {"echo": echo}
+    if mode == "check" and u.get_backend_name() == "postgresql" and "connect_timeout" not in u.query:
+        kw["connect_args"] = {"connect_timeout": 10}  # a check must not hang on a host that drops packets
+    if file is not None and mode != "write":
+        kw["creator"] = _readonly_creator(file)
+        u = make_url("sqlite://")
     try:
         try:
-            engine = create_engine(u, echo=echo, json_serializer=_json_dumps)
+            engine = create_engine(u, json_serializer=_json_dumps, **kw)
         except TypeError:  # a dialect without JSON support takes no serializer
-            engine = create_engine(u, echo=echo)
+            engine = create_engine(u, **kw)
     except NoSuchModuleError:
-        raise ValueError(f"corpus database URL scheme {scheme!r} names no database/driver SQLAlchemy knows "
-                         "(try sqlite:///PATH or postgresql+psycopg://...)") from None
+        raise CorpusDatabaseError(f"corpus database URL scheme {scheme!r} names no database/driver SQLAlchemy "
+                                  "knows (try sqlite:///PATH or postgresql+psycopg://...)") from None
     except ImportError as e:
-        raise ValueError(f"the database driver for URL scheme {scheme!r} is not installed "
-                         f"({type(e).__name__}: {_scrub(str(e), secret)})") from None
+        raise CorpusDatabaseError(f"the database driver for URL scheme {scheme!r} is not installed "
+                                  f"({type(e).__name__}: {_scrub(str(e), secret)})") from None
     except ArgumentError as e:
-        raise ValueError(f"corpus database URL with scheme {scheme!r} was refused: "
-                         f"{_scrub(str(e), secret)}") from None
-    if engine.dialect.name == "sqlite":
+        raise CorpusDatabaseError(f"corpus database URL with scheme {scheme!r} was refused: "
+                                  f"{_scrub(str(e), secret)}") from None
+    if engine.dialect.name == "sqlite" and mode == "write":
         event.listen(engine, "connect", _on_sqlite_connect)
     try:
-        Base.metadata.create_all(engine, tables=tables, checkfirst=True)
-        _check_schema(engine)
-    except ValueError:
+        _check_corpus(engine, tables, mode, file)
+    except ValueError as e:
         engine.dispose()
-        raise
-    except OperationalError as e:
-        engine.dispose()
-        first = _scrub(str(e.orig) if e.orig is not None else str(e), secret).strip().splitlines()
-        raise ValueError(f"cannot open corpus database {safe} (scheme {scheme!r}): "
-                         f"{first[0] if first else type(e).__name__}") from None
+        raise CorpusDatabaseError(f"corpus database {safe}: {e}") from None
     except SQLAlchemyError as e:
         engine.dispose()
-        raise ValueError(f"cannot open corpus database {safe} (scheme {scheme!r}): "
-                         f"{type(e).__name__}") from None
+        what = _first_line(e, secret)
+        if file is not None and ("not a database" in what or "malformed" in what):
+            what += " (not an SQLite database, or a damaged or truncated one)"
+        raise CorpusDatabaseError(f"cannot open corpus database {safe} (scheme {scheme!r}): {what}") from None
     return engine
 
 
-def _check_schema(engine: Engine) -> None:
+@contextmanager
+def database_errors(url: str) -> Iterator[None]:
+    """Turn a database fault while reading or writing ``url`` (a damaged page, a server gone) into a
+    :class:`CorpusDatabaseError` naming the URL (password hidden), for commands that report it to a user."""
+    try:
+        yield
+    except SQLAlchemyError as e:
+        try:
+            u = make_url(url)
+            safe, secret = u.render_as_string(hide_password=True), u.password
+        except ArgumentError:
+            safe, secret = "(unparseable URL)", None
+        what = _first_line(e, secret)
+        if "malformed" in what or "not a database" in what:
+            what += " (a damaged or truncated database)"
+        raise CorpusDatabaseError(f"cannot read corpus database {safe}: {what}") from None
+
+
+def _check_corpus(engine: Engine, tables: list[Any], mode: str, file: Path | None) -> None:
+    """Refuse a database that is not a ufuzz corpus (or not this version of one); create ``tables`` in mode
+    ``write``. An SQLite file that holds other tables is refused even for writing (it is someone else's
+    file); a server database may hold other applications' tables beside the corpus."""
+    from sqlalchemy import inspect
+
+    present = set(inspect(engine).get_table_names())
+    listing = f"{', '.join(sorted(present)[:5])}{' …' if len(present) > 5 else ''}"
+    if MetaRow.__tablename__ not in present:
+        if mode == "read":
+            if not present:
+                size = f" ({file.stat().st_size} bytes)" if file is not None else ""
+                raise ValueError(f"empty database{size}: it holds no ufuzz corpus")
+            raise ValueError(f"not a ufuzz corpus database (no {MetaRow.__tablename__} table; it holds {listing})")
+        if present and file is not None:  # a server database may well be shared with other applications
+            raise ValueError(f"not a ufuzz corpus database: it already holds other tables ({listing}); use an "
+                             "empty database or a ufuzz one")
+        if mode == "check":
+            return
+    if mode == "read":
+        missing = sorted(t.name for t in tables if t.name not in present)
+        if missing:
+            raise ValueError(f"incomplete ufuzz corpus database: no table(s) {', '.join(missing)}")
+    elif mode == "write":
+        Base.metadata.create_all(engine, tables=tables, checkfirst=True)
+    _check_schema(engine, readonly=mode != "write")
+
+
+def _check_schema(engine: Engine, readonly: bool = False) -> None:
     with Session(engine) as s, s.begin():
         row = s.get(MetaRow, "schema_version")
         if row is None:
+            if readonly:
+                raise ValueError("not a ufuzz corpus database (no schema version recorded)")
             s.add(MetaRow(key="schema_version", value=str(SCHEMA_VERSION)))
         elif row.value != str(SCHEMA_VERSION):
             raise ValueError(f"corpus database has schema version {row.value}, this ufuzz writes "
@@ -411,8 +542,9 @@ class SqlStore:
     ``tables``), sessions, :meth:`_tx` for a committed write, ``close`` and use as a context manager.
     ``url`` is kept with the password hidden, for messages."""
 
-    def __init__(self, url: str, tables: list[Any], *, echo: bool = False) -> None:
-        self._engine = open_engine(url, tables, echo=echo)
+    def __init__(self, url: str, tables: list[Any], *, echo: bool = False, readonly: bool = False) -> None:
+        self._engine = open_engine(url, tables, echo=echo, readonly=readonly)
+        self.readonly = readonly
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
         self.url = make_url(url).render_as_string(hide_password=True)
 
@@ -435,8 +567,8 @@ class SqlStore:
 class CorpusStore(SqlStore):
     """Scheduler-facing store of one database (any number of campaigns in it)."""
 
-    def __init__(self, url: str, *, echo: bool = False) -> None:
-        super().__init__(url, CORPUS_TABLES, echo=echo)
+    def __init__(self, url: str, *, echo: bool = False, readonly: bool = False) -> None:
+        super().__init__(url, CORPUS_TABLES, echo=echo, readonly=readonly)
         self._lock = threading.Lock()
         self._seq: dict[str, int] = {}
         self._known: set[str] = set()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import signal
 import threading
 import time
@@ -78,6 +77,8 @@ class CampaignConfig:
     # "top-evidence": the made-up reader that echoes the top memory, opt-in, its failures labelled as its own
     reader: str = "none"
     reader_threshold: float | None = None  # the top-evidence reader's cut-off; None = the backend's hint
+    llm_timeout: float = 30.0  # seconds per LLM request
+    llm_retries: int = 2  # retries of a failed LLM request, with exponential backoff
     llm_cache: str | None = None  # call-cache file; None = $UFUZZ_CACHE_DIR/llm_calls.sqlite or ~/.cache/ufuzz
 
     def __post_init__(self) -> None:
@@ -95,6 +96,8 @@ class CampaignConfig:
             raise ValueError(f"--isolation must be one of {', '.join(registry.ISOLATION)}, not {self.isolation!r}")
         if self.worker_recycle < 0 or (self.worker_max_rss_mb or 0) < 0 or self.worker_timeout <= 0:
             raise ValueError("--worker-recycle and --worker-max-rss-mb must be >= 0, --worker-timeout > 0")
+        if not 0 < self.llm_timeout <= 3600 or not 0 <= self.llm_retries <= 10:
+            raise ValueError("--llm-timeout must be in (0, 3600] seconds and --llm-retries in [0, 10]")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -164,33 +167,32 @@ class Campaign:
     def _open(self):
         from ufuzz.corpus.failures import FailureStore
         from ufuzz.corpus.store import CorpusStore
+        from ufuzz.engine.startup import check_start, undo_on_failure
 
-        created = not self.out.exists()
-        self.out.mkdir(parents=True, exist_ok=True)
-        try:
-            # the backend validates its options first: a bad option leaves nothing behind
+        # where the campaign writes is checked before anything is created, and whatever the set-up creates
+        # is removed again if it fails (a backend refusing its options, a full disk): nothing is left behind
+        check_start(self.out, self.config.db)
+        with undo_on_failure(self.out, self._abandon_start):
+            self.out.mkdir(parents=True, exist_ok=True)
             cfg = self.config
             self.backend = self._backend or registry.create(
                 cfg.backend, self.out / "backend", cfg.backend_options, isolation=cfg.isolation,
                 worker={"recycle_every": cfg.worker_recycle, "max_rss_mb": cfg.worker_max_rss_mb,
                         "call_timeout": cfg.worker_timeout})
-        except BaseException:
-            if created:
-                shutil.rmtree(self.out, ignore_errors=True)
-            raise
-        url = self.config.db or f"sqlite:///{(self.out / 'corpus.sqlite').resolve()}"
-        self.store = CorpusStore(url)
-        # strategy, seed and start second, plus a random tag: two runs started in the same second on one team
-        # database must not collide (the tag is not from the campaign's rng, so it does not disturb determinism)
-        self.campaign_id = (f"{self.config.strategy}-s{self.config.seed}-{time.strftime('%Y%m%dT%H%M%S')}"
-                            f"-{os.urandom(3).hex()}")
-        self.store.start_campaign(self.campaign_id, config=self.config.to_dict(),
-                                  backend=self.backend.describe(), seed=self.config.seed, budget=self.config.budget)
-        self.failures = FailureStore(url, self.campaign_id)
-        # which campaign of the (possibly shared) store this directory holds: `ufuzz status DIR --db URL` reads it
-        (self.out / "campaign.json").write_text(json.dumps({"campaign": self.campaign_id}) + "\n")
-        log_file = (self.out / "campaign.log").open("a", encoding="utf-8")
-        self._log_file = log_file
+            url = self.config.db or f"sqlite:///{(self.out / 'corpus.sqlite').resolve()}"
+            self.store = CorpusStore(url)
+            # strategy, seed and start second, plus a random tag: two runs started in the same second on one
+            # team database must not collide (the tag is not from the campaign's rng: determinism holds)
+            self.campaign_id = (f"{self.config.strategy}-s{self.config.seed}-{time.strftime('%Y%m%dT%H%M%S')}"
+                                f"-{os.urandom(3).hex()}")
+            self.store.start_campaign(self.campaign_id, config=self.config.to_dict(),
+                                      backend=self.backend.describe(), seed=self.config.seed,
+                                      budget=self.config.budget)
+            self.failures = FailureStore(url, self.campaign_id)
+            # which campaign of the (possibly shared) store this directory holds: `ufuzz status DIR --db URL`
+            (self.out / "campaign.json").write_text(json.dumps({"campaign": self.campaign_id}) + "\n")
+            log_file = (self.out / "campaign.log").open("a", encoding="utf-8")
+            self._log_file = log_file
         self.log = structlog.wrap_logger(
             structlog.WriteLogger(log_file),
             processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"),
@@ -198,6 +200,22 @@ class Campaign:
         ).bind(campaign=self.campaign_id)
         if hasattr(self.backend, "observer"):  # a backend worker: its restarts go to the campaign log
             self.backend.observer = lambda event, **facts: self.log.info(event, **facts)
+
+    def _abandon_start(self) -> None:
+        """Close what a failed set-up opened (:func:`ufuzz.engine.startup.undo_on_failure` then removes its
+        files); a campaign already recorded in a shared database is marked as ended in error there."""
+        if self.store is not None and self.campaign_id is not None:
+            try:
+                self.store.finish_campaign(self.campaign_id, status="error")
+            except Exception:  # noqa: BLE001 - best effort: the set-up's own error is reported
+                pass
+        for thing in (self._log_file, self.failures, self.store, self.backend):
+            try:
+                if thing is not None:
+                    thing.close()
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+        self._log_file = self.failures = self.store = self.backend = None
 
     def _sink(self, failure: Failure, reference: Reference) -> None:
         self.failures.record(failure, None, seq=self.progress.executions)
@@ -341,7 +359,8 @@ class Campaign:
         from ufuzz.llm import CallCache, LLMClient, LLMConfig
 
         return LLMClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model or "default",
-                                   api_key_env=cfg.llm_api_key_env), CallCache(cfg.llm_cache))
+                                   api_key_env=cfg.llm_api_key_env, timeout=cfg.llm_timeout,
+                                   max_retries=cfg.llm_retries), CallCache(cfg.llm_cache))
 
     def _parent_execution(self, parent: FuzzCase, hidden: bool) -> Execution:
         ex, fresh = self.executor.execute_parent(parent)

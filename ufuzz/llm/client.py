@@ -7,15 +7,24 @@ message; with the variable unset a placeholder key is sent (local servers do not
 
 Responses are looked up in a :class:`~ufuzz.llm.cache.CallCache` first, so a re-run or a replay makes no
 call at all; ``calls_made`` and ``cache_hits`` count both paths.
+
+Each request waits at most ``LLMConfig.timeout`` seconds. A request that fails in a way that may pass
+(a timeout, a refused or dropped connection, HTTP 408/409/429 or 5xx) is retried ``max_retries`` times, after
+``retry_backoff`` × 2^attempt seconds (capped; a server's ``Retry-After`` is honoured up to the cap); other
+failures (HTTP 400/401/404, a reply that is not a chat completion) are not. ``errors`` counts calls that
+failed for good and ``retries`` the repeated requests: a caller turns a failed call into an error record,
+never into a finding.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +37,23 @@ log = logging.getLogger(__name__)
 PLACEHOLDER_KEY = "ufuzz-no-key"
 
 _EXCERPT = 200
+#: longest wait between two attempts, whatever the backoff or a server's Retry-After says
+MAX_BACKOFF = 30.0
+#: HTTP statuses worth another attempt (the request itself was fine)
+RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 
 
 class LLMError(Exception):
     """An LLM call failed (network, HTTP status, unusable output). The message never holds the key."""
+
+
+class _Transient(LLMError):
+    """A failure another attempt may not have (timeout, connection, 429, 5xx); ``wait`` is the server's
+    Retry-After in seconds, when it sent one."""
+
+    def __init__(self, message: str, wait: float | None = None) -> None:
+        super().__init__(message)
+        self.wait = wait
 
 
 @dataclass(frozen=True)
@@ -42,28 +64,38 @@ class LLMConfig:
     temperature: float = 0.0
     timeout: float = 30
     max_retries: int = 0
+    retry_backoff: float = 0.5  # seconds before the first retry; doubled for each further one
 
     def __post_init__(self) -> None:
         if not str(self.base_url).strip():
             raise ValueError("LLMConfig.base_url must be a non-empty URL (e.g. http://127.0.0.1:8000/v1)")
         if not str(self.model).strip():
             raise ValueError("LLMConfig.model must be a non-empty model name")
-        if self.max_retries < 0:
-            raise ValueError(f"LLMConfig.max_retries must be >= 0, got {self.max_retries}")
-        if self.timeout <= 0:
-            raise ValueError(f"LLMConfig.timeout must be > 0, got {self.timeout}")
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) \
+                or not 0 <= self.max_retries <= 100:
+            raise ValueError(f"LLMConfig.max_retries must be an integer in [0, 100], got {self.max_retries!r}")
+        for name in ("timeout", "retry_backoff", "temperature"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"LLMConfig.{name} must be a finite number, got {value!r}")
+        if not 0 < self.timeout <= 86400:
+            raise ValueError(f"LLMConfig.timeout must be > 0 (seconds), got {self.timeout}")
+        if not 0 <= self.retry_backoff <= MAX_BACKOFF:
+            raise ValueError(f"LLMConfig.retry_backoff must be in [0, {MAX_BACKOFF:g}] seconds, "
+                             f"got {self.retry_backoff}")
 
     @classmethod
     def from_env(cls, prefix: str = "UFUZZ_LLM_") -> LLMConfig | None:
         """``{prefix}BASE_URL`` and ``{prefix}MODEL`` (both required, else ``None``), optional
-        ``{prefix}API_KEY_ENV``, ``{prefix}TEMPERATURE``, ``{prefix}TIMEOUT``, ``{prefix}MAX_RETRIES``."""
+        ``{prefix}API_KEY_ENV``, ``{prefix}TEMPERATURE``, ``{prefix}TIMEOUT``, ``{prefix}MAX_RETRIES``,
+        ``{prefix}RETRY_BACKOFF``."""
         env = os.environ
         base_url, model = env.get(prefix + "BASE_URL"), env.get(prefix + "MODEL")
         if not base_url or not model:
             return None
         kw: dict[str, Any] = {}
         for name, conv in (("API_KEY_ENV", str), ("TEMPERATURE", float), ("TIMEOUT", float),
-                           ("MAX_RETRIES", int)):
+                           ("MAX_RETRIES", int), ("RETRY_BACKOFF", float)):
             raw = env.get(prefix + name)
             if raw is None or raw == "":
                 continue
@@ -143,7 +175,8 @@ class LLMClient:
 
     ``complete(messages, **params) -> str`` and ``complete_json(messages, schema, **params) -> dict``.
     ``params`` are passed to ``chat.completions.create`` (``temperature`` defaults to the config's) and are
-    part of the cache key. ``calls_made`` counts requests actually sent, ``cache_hits`` answers from cache.
+    part of the cache key. ``calls_made`` counts calls sent to the server (``retries`` the extra requests a
+    transient failure cost), ``cache_hits`` answers from cache, ``errors`` calls that failed for good.
     """
 
     def __init__(self, config: LLMConfig, cache: CallCache | None = None) -> None:
@@ -151,6 +184,9 @@ class LLMClient:
         self.cache = cache
         self.calls_made = 0
         self.cache_hits = 0
+        self.errors = 0  # calls that failed for good (after their retries)
+        self.retries = 0  # requests repeated after a transient failure
+        self._sleep = time.sleep
         self._lock = threading.Lock()
         self._openai: Any = None
 
@@ -169,14 +205,41 @@ class LLMClient:
             except ImportError as exc:  # pragma: no cover - openai is a core dependency
                 raise LLMError("the 'openai' package is required for LLM calls") from exc
             # The real key goes per request in a header (read at call time, never kept here).
+            # retries are this client's own (counted, with its backoff), never the openai client's
             self._openai = OpenAI(base_url=self.config.base_url, api_key=PLACEHOLDER_KEY,
-                                  timeout=self.config.timeout, max_retries=self.config.max_retries)
+                                  timeout=self.config.timeout, max_retries=0)
         return self._openai
 
     def _where(self) -> str:
         return f"base URL {self.config.base_url} (model {self.config.model})"
 
     def _request(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
+        """One call: up to ``1 + max_retries`` attempts, with backoff after a transient failure."""
+        attempts = 1 + self.config.max_retries
+        for attempt in range(attempts):
+            try:
+                return self._attempt(messages, params)
+            except _Transient as exc:
+                if attempt + 1 >= attempts:
+                    with self._lock:
+                        self.errors += 1
+                    suffix = f" (after {attempts} attempts)" if attempts > 1 else ""
+                    raise LLMError(f"{exc}{suffix}") from None
+                wait = self.config.retry_backoff * (2 ** attempt)
+                if exc.wait is not None:
+                    wait = max(wait, exc.wait)
+                with self._lock:
+                    self.retries += 1
+                log.info("llm request failed (%s); retry %d of %d in %.1fs", exc, attempt + 1,
+                         self.config.max_retries, min(wait, MAX_BACKOFF))
+                self._sleep(min(wait, MAX_BACKOFF))
+            except LLMError:
+                with self._lock:
+                    self.errors += 1
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _attempt(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
         import openai
 
         key = os.environ.get(self.config.api_key_env) or PLACEHOLDER_KEY
@@ -194,14 +257,17 @@ class LLMClient:
                 body = exc.response.text
             except Exception:  # noqa: BLE001 - best effort excerpt only
                 body = ""
-            raise LLMError(scrub(f"LLM request to {self._where()} failed: HTTP {exc.status_code}"
-                                 + (f": {_excerpt(body)}" if body else ""))) from None
+            message = scrub(f"LLM request to {self._where()} failed: HTTP {exc.status_code}"
+                            + (f": {_excerpt(body)}" if body else ""))
+            if exc.status_code in RETRY_STATUSES:
+                raise _Transient(message, _retry_after(exc.response)) from None
+            raise LLMError(message) from None
         except openai.APITimeoutError:
-            raise LLMError(f"LLM request to {self._where()} timed out after {self.config.timeout}s") from None
+            raise _Transient(f"LLM request to {self._where()} timed out after {self.config.timeout:g}s") from None
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc
-            raise LLMError(scrub(f"cannot reach LLM server at {self._where()}: "
-                                 f"{type(cause).__name__}: {_excerpt(str(cause))}")) from None
+            raise _Transient(scrub(f"cannot reach LLM server at {self._where()}: "
+                                   f"{type(cause).__name__}: {_excerpt(str(cause))}")) from None
         except openai.OpenAIError as exc:
             raise LLMError(scrub(f"LLM request to {self._where()} failed: {type(exc).__name__}: "
                                  f"{_excerpt(str(exc))}")) from None
@@ -243,7 +309,12 @@ class LLMClient:
             self.calls_made += 1
         log.debug("llm call %s model=%s base_url=%s", key[:12], self.config.model, self.config.base_url)
         text = self._request(messages, params)
-        accepted = accept(text) if accept else text  # raises LLMError before anything is cached
+        try:
+            accepted = accept(text) if accept else text  # raises LLMError before anything is cached
+        except LLMError:
+            with self._lock:
+                self.errors += 1
+            raise
         if self.cache is not None:
             self.cache.put(key, self.config.model, canonical_request(self.config.model, messages, params), text)
         return text, accepted
@@ -265,4 +336,14 @@ class LLMClient:
         return self._complete(messages, params, accept=lambda t: parse_json_reply(t, schema))[1]
 
     def stats(self) -> dict[str, int]:
-        return {"calls_made": self.calls_made, "cache_hits": self.cache_hits}
+        return {"calls_made": self.calls_made, "cache_hits": self.cache_hits, "errors": self.errors,
+                "retries": self.retries}
+
+
+def _retry_after(response: Any) -> float | None:
+    """A response's ``Retry-After`` in seconds (the number form only), or None."""
+    try:
+        value = float(response.headers.get("retry-after"))
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) and value >= 0 else None

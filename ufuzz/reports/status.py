@@ -6,43 +6,33 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ufuzz.corpus.campaign import resolve_campaign
 from ufuzz.corpus.failures import FailureStore
-from ufuzz.corpus.store import CorpusStore, default_url
-
-
-def directory_campaign(campaign_dir: Path) -> str | None:
-    """The id of the campaign a directory holds (``campaign.json``, written when it starts), if known."""
-    for name in ("campaign.json", "summary.json"):
-        try:
-            cid = json.loads((campaign_dir / name).read_text()).get("campaign")
-        except (OSError, ValueError, AttributeError):
-            continue
-        if cid:
-            return str(cid)
-    return None
+from ufuzz.corpus.store import CorpusStore, database_errors, default_url
 
 
 def campaign_status(campaign_dir: Path, db: str | None = None, campaign_id: str | None = None) -> dict[str, Any]:
-    """Summary of the latest (or the named) campaign in ``campaign_dir``'s store."""
+    """Summary of the campaign ``campaign_dir`` holds (or the named one) in its store, read without writing
+    anything (the store is opened read-only). ``FileNotFoundError``/``ValueError`` name what is wrong."""
     if db is None:
         path = Path(campaign_dir) / "corpus.sqlite"
         if not path.exists():
             raise FileNotFoundError(f"{campaign_dir}: no corpus.sqlite here (not a campaign directory?)")
         db = default_url(campaign_dir)
-    store = CorpusStore(db)
+    with database_errors(db):
+        return _status(campaign_dir, db, campaign_id)
+
+
+def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, Any]:
+    store = CorpusStore(db, readonly=True)
     try:
-        campaigns = store.campaigns()
-        if not campaigns:
+        if not store.campaigns():
             raise ValueError(f"{store.url}: holds no campaign")
         if campaign_id is None:
-            campaign_id = directory_campaign(Path(campaign_dir))
-        if campaign_id is None:
-            rec = campaigns[-1]
-        else:
-            matches = [c for c in campaigns if c.id == campaign_id]
-            if not matches:
-                raise ValueError(f"{store.url}: no campaign {campaign_id!r}")
-            rec = matches[0]
+            campaign_id = resolve_campaign(store, Path(campaign_dir))
+        rec = store.campaign(campaign_id)
+        if rec is None:
+            raise ValueError(f"{store.url}: no campaign {campaign_id!r}")
         summary = store.summary(rec.id)
         summary["backend"] = rec.backend
         summary["strategy"] = rec.config.get("strategy")
@@ -52,7 +42,7 @@ def campaign_status(campaign_dir: Path, db: str | None = None, campaign_id: str 
         summary["finished_at"] = rec.finished_at
     finally:
         store.close()
-    fs = FailureStore(db, rec.id)
+    fs = FailureStore(db, rec.id, readonly=True)
     try:
         groups = fs.unique_failures()
         summary["unique_failures"] = fs.unique_failure_count()
@@ -78,7 +68,7 @@ def campaign_status(campaign_dir: Path, db: str | None = None, campaign_id: str 
             final = json.loads(written.read_text())
         except (OSError, ValueError):
             final = {}
-        if final.get("campaign") == rec.id and final.get("worker"):
+        if isinstance(final, dict) and final.get("campaign") == rec.id and final.get("worker"):
             summary["worker"] = final["worker"]
     summary["failures_by_operator"] = dict(sorted(by_op.items()))
     summary["failures_by_kind"] = dict(sorted(by_kind.items()))

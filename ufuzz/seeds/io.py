@@ -11,8 +11,9 @@ A reference may carry the benchmark's judging rubric, ``"rubric": {"must_include
 "must_not_include": [...]}`` (MemOps imports do); the field is optional and absent when there is none, so
 files written before it existed load unchanged and the schema stays version 1.
 
-References are kept apart from seeds (own records, keyed by query id). Loading checks structure and
-cross-references; any problem raises :class:`SeedFileError` naming ``file:line`` and the field at fault.
+References are kept apart from seeds (own records, keyed by query id). Loading checks each record against its
+strict model (:mod:`ufuzz.seeds.schema`, published as ``seeds/schema.json``) and the links between records;
+any problem raises :class:`SeedFileError` naming ``file:line`` and the field at fault.
 Writing goes to a temporary file that replaces the target only when complete (nothing half-written).
 """
 
@@ -25,8 +26,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ufuzz.jsonl import LineError, iter_json_lines
-from ufuzz.model import SCHEMA_VERSION, Checkpoint, Reference, Rubric, Seed, SeedSuite
+from ufuzz.model import SCHEMA_VERSION, SeedSuite
+from ufuzz.seeds import schema
+from ufuzz.strict import first_error
 
 KINDS = ("header", "checkpoint", "seed", "reference")
 
@@ -35,103 +40,83 @@ class SeedFileError(LineError):
     """A malformed seed file; the message names file, line and field."""
 
 
-_REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "checkpoint": {"id": str, "memories": list},
-    "seed": {"id": str, "checkpoint_id": str, "query": dict},
-    "reference": {"query_id": str},
-}
-_NESTED: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "memory": {"id": str, "text": str, "timestamp": str},
-    "fact": {"entity": str, "attribute": str, "value": str, "evidence": list},
-    "query": {"id": str, "text": str, "fields": dict},
-    "fields": {"entity": str, "attribute": str},
-}
-
-
-def _check(obj: dict[str, Any], spec: dict[str, Any], path: Path, line: int, prefix: str) -> None:
-    for key, typ in spec.items():
-        if key not in obj:
-            raise SeedFileError(path, line, "missing required field", f"{prefix}{key}")
-        if not isinstance(obj[key], typ):
-            tname = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
-            raise SeedFileError(path, line, f"expected {tname}, got {type(obj[key]).__name__}", f"{prefix}{key}")
-
-
-def _validate(kind: str, rec: dict[str, Any], path: Path, line: int) -> None:
-    _check(rec, _REQUIRED[kind], path, line, "")
-    if kind == "checkpoint":
-        seen: set[str] = set()
-        for i, m in enumerate(rec["memories"]):
-            if not isinstance(m, dict):
-                raise SeedFileError(path, line, "memory must be an object", f"memories[{i}]")
-            _check(m, _NESTED["memory"], path, line, f"memories[{i}].")
-            if m["id"] in seen:
-                raise SeedFileError(path, line, f"duplicate memory id {m['id']!r}", f"memories[{i}].id")
-            seen.add(m["id"])
-        for i, f in enumerate(rec.get("facts", [])):
-            if not isinstance(f, dict):
-                raise SeedFileError(path, line, "fact must be an object", f"facts[{i}]")
-            _check(f, _NESTED["fact"], path, line, f"facts[{i}].")
-            for e in f["evidence"]:
-                if e not in seen:
-                    raise SeedFileError(path, line, f"evidence id {e!r} is not a memory of this checkpoint",
-                                        f"facts[{i}].evidence")
-    elif kind == "seed":
-        _check(rec["query"], _NESTED["query"], path, line, "query.")
-        _check(rec["query"]["fields"], _NESTED["fields"], path, line, "query.fields.")
-        if "descriptor" in rec and not isinstance(rec["descriptor"], dict):
-            raise SeedFileError(path, line, "expected object", "descriptor")
-        if "answer" in rec or "answer" in (rec.get("descriptor") or {}):
-            raise SeedFileError(path, line, "seeds and descriptors never carry the answer; use a reference record",
-                                "answer")
-    elif kind == "reference" and rec.get("rubric") is not None:
-        try:
-            Rubric.from_dict(rec["rubric"])
-        except ValueError as exc:
-            raise SeedFileError(path, line, str(exc), "rubric") from None
+def _record(kind: str, rec: dict[str, Any], path: Path, line: int) -> Any:
+    """The validated model of one record (see :mod:`ufuzz.seeds.schema`), or a SeedFileError naming the
+    field."""
+    descriptor = rec.get("descriptor")
+    if kind == "seed" and ("answer" in rec or (isinstance(descriptor, dict) and "answer" in descriptor)):
+        raise SeedFileError(path, line, "seeds and descriptors never carry the answer; use a reference record",
+                            "answer")
+    if kind == "header" and "schema" in rec and rec["schema"] != SCHEMA_VERSION:
+        raise SeedFileError(path, line, f"unsupported schema version {rec['schema']!r}; this ufuzz reads "
+                            f"version {SCHEMA_VERSION}", "schema")
+    try:
+        model = schema.RECORDS[kind].model_validate(rec)
+        if hasattr(model, "check"):
+            model.check()
+    except ValidationError as exc:
+        field, message = first_error(exc)
+        raise SeedFileError(path, line, message, field) from None
+    except schema.RecordError as exc:
+        raise SeedFileError(path, line, str(exc), exc.field) from None
+    return model
 
 
 def load_suite(path: str | Path) -> SeedSuite:
+    """Read and validate a seed file; any problem raises :class:`SeedFileError` naming ``file:line`` and the
+    field. Besides each record's own format (:mod:`ufuzz.seeds.schema`): ids are unique, every seed's
+    checkpoint exists, every seed has its reference and every reference its seed, a reference's memory ids
+    are memories of its seed's checkpoint, and the file holds at least one seed."""
     path = Path(path)
     if not path.exists():
         raise SeedFileError(path, None, "no such seed file")
+    if path.is_dir():
+        raise SeedFileError(path, None, "is a directory, not a seed file")
     suite: SeedSuite | None = None
     seed_lines: dict[str, int] = {}
+    query_lines: dict[str, int] = {}
     ref_lines: dict[str, int] = {}
+    cp_lines: dict[str, int] = {}
     for lineno, kind, rec in iter_json_lines(path, SeedFileError, KINDS):
+        model = _record(kind, rec, path, lineno)
         if kind == "header":  # the first record, and only that one
-            schema = rec.get("schema")
-            if schema != SCHEMA_VERSION:
-                raise SeedFileError(path, lineno, f"unsupported schema version {schema!r}; this ufuzz reads "
-                                    f"version {SCHEMA_VERSION}", "schema")
-            suite = SeedSuite(name=str(rec.get("suite") or path.stem))
+            suite = SeedSuite(name=model.suite or path.stem)
             continue
         assert suite is not None
-        _validate(kind, rec, path, lineno)
-        try:
-            if kind == "checkpoint":
-                cp = Checkpoint.from_dict(rec)
-                if cp.id in suite.checkpoints:
-                    raise SeedFileError(path, lineno, f"duplicate checkpoint id {cp.id!r}", "id")
-                suite.checkpoints[cp.id] = cp
-            elif kind == "seed":
-                seed = Seed.from_dict(rec)
-                if seed.id in seed_lines:
-                    raise SeedFileError(path, lineno, f"duplicate seed id {seed.id!r}", "id")
-                seed_lines[seed.id] = lineno
-                suite.seeds.append(seed)
-            else:
-                ref = Reference.from_dict(rec)
-                if ref.query_id in ref_lines:
-                    raise SeedFileError(path, lineno, f"duplicate reference for {ref.query_id!r}", "query_id")
-                ref_lines[ref.query_id] = lineno
-                suite.references[ref.query_id] = ref
-        except SeedFileError:
-            raise
-        except (ValueError, KeyError, TypeError) as exc:
-            raise SeedFileError(path, lineno, str(exc)) from None
+        if kind == "checkpoint":
+            if model.id in cp_lines:
+                raise SeedFileError(path, lineno, f"duplicate checkpoint id {model.id!r} (first on line "
+                                    f"{cp_lines[model.id]})", "id")
+            cp_lines[model.id] = lineno
+            suite.checkpoints[model.id] = model.to_model()
+        elif kind == "seed":
+            if model.id in seed_lines:
+                raise SeedFileError(path, lineno, f"duplicate seed id {model.id!r} (first on line "
+                                    f"{seed_lines[model.id]})", "id")
+            if model.query.id in query_lines:
+                raise SeedFileError(path, lineno, f"query id {model.query.id!r} is already the query of the seed "
+                                    f"on line {query_lines[model.query.id]}; each seed's query needs its own "
+                                    "reference", "query.id")
+            seed_lines[model.id] = query_lines[model.query.id] = lineno
+            suite.seeds.append(model.to_model())
+        else:
+            if model.query_id in ref_lines:
+                raise SeedFileError(path, lineno, f"duplicate reference for {model.query_id!r} (first on line "
+                                    f"{ref_lines[model.query_id]})", "query_id")
+            ref_lines[model.query_id] = lineno
+            suite.references[model.query_id] = model.to_model()
     if suite is None:
         raise SeedFileError(path, None, "empty seed file (no header)")
+    _check_links(suite, path, seed_lines, ref_lines, query_lines)
+    return suite
+
+
+def _check_links(suite: SeedSuite, path: Path, seed_lines: dict[str, int], ref_lines: dict[str, int],
+                 query_lines: dict[str, int]) -> None:
+    """The rules across records: seed → checkpoint, seed ↔ reference, reference ids ⊆ checkpoint."""
+    if not suite.seeds:
+        raise SeedFileError(path, None, "no seed records: nothing to fuzz (a seed file needs at least one "
+                            "checkpoint, seed and reference)")
     for seed in suite.seeds:
         line = seed_lines[seed.id]
         if seed.checkpoint_id not in suite.checkpoints:
@@ -141,11 +126,15 @@ def load_suite(path: str | Path) -> SeedSuite:
         ref = suite.references[seed.query.id]
         mem_ids = {m.id for m in suite.checkpoints[seed.checkpoint_id].memories}
         for fld in ("supporting", "invalidated"):
-            for mid in getattr(ref, fld):
+            for i, mid in enumerate(getattr(ref, fld)):
                 if mid not in mem_ids:
                     raise SeedFileError(path, ref_lines[seed.query.id],
-                                        f"memory id {mid!r} is not in checkpoint {seed.checkpoint_id!r}", fld)
-    return suite
+                                        f"memory id {mid!r} is not in checkpoint {seed.checkpoint_id!r}",
+                                        f"{fld}[{i}]")
+    for qid, line in ref_lines.items():
+        if qid not in query_lines:
+            raise SeedFileError(path, line, f"reference for query {qid!r} has no seed (no seed record has "
+                                f"query.id {qid!r})", "query_id")
 
 
 def suite_records(suite: SeedSuite, header: dict[str, Any] | None = None) -> Iterable[dict[str, Any]]:
