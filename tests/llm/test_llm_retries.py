@@ -120,3 +120,20 @@ def test_campaign_counts_llm_errors_and_never_reports_them_as_failures(tmp_path)
 def test_llm_flags_are_bounded(tmp_path, args, needle):
     r = CliRunner().invoke(main, ["run", "--out", str(tmp_path / "c"), "--budget", "5", "--quiet", *args])
     assert r.exit_code == 2 and needle in r.output and not (tmp_path / "c").exists()
+
+
+def test_a_failing_llm_judge_is_an_error_record_never_a_failure_or_a_crash(tmp_path):
+    """The judge's endpoint answers 400 to everything: each judged mutant becomes an error record, the campaign
+    ends normally and reports no failure it could not judge."""
+    from ufuzz.engine.campaign import Campaign, CampaignConfig
+
+    with start_llm_server(failing_first(10**6, status=400)) as srv:
+        cfg = CampaignConfig(backend="embedded", backend_options={"retrieval": "bm25"}, budget=40, seed=1,
+                             out=str(tmp_path / "c"), reader="top-evidence", llm_base_url=srv.base_url,
+                             llm_model="rule-model", llm_uses=("judge",), llm_retries=0,
+                             llm_cache=str(tmp_path / "cache.sqlite"))
+        c = Campaign(cfg)
+        summary = c.run()
+    assert summary["executions"] == 40 and summary["errors"] > 0
+    assert summary["unique_failures"] == 0 and summary["reader_failures"] == 0
+    assert any(e.operation == "judge" for e in c.store.errors(c.campaign_id))

@@ -26,6 +26,7 @@ from ufuzz.backends.protocol import BackendError, MemoryBackend
 from ufuzz.engine.executor import Executor
 from ufuzz.engine.feedback import Ablation, FeedbackState
 from ufuzz.engine.scheduler import NO_MUTANT, Scheduler, SchedulerConfig, StepOutcome, Task
+from ufuzz.llm.client import LLMError
 from ufuzz.model import Execution, FuzzCase, Reference, SeedSuite
 from ufuzz.operators import create_all
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView
@@ -449,7 +450,10 @@ class Campaign:
         self.oracle.register(mutant.id, mutation.reference)
         fb = self.feedback.observe(mutant.seed_id, mutant.checkpoint_id, ex, parent_ex, hidden=hidden, p=cfg.p)
         self.store.record_feedback(self.campaign_id, mutant.id, fb, seq=self.progress.executions)
-        self.oracle.check(mutant, ex, parent, parent_ex, run_seed=lambda sid: self._seed_execution(sid, hidden))
+        try:
+            self.oracle.check(mutant, ex, parent, parent_ex, run_seed=lambda sid: self._seed_execution(sid, hidden))
+        except LLMError as exc:  # the LLM judge failed: no verdict for this mutant, an error record, never a failure
+            self._error(mutant.id, "judge", exc)
         op = self.operators[task.operator]
         if not (fb.retained and cfg.retain and mutant.depth < cfg.max_depth):
             self.oracle.forget(mutant.id)

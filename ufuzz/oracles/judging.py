@@ -30,6 +30,8 @@ class Judging:
     llm_model: str | None = None
     llm_api_key_env: str = "OPENAI_API_KEY"
     llm_cache: str | None = None
+    llm_timeout: float = 30.0
+    llm_retries: int = 2
 
     def __post_init__(self) -> None:
         if self.reader not in READERS:
@@ -47,7 +49,8 @@ class Judging:
         return cls(reader=str(d.get("reader") or "none"), reader_threshold=d.get("reader_threshold"),
                    answer="answer" in uses, judge="judge" in uses, llm_base_url=d.get("llm_base_url"),
                    llm_model=d.get("llm_model"), llm_api_key_env=str(d.get("llm_api_key_env") or "OPENAI_API_KEY"),
-                   llm_cache=d.get("llm_cache"))
+                   llm_cache=d.get("llm_cache"), llm_timeout=float(d.get("llm_timeout") or 30.0),
+                   llm_retries=int(d.get("llm_retries") if d.get("llm_retries") is not None else 2))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> Judging:
@@ -68,7 +71,8 @@ class Judging:
         from ufuzz.llm import CallCache, LLMClient, LLMConfig
 
         return LLMClient(LLMConfig(base_url=str(self.llm_base_url), model=self.llm_model or "default",
-                                   api_key_env=self.llm_api_key_env), CallCache(self.llm_cache))
+                                   api_key_env=self.llm_api_key_env, timeout=self.llm_timeout,
+                                   max_retries=self.llm_retries), CallCache(self.llm_cache))
 
     def build(self, backend: MemoryBackend, llm: Any = None) -> tuple[Responder | None, Context]:
         """The responder and the verdict context for ``backend`` (``llm``: a client to reuse)."""
