@@ -219,22 +219,37 @@ def test_a_changed_expected_kind_is_reported_changed_with_exit_1(tmp_path):
     row = next(x for x in result.output.splitlines() if key[:12] in x)
     assert row.startswith(str(_line_of(path, key))) and "CHANGED" in row and "mutant fails differently" in row
     assert "1 changed" in result.output.splitlines()[-1]
-    assert "CHANGED: 1 of" in result.output.splitlines()[-1]
+    assert "REGRESSION: 1 of" in result.output.splitlines()[-1]
     rep = json.loads(CliRunner().invoke(main, ["corpus", "check", str(path), "--json"]).output)
     changed = [r for r in rep["results"] if r["status"] != "reproduced"]
     assert [(r["failure_key"], r["status"]) for r in changed] == [(key, "changed")]
 
 
-def test_a_mutant_that_now_passes_is_fixed(tmp_path):
+def test_a_mutant_that_now_passes_is_fixed_good_news_and_exit_0(tmp_path):
     def edit(v, _recs):  # the "mutant" is now the parent itself: nothing is mutated, so it passes
         v["mutant"].update(query=v["parent"]["query"], ops=v["parent"]["ops"], reference=v["parent"]["reference"])
 
     path, victim = _tampered(tmp_path, edit)
     rep = check_corpus(path)
-    assert rep.exit_code == 1
+    assert rep.exit_code == 0 and not rep.ok  # nothing regressed, but not every record is as recorded
     res = next(r for r in rep.results if r.failure_key == victim["expected"]["failure_key"])
-    assert (res.status, res.reason, res.got_kind) == ("fixed", "mutant passes", None)
+    assert (res.status, res.outcome, res.reason, res.got_kind) == ("fixed", "fixed", "mutant passes", None)
     assert rep.counts()["fixed"] == 1 and rep.counts()["reproduced"] == len(rep.results) - 1
+    result = CliRunner().invoke(main, ["corpus", "check", str(path), "--changed-only"])
+    assert result.exit_code == 0, result.output
+    assert "FIXED" in result.output and "good news" in result.output
+
+
+def test_a_fixed_guard_that_fails_again_is_a_regression(tmp_path):
+    """A record accepted as fixed must keep passing: the same failure coming back exits 1."""
+    def edit(v, _recs):
+        v["expected"]["status"] = "fixed"
+
+    path, victim = _tampered(tmp_path, edit)
+    rep = check_corpus(path)
+    res = next(r for r in rep.results if r.failure_key == victim["expected"]["failure_key"])
+    assert (res.status, res.outcome) == ("reproduced", "regressed") and res.reason.startswith("fixed before")
+    assert rep.exit_code == 1 and [r.failure_key for r in rep.regressions] == [res.failure_key]
 
 
 def test_a_parent_that_no_longer_passes_is_parent_broken(tmp_path):

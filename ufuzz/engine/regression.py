@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.backends.protocol import BackendError, BackendUnreachable, MemoryBackend
-from ufuzz.corpus.regression import STATUSES, RegressionCorpus, RegressionRecord, load_corpus, resolve_options
+from ufuzz.corpus.regression import (
+    PATH_OPTIONS,
+    STATUSES,
+    RegressionCorpus,
+    RegressionRecord,
+    load_corpus,
+    resolve_options,
+)
 from ufuzz.engine.replay import fresh_backend, replay_pair
 from ufuzz.model import Checkpoint
 
@@ -148,8 +155,10 @@ def _classify(res: Any) -> tuple[str, str]:
 
 
 def _differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """How the fresh backend's description differs from the recorded one. Where a file option lives (the
+    product TOML) is not a difference in behaviour: a corpus checked from another folder names it otherwise."""
     out = []
-    for key in sorted(set(recorded) | set(now)):
+    for key in sorted((set(recorded) | set(now)) - set(PATH_OPTIONS)):
         if recorded.get(key) != now.get(key):
             out.append(f"{key}: recorded {json.dumps(recorded.get(key))}, now {json.dumps(now.get(key))}")
     return out

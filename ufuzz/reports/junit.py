@@ -51,7 +51,8 @@ def check_to_junit(report: Any) -> ET.ElementTree:
         case = ET.SubElement(suite, "testcase", {"classname": f"ufuzz.{r.operator or 'mutant'}", "name": _name(r),
                                                  "file": report.path, "line": str(r.line), "time": "0"})
         if r.outcome in ("changed", "regressed", "parent_broken"):
-            got = f" (now {r.got_stage}:{r.got_kind})" if r.got_kind else ""
+            now = f"{r.got_stage}:{r.got_kind}"
+            got = f" (now {now})" if r.got_kind and now not in r.reason else ""
             ET.SubElement(case, "failure", {"type": r.outcome, "message": f"{r.outcome}: {r.reason}{got}"}).text = (
                 f"failure {r.failure_key} ({r.operator}, expected {r.stage}:{r.kind}, recorded as "
                 f"{r.expected_status}) {r.outcome}: {r.reason}{got}\n"

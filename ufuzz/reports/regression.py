@@ -13,7 +13,8 @@ _LABEL = {"known": "ok", "passes": "ok (fixed)", "fixed": "FIXED", "changed": "C
 def render_check(report: CheckReport, *, all_rows: bool = True, width: int = 70) -> str:
     """A table (every record, or only those that did not behave as recorded) and a summary line."""
     head = ("line", "failure", "case", "operator", "expected", "status", "reason")
-    shown = [r for r in report.results if all_rows or r.outcome not in ("known", "passes")]
+    # records not run because the backend is down all say the same: the summary line says it once
+    shown = [r for r in report.results if (all_rows or r.outcome not in ("known", "passes")) and r.outcome != "not_run"]
     rows = [(str(r.line), r.failure_key[:12], r.case_id, r.operator, f"{r.stage}:{r.kind}", _LABEL[r.outcome],
              r.reason[:width]) for r in shown]
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
