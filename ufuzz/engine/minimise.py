@@ -33,6 +33,7 @@ from ufuzz.corpus.regression import (
 )
 from ufuzz.engine.replay import fresh_backend, replay_pair
 from ufuzz.model import Checkpoint, Fact, MutationDescriptor, StateOp
+from ufuzz.oracles.judging import Judging
 
 __all__ = ["ddmin", "Minimised", "minimise_record", "minimise_failure", "write_minimised"]
 
@@ -113,8 +114,9 @@ class _Trial:
     """Replays candidates of one record on one backend and counts them."""
 
     def __init__(self, backend: MemoryBackend, rec: RegressionRecord, cp: Checkpoint, desc: MutationDescriptor,
-                 k: int) -> None:
+                 k: int, judging: Judging) -> None:
         self.backend, self.rec, self.cp, self.desc, self.k = backend, rec, cp, desc, k
+        self.responder, self.context = judging.build(backend)
         self.tests = 0
         self._memo: dict[tuple[frozenset[str], tuple[int, ...]], bool] = {}
 
@@ -138,7 +140,8 @@ class _Trial:
             try:
                 res = replay_pair(self.backend, {cp.id: cp}, parent, mutant, rec.parent.reference,
                                   rec.mutant.reference, k=self.k, failure_key=rec.failure_key, kind=rec.kind,
-                                  stage=rec.stage, target=rec.target, seed_id=rec.seed_id, operator=rec.operator)
+                                  stage=rec.stage, target=rec.target, seed_id=rec.seed_id, operator=rec.operator,
+                                  responder=self.responder, context=self.context)
                 self._memo[memo_key] = res.status == "reproduced" and res.same_key
             except BackendError:
                 self._memo[memo_key] = False
@@ -146,10 +149,11 @@ class _Trial:
 
 
 def minimise_record(backend: MemoryBackend, rec: RegressionRecord, checkpoint: Checkpoint,
-                    descriptor: MutationDescriptor, k: int, *, max_tests: int = 1000) -> Minimised:
-    """Minimise one failure record on ``backend`` (see the module docstring). Raises ValueError when the
-    record does not reproduce as it is (nothing to minimise)."""
-    trial = _Trial(backend, rec, checkpoint, descriptor, k)
+                    descriptor: MutationDescriptor, k: int, *, judging: Judging | None = None,
+                    max_tests: int = 1000) -> Minimised:
+    """Minimise one failure record on ``backend``, judged as its campaign judged it (``judging``: responder and
+    judge; default none). Raises ValueError when the record does not reproduce as it is (nothing to minimise)."""
+    trial = _Trial(backend, rec, checkpoint, descriptor, k, judging or Judging())
     all_ops = tuple(range(len(rec.mutant.ops)))
     all_mems = {m.id for m in checkpoint.memories}
     if not trial.shows_failure(all_mems, all_ops):
@@ -188,7 +192,8 @@ def minimise_failure(data: CampaignData, key: str, *, workdir: str | Path | None
     seed = data.seeds.get(rec.seed_id)
     desc = seed.descriptor if seed is not None else MutationDescriptor()
     with fresh_backend(data.backend, data.backend_options, workdir, prefix="ufuzz-minimise-") as be:
-        return minimise_record(be, rec, data.checkpoints[rec.checkpoint_id], desc, data.k, max_tests=max_tests)
+        return minimise_record(be, rec, data.checkpoints[rec.checkpoint_id], desc, data.k,
+                               judging=Judging.of(data.config), max_tests=max_tests)
 
 
 def write_minimised(data: CampaignData, result: Minimised, output: str | Path) -> Path:

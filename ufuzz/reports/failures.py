@@ -21,7 +21,7 @@ from ufuzz.corpus.baseline import BaselineVerdict, counts_as_system_failure
 from ufuzz.corpus.campaign import CampaignData, case_of, select_failures
 from ufuzz.corpus.store import CorpusStore
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference, StateOp
-from ufuzz.oracles.expectations import normalise_id
+from ufuzz.oracles.verdict import normalise_id
 
 __all__ = ["cause_of", "failure_rows", "group_by_cause", "render_list", "failure_views", "render_show",
            "baseline_of"]
