@@ -449,3 +449,37 @@ def test_export_of_a_campaign_without_failures_is_refused(tmp_path):
     r = CliRunner().invoke(main, ["corpus", "export", str(out), "-o", str(tmp_path / "t.jsonl")])
     assert r.exit_code == 1 and "has no failure to export" in r.output
     assert not (tmp_path / "t.jsonl").exists()
+
+
+# ---------------------------------------------------------------------------------------------------- accept
+def test_accept_records_what_changed_records_do_now_and_drops_broken_parents(tmp_path):
+    def edit(v, recs):
+        v["expected"]["kind"] = next(k for k in KINDS if k != v["expected"]["kind"])  # "changed" on check
+        other = recs[_failure_lines(recs)[5]]
+        ref = other["parent"]["reference"]  # "parent_broken" on check
+        ref.update(abstain=False, answer=ref["answer"] or "x", supporting=["no-such-memory"], invalidated=[])
+
+    path, victim = _tampered(tmp_path, edit)
+    before = load_corpus(path)
+    report_json = tmp_path / "check.json"
+    r = CliRunner().invoke(main, ["corpus", "check", str(path), "--json", str(report_json), "--changed-only"])
+    assert r.exit_code == 1 and report_json.is_file() and "REGRESSION" in r.output  # text still printed
+    r = CliRunner().invoke(main, ["corpus", "accept", str(path)])  # runs the check itself
+    assert r.exit_code == 0, r.output
+    assert "1 updated to what they do now" in r.output and "1 dropped (parent broken)" in r.output
+    after = load_corpus(path)
+    assert len(after.records) == len(before.records) - 1 and after.header["records"] == len(after.records)
+    upd = next(x for x in after.records if x.line and x.parent.id == victim["parent"]["id"]
+               and x.mutant.id == victim["mutant"]["id"])
+    original = next(x for x in load_corpus(COMMITTED).records if x.mutant.id == victim["mutant"]["id"])
+    assert (upd.kind, upd.failure_key) == (original.kind, original.failure_key)  # back to what it really does
+    rep = check_corpus(after)
+    assert rep.ok and rep.exit_code == 0
+
+
+def test_accept_refuses_results_of_another_corpus(tmp_path):
+    fake = tmp_path / "check.json"
+    fake.write_text(json.dumps({"results": [{"failure_key": "f" * 20, "outcome": "fixed"}]}))
+    r = CliRunner().invoke(main, ["corpus", "accept", str(COMMITTED), "--from", str(fake), "-o",
+                                  str(tmp_path / "o.jsonl")])
+    assert r.exit_code == 2 and "another corpus file" in r.output and not (tmp_path / "o.jsonl").exists()
