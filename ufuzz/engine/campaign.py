@@ -3,7 +3,9 @@
 Budget: the number of executions of U(q, M) on the backend — every retrieval (+ response) of a parent or a
 mutant counts one. Cached parent executions are not re-run and not re-counted; mutants that their validator
 rejects are never executed and not counted (they are recorded as rejected). A campaign stops when the budget
-is spent, when no obligation or pool entry is left, or on Ctrl-C (the summary is still written).
+is spent, when no obligation or pool entry is left (status ``finished``), when ``max_time`` has passed (status
+``time_limit``, checked between steps) or on Ctrl-C/SIGTERM (``interrupted``); the summary is always written.
+``plot_data.csv`` (:mod:`ufuzz.engine.plotdata`) records the curve as it goes.
 """
 
 from __future__ import annotations
