@@ -455,9 +455,12 @@ def test_export_of_a_campaign_without_failures_is_refused(tmp_path):
 def test_accept_records_what_changed_records_do_now_and_drops_broken_parents(tmp_path):
     def edit(v, recs):
         v["expected"]["kind"] = next(k for k in KINDS if k != v["expected"]["kind"])  # "changed" on check
-        other = recs[_failure_lines(recs)[5]]
-        ref = other["parent"]["reference"]  # "parent_broken" on check
-        ref.update(abstain=False, answer=ref["answer"] or "x", supporting=["no-such-memory"], invalidated=[])
+        other = recs[_failure_lines(recs)[5]]  # "parent_broken" on check: its evidence is far from its query
+        cp = next(r for r in recs if r["kind"] == "checkpoint" and r["id"] == other["checkpoint_id"])
+        words = set(other["parent"]["query"]["text"].lower().split())
+        far = min(cp["memories"], key=lambda m: (len(words & set(m["text"].lower().split())), m["id"]))
+        other["parent"]["reference"].update(supporting=[far["id"]], invalidated=[])
+        _rehash(other)
 
     path, victim = _tampered(tmp_path, edit)
     before = load_corpus(path)

@@ -82,9 +82,8 @@ def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out
     """Run a fuzzing campaign."""
     import time
 
-    from ufuzz.cli.progress import parse_duration, run_with_progress
-
     from ufuzz.backends.protocol import BackendError, BackendUnavailable
+    from ufuzz.cli.progress import parse_duration, run_with_progress
     from ufuzz.corpus.store import CorpusDatabaseError
     from ufuzz.engine.campaign import Campaign, CampaignConfig
     from ufuzz.engine.startup import StartError, check_start
