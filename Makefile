@@ -4,7 +4,8 @@
 VENV ?= .venv
 BUDGET ?= 2000
 # the integration tests run the real memory libraries: `make test` installs their extras too, and the
-# PostgreSQL driver for the corpus-store tests against a real server (best effort: scripts/install_postgres.sh)
+# PostgreSQL driver for the corpus-store tests against a real server (best effort: scripts/install_postgres.sh),
+# and Debian's chromium for the HTML report's browser tests (best effort: scripts/install_chromium.sh)
 TEST_EXTRAS ?= mem0,graphiti,amem,postgres
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -21,6 +22,7 @@ campaign: install
 test:
 	UFUZZ_VENV=$(VENV) UFUZZ_EXTRAS=$(TEST_EXTRAS) bash scripts/install.sh
 	bash scripts/install_postgres.sh
+	bash scripts/install_chromium.sh
 	bash scripts/test.sh $(VENV)
 
 lint: install

@@ -219,22 +219,37 @@ def test_a_changed_expected_kind_is_reported_changed_with_exit_1(tmp_path):
     row = next(x for x in result.output.splitlines() if key[:12] in x)
     assert row.startswith(str(_line_of(path, key))) and "CHANGED" in row and "mutant fails differently" in row
     assert "1 changed" in result.output.splitlines()[-1]
-    assert "CHANGED: 1 of" in result.output.splitlines()[-1]
+    assert "REGRESSION: 1 of" in result.output.splitlines()[-1]
     rep = json.loads(CliRunner().invoke(main, ["corpus", "check", str(path), "--json"]).output)
     changed = [r for r in rep["results"] if r["status"] != "reproduced"]
     assert [(r["failure_key"], r["status"]) for r in changed] == [(key, "changed")]
 
 
-def test_a_mutant_that_now_passes_is_fixed(tmp_path):
+def test_a_mutant_that_now_passes_is_fixed_good_news_and_exit_0(tmp_path):
     def edit(v, _recs):  # the "mutant" is now the parent itself: nothing is mutated, so it passes
         v["mutant"].update(query=v["parent"]["query"], ops=v["parent"]["ops"], reference=v["parent"]["reference"])
 
     path, victim = _tampered(tmp_path, edit)
     rep = check_corpus(path)
-    assert rep.exit_code == 1
+    assert rep.exit_code == 0 and not rep.ok  # nothing regressed, but not every record is as recorded
     res = next(r for r in rep.results if r.failure_key == victim["expected"]["failure_key"])
-    assert (res.status, res.reason, res.got_kind) == ("fixed", "mutant passes", None)
+    assert (res.status, res.outcome, res.reason, res.got_kind) == ("fixed", "fixed", "mutant passes", None)
     assert rep.counts()["fixed"] == 1 and rep.counts()["reproduced"] == len(rep.results) - 1
+    result = CliRunner().invoke(main, ["corpus", "check", str(path), "--changed-only"])
+    assert result.exit_code == 0, result.output
+    assert "FIXED" in result.output and "good news" in result.output
+
+
+def test_a_fixed_guard_that_fails_again_is_a_regression(tmp_path):
+    """A record accepted as fixed must keep passing: the same failure coming back exits 1."""
+    def edit(v, _recs):
+        v["expected"]["status"] = "fixed"
+
+    path, victim = _tampered(tmp_path, edit)
+    rep = check_corpus(path)
+    res = next(r for r in rep.results if r.failure_key == victim["expected"]["failure_key"])
+    assert (res.status, res.outcome) == ("reproduced", "regressed") and res.reason.startswith("fixed before")
+    assert rep.exit_code == 1 and [r.failure_key for r in rep.regressions] == [res.failure_key]
 
 
 def test_a_parent_that_no_longer_passes_is_parent_broken(tmp_path):
@@ -434,3 +449,40 @@ def test_export_of_a_campaign_without_failures_is_refused(tmp_path):
     r = CliRunner().invoke(main, ["corpus", "export", str(out), "-o", str(tmp_path / "t.jsonl")])
     assert r.exit_code == 1 and "has no failure to export" in r.output
     assert not (tmp_path / "t.jsonl").exists()
+
+
+# ---------------------------------------------------------------------------------------------------- accept
+def test_accept_records_what_changed_records_do_now_and_drops_broken_parents(tmp_path):
+    def edit(v, recs):
+        v["expected"]["kind"] = next(k for k in KINDS if k != v["expected"]["kind"])  # "changed" on check
+        other = recs[_failure_lines(recs)[5]]  # "parent_broken" on check: its evidence is far from its query
+        cp = next(r for r in recs if r["kind"] == "checkpoint" and r["id"] == other["checkpoint_id"])
+        words = set(other["parent"]["query"]["text"].lower().split())
+        far = min(cp["memories"], key=lambda m: (len(words & set(m["text"].lower().split())), m["id"]))
+        other["parent"]["reference"].update(supporting=[far["id"]], invalidated=[])
+        _rehash(other)
+
+    path, victim = _tampered(tmp_path, edit)
+    before = load_corpus(path)
+    report_json = tmp_path / "check.json"
+    r = CliRunner().invoke(main, ["corpus", "check", str(path), "--json", str(report_json), "--changed-only"])
+    assert r.exit_code == 1 and report_json.is_file() and "REGRESSION" in r.output  # text still printed
+    r = CliRunner().invoke(main, ["corpus", "accept", str(path)])  # runs the check itself
+    assert r.exit_code == 0, r.output
+    assert "1 updated to what they do now" in r.output and "1 dropped (parent broken)" in r.output
+    after = load_corpus(path)
+    assert len(after.records) == len(before.records) - 1 and after.header["records"] == len(after.records)
+    upd = next(x for x in after.records if x.line and x.parent.id == victim["parent"]["id"]
+               and x.mutant.id == victim["mutant"]["id"])
+    original = next(x for x in load_corpus(COMMITTED).records if x.mutant.id == victim["mutant"]["id"])
+    assert (upd.kind, upd.failure_key) == (original.kind, original.failure_key)  # back to what it really does
+    rep = check_corpus(after)
+    assert rep.ok and rep.exit_code == 0
+
+
+def test_accept_refuses_results_of_another_corpus(tmp_path):
+    fake = tmp_path / "check.json"
+    fake.write_text(json.dumps({"results": [{"failure_key": "f" * 20, "outcome": "fixed"}]}))
+    r = CliRunner().invoke(main, ["corpus", "accept", str(COMMITTED), "--from", str(fake), "-o",
+                                  str(tmp_path / "o.jsonl")])
+    assert r.exit_code == 2 and "another corpus file" in r.output and not (tmp_path / "o.jsonl").exists()

@@ -14,7 +14,7 @@ from ufuzz.cli import main
 from ufuzz.corpus.failures import FailureStore
 from ufuzz.corpus.store import CorpusStore
 from ufuzz.reports.bench import BenchConfig, budgets_of, parse_strategies, render_table, run_bench
-from ufuzz.reports.plot import Panel, Series, line_chart_svg, nice_ticks
+from ufuzz.reports.plot import Panel, Series, inline_svg, line_chart_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 BUDGET = 150
@@ -141,31 +141,44 @@ def test_table_and_markdown(bench):
     assert rows[2].startswith("| full | 2 |") and rows[3].startswith("| random | 2 |")
 
 
+def _points(g) -> list[tuple[float, float]]:
+    """The vertices of a series group's path (matplotlib writes ``M x y L x y ...``)."""
+    path = g.find(f"{SVG}path")
+    nums = [float(t) for t in path.get("d").replace("M", " ").replace("L", " ").split()]
+    return list(zip(nums[0::2], nums[1::2]))
+
+
 def test_curves_svg_is_well_formed_with_one_line_per_strategy_and_panel(bench):
     _, out, _ = bench
     root = ET.parse(out / "curves.svg").getroot()
     assert root.tag == f"{SVG}svg"
-    panels = root.findall(f"{SVG}g")
-    assert len(panels) == 2
-    for g in panels:
-        names = [pl.get("data-name") for pl in g.findall(f"{SVG}polyline")]
-        assert names == ["full", "random"]
-        for pl in g.findall(f"{SVG}polyline"):
-            pts = [tuple(map(float, p.split(","))) for p in pl.get("points").split()]
-            assert len(pts) == BUDGET + 1  # the mean curve's grid: every execution up to 150
-            xs = [x for x, _ in pts]
-            assert xs == sorted(xs)
+    groups = {g.get("id"): g for g in root.iter(f"{SVG}g") if (g.get("id") or "").startswith("series-")}
+    # two panels (unique failures, coverage), one series per strategy in each, strategies in bench order
+    assert sorted(groups) == ["series-0-0", "series-0-1", "series-1-0", "series-1-1"]
+    for g in groups.values():
+        pts = _points(g)
+        assert len(pts) == BUDGET + 1  # the mean curve's grid: every execution up to 150
+        xs = [x for x, _ in pts]
+        assert xs == sorted(xs)
+    texts = {t.text for t in root.iter(f"{SVG}text")}
+    assert {"full", "random", "Unique failures", "Coverage"} <= texts  # legend and titles stay text
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_svg_writer_escapes_and_scales():
-    svg = line_chart_svg([Panel("a < b & c", "x", "y", [Series('s"1<', [0, 1, 2], [0, 5, 3])])], title="t&t")
+def test_svg_writer_escapes_scales_and_is_deterministic():
+    panels = [Panel("a < b & c", "x", "y", [Series('s"1<$x$', [0, 1, 2], [0, 5, 3])])]
+    svg = line_chart_svg(panels, title="t&t")
+    assert svg == line_chart_svg(panels, title="t&t")  # no date, fixed hash salt
     root = ET.fromstring(svg)
-    pl = root.find(f"{SVG}g/{SVG}polyline")
-    assert pl.get("data-name") == 's"1<'
-    ys = [float(p.split(",")[1]) for p in pl.get("points").split()]
+    texts = {t.text for t in root.iter(f"{SVG}text")}
+    assert {"a < b & c", 's"1<$x$', "t&t"} <= texts  # escaped by the writer, no mathtext for '$'
+    g = next(g for g in root.iter(f"{SVG}g") if g.get("id") == "series-0-0")
+    ys = [y for _, y in _points(g)]
     assert ys[1] < ys[2] < ys[0]  # SVG y grows downwards: the largest value is highest
-    assert nice_ticks(0, 1)[0] == 0 and nice_ticks(0, 1)[-1] >= 1
-    assert nice_ticks(0, 8000) == [0, 2000, 4000, 6000, 8000]
+    inline = inline_svg(svg, "c1")
+    assert inline.startswith("<svg") and 'id="c1-series-0-0"' in inline
+    ids = [i for i in ET.fromstring(inline).iter() if i.get("id")]
+    assert all(i.get("id").startswith("c1-") for i in ids)
 
 
 def test_cli_bench_smoke_and_bad_input(tmp_path):

@@ -17,6 +17,10 @@ API (JSON in and out; the product assigns its own memory ids, ``mem-<n>``, so cl
 
 Search is BM25 over lower-cased word tokens with a crude suffix stemmer; only memories sharing a term with
 the query are returned, best first, equal scores by id. ``fail_next`` and ``delay`` inject faults for tests.
+
+``delete_bug`` plants the defect of the triage walkthrough: DELETE only hides a memory from list and get (a
+soft-delete flag the search index never learns about), so search keeps returning deleted memories. Setting it
+back to False is the fixed build (the flag can be flipped on a running server: a redeploy).
 """
 
 from __future__ import annotations
@@ -91,6 +95,7 @@ class ProductServer:
     next_id: int = 1
     delay: float = 0.0  # seconds every request waits before answering (timeout tests)
     faults: list[Fault] = field(default_factory=list)
+    delete_bug: bool = False  # the planted defect: delete hides from list/get, search still finds it
     seen_auth: list[str | None] = field(default_factory=list)
     requests: list[tuple[str, str]] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -133,10 +138,11 @@ class ProductServer:
                               "active": True, "external_id": body.get("external_id")}
                 return 201, {"id": mid, "status": "created"}
             if rest == ["memories"] and method == "GET":
-                return 200, {"memories": [dict(m) for _i, m in sorted(store.items())], "count": len(store)}
+                shown = [dict(m) for _i, m in sorted(store.items()) if not m.get("deleted")]
+                return 200, {"memories": shown, "count": len(shown)}
             if len(rest) == 2 and rest[0] == "memories":
                 m = store.get(rest[1])
-                if m is None:
+                if m is None or m.get("deleted"):
                     return 404, {"error": f"no memory {rest[1]}"}
                 if method == "GET":
                     return 200, {"memory": dict(m)}
@@ -147,7 +153,10 @@ class ProductServer:
                     m["timestamp"] = str(body.get("timestamp", m["timestamp"]))
                     return 200, {"id": m["id"], "status": "updated"}
                 if method == "DELETE":
-                    del store[rest[1]]
+                    if self.delete_bug:
+                        m["deleted"] = True  # hidden from list and get; the search index is not told
+                    else:
+                        del store[rest[1]]
                     return 204, None
             if rest == ["search"] and method == "POST":
                 if not isinstance(body, dict) or not isinstance(body.get("query"), str):
@@ -203,8 +212,8 @@ def _make_handler(server: ProductServer) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def start_product_server(token: str) -> Iterator[ProductServer]:
-    state = ProductServer(token=token)
+def start_product_server(token: str, *, delete_bug: bool = False) -> Iterator[ProductServer]:
+    state = ProductServer(token=token, delete_bug=delete_bug)
     with serve_on_loopback(_make_handler(state)) as port:
         state.port = port
         yield state

@@ -61,6 +61,7 @@ from pydantic import Field, StringConstraints, ValidationError
 
 from ufuzz.backends.protocol import (
     BackendError,
+    BackendUnreachable,
     Capabilities,
     MemoryBackend,
     OpResult,
@@ -496,8 +497,12 @@ class HttpBackend(MemoryBackend):
             text = text.replace(self._secret, "***")
         return text
 
-    def _fail(self, op: str, msg: str) -> BackendError:
-        return BackendError(self._mask(f"http backend ({self.config.source}): {op}: {msg}"))
+    def _fail(self, op: str, msg: str, unreachable: bool = False) -> BackendError:
+        """A BackendError naming the config file and operation; BackendUnreachable when no HTTP answer came
+        back at all (refused, reset, timed out), so callers can tell a product that is down from one that
+        answers wrongly."""
+        cls = BackendUnreachable if unreachable else BackendError
+        return cls(self._mask(f"http backend ({self.config.source}): {op}: {msg}"))
 
     def _request(self, op_name: str, values: dict[str, Any], not_found_ok: bool = False) -> tuple[int, Any]:
         """(status, parsed JSON or None). With ``not_found_ok``, a status in the op's ``not_found`` list
@@ -535,16 +540,20 @@ class HttpBackend(MemoryBackend):
                     continue
                 raise last from None
             except TimeoutError:
-                last = self._fail(op_name, f"{what} timed out after {self.config.timeout:g}s")
+                last = self._fail(op_name, f"{what} timed out after {self.config.timeout:g}s", unreachable=True)
                 continue
             except urllib.error.URLError as exc:
                 reason = exc.reason
                 if isinstance(reason, TimeoutError):
-                    last = self._fail(op_name, f"{what} timed out after {self.config.timeout:g}s")
+                    last = self._fail(op_name, f"{what} timed out after {self.config.timeout:g}s",
+                                      unreachable=True)
                 else:
-                    last = self._fail(op_name, f"{what} failed: {reason}")
+                    last = self._fail(op_name, f"{what} failed: {reason}", unreachable=True)
                 continue
-            except (OSError, ValueError, http.client.HTTPException) as exc:  # reset, bad URL, ...
+            except (OSError, http.client.HTTPException) as exc:  # reset, closed without an answer, ...
+                last = self._fail(op_name, f"{what} failed: {type(exc).__name__}: {exc}", unreachable=True)
+                continue
+            except ValueError as exc:  # a URL urllib cannot use
                 last = self._fail(op_name, f"{what} failed: {type(exc).__name__}: {exc}")
                 continue
             if not raw.strip():
@@ -556,7 +565,7 @@ class HttpBackend(MemoryBackend):
                                           f"({exc})") from None
         assert last is not None
         if attempts > 1:
-            raise BackendError(f"{last} (after {attempts} attempts)")
+            raise type(last)(f"{last} (after {attempts} attempts)")
         raise last
 
     def _one(self, op_name: str, key: str, doc: Any, required: bool = True) -> Any:
@@ -661,7 +670,7 @@ class HttpBackend(MemoryBackend):
                         raise self._fail("search", f"score {scores[rank]!r} is not a number") from None
                 else:
                     score = 1.0 / (rank + 1)
-                out.append((score, rank, Retrieved(uid, text, score)))
+                out.append((score, rank, Retrieved(uid, text, score, native_id=str(pid))))
             # best first; the product's own order breaks equal scores, then the id
             out.sort(key=lambda t: (-t[0], t[1], t[2].id))
             return [r for _s, _r, r in out[:k]]

@@ -29,6 +29,12 @@ class BackendError(RuntimeError):
     """A fault of the memory system under test (or its adapter), not a finding."""
 
 
+class BackendUnreachable(BackendError):
+    """The system under test cannot be reached at all (connection refused, timed out, name not resolved):
+    nothing about its memory use was observed. ``ufuzz corpus check`` exits 3 on it, so that a nightly job
+    tells "the product is down" apart from "a known failure changed"."""
+
+
 class BackendUnavailable(BackendError):
     """The backend's library is not installed or cannot start; ``hint`` says how to fix it."""
 
@@ -65,6 +71,9 @@ class Retrieved:
     id: str
     text: str
     score: float
+    #: the memory system's own id of this memory where it differs from ufuzz's (a REST product that assigns
+    #: its ids); shown by ``ufuzz failures show`` so a bug report speaks the product's language
+    native_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,20 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from ufuzz.cli import backends, bench, cache, corpus, replay, run, seeds, status  # noqa: E402
+from ufuzz.cli import (  # noqa: E402
+    backends,
+    bench,
+    cache,
+    corpus,
+    failures,
+    minimise,
+    replay,
+    report,
+    run,
+    seeds,
+    status,
+    strategies,
+)
 from ufuzz.cli.options import load_config_file, parse_opts  # noqa: E402
 
 __all__ = ["main", "parse_opts", "load_config_file"]
@@ -30,3 +43,7 @@ main.add_command(cache.cache)
 main.add_command(replay.replay)
 main.add_command(bench.bench)
 main.add_command(corpus.corpus)
+main.add_command(strategies.strategies)
+main.add_command(failures.failures)
+main.add_command(minimise.minimise)
+main.add_command(report.report)

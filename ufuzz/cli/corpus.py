@@ -42,48 +42,141 @@ def corpus_export(campaign_dir: str, output: str, db: str | None, max_records: i
         click.echo(f"  skipped {len(res.skipped)} that cannot be rebuilt, e.g. {res.skipped[0][1]}", err=True)
 
 
-@corpus.command("check")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--backend", default=None, help="Backend to replay on (default: the one recorded in the header).")
-@click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE",
-              help="Backend option (repeatable; overrides the header's options for the recorded backend).")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--changed-only", is_flag=True, help="List only the records that changed status.")
-def corpus_check(file: str, backend: str | None, opts: tuple[str, ...], as_json: bool, changed_only: bool) -> None:
-    """Replay every record of a regression corpus on a fresh backend.
+def _check_options(opts: tuple[str, ...], config_file: str | None) -> dict:
+    options = parse_opts(opts)
+    if config_file:
+        if not Path(config_file).is_file():
+            raise click.BadParameter(f"no such file: {config_file}", param_hint="'--config'")
+        options["config"] = str(Path(config_file).resolve())
+    return options
 
-    Exit status: 0 every record still reproduces, 1 some record changed status (fixed, fails differently,
-    parent broken, backend error), 2 bad input (malformed file, unknown backend or options).
-    """
+
+def _fail(code: int, message: str) -> None:
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(code)
+
+
+def _run_check(file: str, backend: str | None, options: dict):
+    """Load and check the corpus; bad input exits 2, a backend that cannot start or be reached exits 3."""
     from ufuzz.backends.protocol import BackendError, BackendUnavailable
     from ufuzz.corpus.regression import CorpusFileError, load_corpus
-    from ufuzz.engine.regression import check_corpus
-    from ufuzz.reports.regression import render_check
+    from ufuzz.engine.regression import EXIT_UNREACHABLE, check_corpus
 
-    def bad(message: str) -> None:
-        click.echo(f"Error: {message}", err=True)
-        sys.exit(2)
-
-    options = parse_opts(opts)
     try:
         rc = load_corpus(file)
     except CorpusFileError as exc:
-        bad(str(exc))
+        _fail(2, str(exc))
     from ufuzz.backends import registry
 
     if backend is None and rc.backend not in registry.available():  # the file is at fault, not an option
-        bad(f"{file}:{rc.header_line}: unknown backend {rc.backend!r} in the corpus header (field 'backend'); "
-            f"known: {', '.join(registry.available())}; pass --backend NAME to replay it on another backend")
+        _fail(2, f"{file}:{rc.header_line}: unknown backend {rc.backend!r} in the corpus header (field 'backend'); "
+              f"known: {', '.join(registry.available())}; pass --backend NAME to replay it on another backend")
     try:
-        report = check_corpus(rc, backend=backend, options=options)
+        return rc, check_corpus(rc, backend=backend, options=options)
     except KeyError as exc:
-        bad(f"--backend: {str(exc.args[0]) if exc.args else exc}")
+        _fail(2, f"--backend: {str(exc.args[0]) if exc.args else exc}")
     except BackendUnavailable as exc:
-        bad(str(exc))
-    except (BackendError, ValueError) as exc:
-        bad(f"cannot start backend {backend or rc.backend!r}: {exc}")
-    if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str))
+        _fail(EXIT_UNREACHABLE, str(exc))
+    except ValueError as exc:
+        _fail(2, f"cannot start backend {backend or rc.backend!r}: {exc}")
+    except BackendError as exc:
+        _fail(EXIT_UNREACHABLE, f"cannot start backend {backend or rc.backend!r}: {exc}")
+
+
+_CHECK_OPTIONS = [
+    click.option("--backend", default=None, help="Backend to replay on (default: the one recorded in the header)."),
+    click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE",
+                 help="Backend option (repeatable; overrides the header's options for the recorded backend)."),
+    click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
+                 help="Backend config file (e.g. the product TOML of --backend http); default: the one recorded "
+                      "in the header, relative to the corpus file."),
+]
+
+
+def _with_check_options(fn):
+    for opt in reversed(_CHECK_OPTIONS):
+        fn = opt(fn)
+    return fn
+
+
+@corpus.command("check")
+@click.argument("file", type=click.Path(dir_okay=False))
+@_with_check_options
+@click.option("--json", "json_out", is_flag=False, flag_value="-", default=None, metavar="FILE",
+              help="Write the machine-readable report to FILE ('-' or no value: standard output, instead of text).")
+@click.option("--junit", "junit_out", default=None, type=click.Path(dir_okay=False),
+              help="Write a JUnit XML report (one test case per record) for the CI's test view.")
+@click.option("--changed-only", is_flag=True, help="List only the records that did not behave as recorded.")
+def corpus_check(file: str, backend: str | None, opts: tuple[str, ...], config_file: str | None,
+                 json_out: str | None, junit_out: str | None, changed_only: bool) -> None:
+    """Replay every record of a regression corpus on a fresh backend (the nightly CI check).
+
+    Exit status: 0 nothing regressed (known failures still reproduce; fixed ones are reported as good news),
+    1 a known failure got worse or changed (fails differently, its parent broke, a backend fault, or a fixed one
+    fails again), 2 bad input (malformed file, unknown backend or options), 3 the backend cannot be reached or
+    started (nothing was checked).
+    """
+    from ufuzz.reports.junit import write_junit
+    from ufuzz.reports.regression import render_check
+
+    options = _check_options(opts, config_file)
+    _rc, report = _run_check(file, backend, options)
+    if junit_out:
+        write_junit(report, junit_out)
+    data = json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str)
+    if json_out == "-":
+        click.echo(data)
     else:
+        if json_out:
+            Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+            Path(json_out).write_text(data + "\n", encoding="utf-8")
         click.echo(render_check(report, all_rows=not changed_only))
     sys.exit(report.exit_code)
+
+
+@corpus.command("accept")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--from", "from_json", default=None, type=click.Path(dir_okay=False),
+              help="The JSON report of a check of FILE (`ufuzz corpus check FILE --json check.json`); "
+                   "without it the check runs now.")
+@_with_check_options
+@click.option("--drop-fixed", is_flag=True, help="Remove fixed failures instead of keeping them as guards.")
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+              help="Write the updated corpus here (default: update FILE in place).")
+def corpus_accept(file: str, from_json: str | None, backend: str | None, opts: tuple[str, ...],
+                  config_file: str | None, drop_fixed: bool, output: str | None) -> None:
+    """Update a regression corpus to what a check observed (like accepting new snapshots).
+
+    Fixed failures become guards that must keep passing (or are removed with --drop-fixed); changed or
+    regressed ones are recorded with the failure they show now; records whose parent broke are removed;
+    records that met a backend fault stay as they were. Exit 3 when the backend cannot be reached.
+    """
+    from ufuzz.corpus.regression import CorpusFileError, load_corpus, rewrite_corpus
+    from ufuzz.engine.regression import EXIT_UNREACHABLE, accept_check
+
+    if from_json is not None:
+        try:
+            rc = load_corpus(file)
+        except CorpusFileError as exc:
+            _fail(2, str(exc))
+        try:
+            data = json.loads(Path(from_json).read_text(encoding="utf-8"))
+            results, unreachable = data["results"], data.get("unreachable")
+        except FileNotFoundError:
+            _fail(2, f"--from: no such file: {from_json}")
+        except (ValueError, KeyError, TypeError):
+            _fail(2, f"--from: {from_json} is not the JSON report of `ufuzz corpus check`")
+    else:
+        rc, report = _run_check(file, backend, _check_options(opts, config_file))
+        results, unreachable = report.results, report.unreachable
+    if unreachable:
+        _fail(EXIT_UNREACHABLE, f"the check did not reach the backend ({unreachable}); nothing accepted")
+    try:
+        acc = accept_check(rc, results, drop_fixed=drop_fixed)
+    except ValueError as exc:
+        _fail(2, str(exc))
+    path = rewrite_corpus(rc, acc.records, output)
+    click.echo(f"wrote {len(acc.records)} records to {path}: {len(acc.now_fixed)} now fixed (kept as guards), "
+               f"{len(acc.dropped_fixed)} fixed and dropped, {len(acc.updated)} updated to what they do now, "
+               f"{len(acc.dropped_broken)} dropped (parent broken), {len(acc.kept_errors)} kept as they were "
+               "(backend error)")

@@ -11,9 +11,12 @@ import click
 @click.command()
 @click.argument("campaign_dir", type=click.Path(file_okay=False))
 @click.option("--db", default=None, help="SQLAlchemy URL if the corpus is not the campaign dir's SQLite file.")
+@click.option("--key", "keys", multiple=True, metavar="KEY",
+              help="Replay only this failure (a key or a unique prefix, as `ufuzz failures list` shows; repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def replay(campaign_dir: str, db: str | None, as_json: bool) -> None:
-    """Rebuild every unique failure of a campaign on a fresh backend and check that it reproduces."""
+def replay(campaign_dir: str, db: str | None, keys: tuple[str, ...], as_json: bool) -> None:
+    """Rebuild every unique failure of a campaign (or those named by --key) on a fresh backend and check that
+    it reproduces. Exit 1 when one does not."""
     from ufuzz.backends.protocol import BackendError
     from ufuzz.engine.replay import replay_campaign
     from ufuzz.reports.replay import render_replay
@@ -21,7 +24,7 @@ def replay(campaign_dir: str, db: str | None, as_json: bool) -> None:
     if not Path(campaign_dir).is_dir():
         raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")
     try:
-        report = replay_campaign(Path(campaign_dir), db)
+        report = replay_campaign(Path(campaign_dir), db, keys=list(keys) or None)
     except (FileNotFoundError, ValueError, KeyError) as exc:
         raise click.ClickException(str(exc).strip("'\"")) from None
     except BackendError as exc:
@@ -30,3 +33,5 @@ def replay(campaign_dir: str, db: str | None, as_json: bool) -> None:
         click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str))
     else:
         click.echo(render_replay(report))
+    if report.reproduced < report.total:
+        raise SystemExit(1)

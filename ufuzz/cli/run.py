@@ -1,4 +1,10 @@
-"""``ufuzz run``: a fuzzing campaign, with a live status line."""
+"""``ufuzz run``: a fuzzing campaign, with a live display (or plain progress lines in CI).
+
+Exit status: 0 the campaign ran (and nothing fails it under ``--fail-on``), 1 failures that ``--fail-on`` counts
+(``new``: not in the ``--baseline`` corpus; ``any``: any unique failure), 2 bad usage, 3 every execution was a
+backend error (the backend is unreachable or broken), 130 interrupted (Ctrl-C or SIGTERM). A campaign stopped by
+``--max-time`` ends with status ``time_limit`` and is judged like a finished one.
+"""
 
 from __future__ import annotations
 
@@ -55,18 +61,29 @@ from ufuzz.cli.options import BUDGET, COUNT, SEED, Finite, parse_opts
               help="Recycle the backend worker after this many backend calls (0 = no limit).")
 @click.option("--worker-timeout", type=Finite(min=0, max=86400, min_open=True), default=600, show_default=True,
               help="Seconds one backend call may take before the worker is killed (an error record).")
+@click.option("--max-time", "max_time", default=None, metavar="DURATION",
+              help="Stop cleanly after this wall time (600, 90s, 30m, 2h); the campaign's status is then time_limit.")
+@click.option("--baseline", type=click.Path(dir_okay=False), default=None,
+              help="A regression corpus of known failures (`ufuzz corpus export`): each failure found is marked "
+                   "known or new.")
+@click.option("--fail-on", type=click.Choice(["new", "any", "never"]), default=None,
+              help="Exit 1 when the campaign found new failures (not in --baseline), any failure, or never "
+                   "[default: new with --baseline, else never].")
+@click.option("--progress-every", type=click.IntRange(min=0, max=10**9), default=0, show_default=True,
+              help="Without a terminal: also print a progress line every N executions (besides every 10 s).")
 @click.option("--force", is_flag=True, help="Overwrite an existing campaign directory.")
-@click.option("--quiet", is_flag=True, help="No live status line.")
+@click.option("--quiet", is_flag=True, help="No live display and no progress lines.")
 def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out: str | None, db: str | None,
         opts: tuple[str, ...], config_file: str | None, strategy: str, rbo_p: float, llm_base_url: str | None,
         llm_model: str | None, llm_api_key_env: str, llm_uses: str, reader: str, reader_threshold: float | None,
         llm_timeout: float, llm_retries: int, explore_share: float, isolation: str,
-        worker_max_rss_mb: float | None, worker_recycle: int, worker_timeout: float, force: bool,
-        quiet: bool) -> None:
+        worker_max_rss_mb: float | None, worker_recycle: int, worker_timeout: float, max_time: str | None,
+        baseline: str | None, fail_on: str | None, progress_every: int, force: bool, quiet: bool) -> None:
     """Run a fuzzing campaign."""
     import time
 
     from ufuzz.backends.protocol import BackendError, BackendUnavailable
+    from ufuzz.cli.progress import parse_duration, run_with_progress
     from ufuzz.corpus.store import CorpusDatabaseError
     from ufuzz.engine.campaign import Campaign, CampaignConfig
     from ufuzz.engine.startup import StartError, check_start
@@ -87,13 +104,18 @@ def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out
         raise click.UsageError(f"{out_dir} already holds a campaign; pass --force to overwrite or choose --out")
     uses = tuple(u.strip() for u in llm_uses.split(",") if u.strip())
     try:
+        seconds = parse_duration(max_time) if max_time is not None else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--max-time'") from None
+    known = _load_baseline(baseline)
+    try:
         cfg = CampaignConfig(backend=backend, backend_options=options, seeds=seeds, budget=budget, seed=rng_seed,
                              k=k, out=str(out_dir), db=db, p=rbo_p, llm_base_url=llm_base_url, llm_model=llm_model,
                              llm_api_key_env=llm_api_key_env, llm_uses=uses, reader=reader,
                              reader_threshold=reader_threshold, llm_timeout=llm_timeout,
                              llm_retries=llm_retries, explore_share=explore_share, isolation=isolation,
                              worker_max_rss_mb=worker_max_rss_mb, worker_recycle=worker_recycle,
-                             worker_timeout=worker_timeout)
+                             worker_timeout=worker_timeout, max_time=seconds)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     apply_strategy(cfg, strategy)
@@ -106,7 +128,7 @@ def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out
         raise click.ClickException(str(exc)) from None
     replaced = _set_aside(out_dir) if force and out_dir.exists() else None
     try:
-        summary = _run_with_status(campaign, quiet, on_start=lambda: _drop(replaced))
+        summary = run_with_progress(campaign, quiet=quiet, every_n=progress_every, on_start=lambda: _drop(replaced))
     except StartError as exc:
         raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
     except CorpusDatabaseError as exc:
@@ -128,9 +150,63 @@ def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out
                 _drop(replaced)
             elif replaced.exists():
                 replaced.rename(out_dir)
+    verdict = None
+    if known is not None:
+        verdict = _mark_baseline(out_dir, db, summary, known)
     _print_summary(summary, out_dir)
+    if verdict is not None:
+        _print_baseline(verdict)
     if summary["status"] == "interrupted":
         sys.exit(130)
+    if summary["executions"] and summary["errors"] >= summary["executions"]:
+        click.echo(f"every one of the {summary['executions']} executions was a backend error: the backend is "
+                   f"unreachable or broken (see {out_dir / 'campaign.log'})", err=True)
+        sys.exit(3)
+    sys.exit(_exit_code(fail_on or ("new" if verdict is not None else "never"), summary, verdict))
+
+
+def _load_baseline(path: str | None) -> Any:
+    """The baseline corpus, read before the campaign starts so that a bad file costs nothing."""
+    if path is None:
+        return None
+    from ufuzz.corpus.regression import CorpusFileError, load_corpus
+
+    try:
+        return load_corpus(path)
+    except CorpusFileError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--baseline'") from None
+
+
+def _mark_baseline(out_dir: Path, db: str | None, summary: dict[str, Any], corpus: Any) -> Any:
+    """Compare the campaign's failures with the baseline; the verdict goes into summary.json too."""
+    import json
+
+    from ufuzz.corpus.baseline import compare_with_baseline
+    from ufuzz.corpus.campaign import load_campaign
+
+    data = load_campaign(out_dir, db, campaign_id=summary["campaign"])
+    verdict = compare_with_baseline(data.failures, corpus)
+    summary["baseline"] = verdict.to_dict()
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+    return verdict
+
+
+def _print_baseline(v: Any) -> None:
+    click.echo(f"against baseline {v.corpus}: {len(v.known)} known, {len(v.new)} new, "
+               f"{len(v.regressed)} regressed (fixed before, failing again); "
+               f"{len(v.unseen)} baseline records not met")
+    for key in [*v.regressed, *v.new][:20]:
+        click.echo(f"  {'REGRESSED' if key in v.regressed else 'NEW':9s} {key}")
+
+
+def _exit_code(fail_on: str, summary: dict[str, Any], verdict: Any) -> int:
+    if fail_on == "never":
+        return 0
+    if fail_on == "any":
+        return 1 if summary["unique_failures"] else 0
+    if verdict is None:  # --fail-on new without a baseline: every failure is new
+        return 1 if summary["unique_failures"] else 0
+    return 1 if verdict.new or verdict.regressed else 0
 
 
 def _set_aside(out_dir: Path) -> Path:
@@ -150,41 +226,8 @@ def _drop(aside: Path | None) -> None:
         shutil.rmtree(aside, ignore_errors=True)
 
 
-def _run_with_status(campaign, quiet: bool, on_start=None) -> dict[str, Any]:
-    """Run ``campaign``, with a live status line on a terminal; ``on_start`` is called once, at the first
-    progress report (the campaign has started)."""
-    started = []
-
-    def first(p) -> None:
-        if not started:
-            started.append(True)
-            if on_start is not None:
-                on_start()
-
-    if quiet or not sys.stderr.isatty():
-        return campaign.run(on_progress=first)
-    from rich.console import Console
-    from rich.live import Live
-    from rich.text import Text
-
-    console = Console(stderr=True)
-
-    def line(p) -> Text:
-        cov = f"{p.coverage}/{p.coverage_total}" if p.coverage_total else str(p.coverage)
-        return Text(f"execs {p.executions}/{p.budget}  phase {p.phase}  uncovered {p.uncovered_obligations}  "
-                    f"valid {p.mutants_valid}  rejected {p.mutants_rejected}  retained {p.retained}  "
-                    f"coverage {cov}  unique failures {p.unique_failures}  errors {p.errors}")
-
-    def update(live, p) -> None:
-        first(p)
-        live.update(line(p))
-
-    with Live(line(campaign.progress), console=console, refresh_per_second=4, transient=False) as live:
-        return campaign.run(on_progress=lambda p: update(live, p))
-
-
 def _print_summary(s: dict[str, Any], out_dir: Path) -> None:
-    click.echo(f"campaign {s['campaign']} {s['status']}: {s['executions']} executions "
+    click.echo(f"campaign {s['campaign']} {s['status'].replace('_', ' ')}: {s['executions']} executions "
                f"(budget {s['budget']}), {s['mutants_valid']} valid mutants, {s['mutants_rejected']} rejected, "
                f"{s['retained']} retained")
     click.echo(f"coverage {s['coverage']}/{s['coverage_total']} memories; obligations "

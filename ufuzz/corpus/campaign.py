@@ -18,7 +18,8 @@ from ufuzz.corpus.store import CorpusStore, database_errors
 from ufuzz.model import Checkpoint, FuzzCase, MutationDescriptor, Provenance, Reference
 from ufuzz.strict import OpenModel, Text, first_error
 
-__all__ = ["CampaignData", "load_campaign", "directory_campaign", "resolve_campaign", "case_of"]
+__all__ = ["CampaignData", "load_campaign", "directory_campaign", "resolve_campaign", "case_of",
+           "select_failures"]
 
 
 def _default_db(campaign_dir: Path) -> str:
@@ -164,3 +165,20 @@ def case_of(case_id: str, checkpoints: dict[str, Checkpoint], seeds: dict[str, A
             return f"checkpoint {s.checkpoint_id!r} of seed {case_id} is not in the corpus"
         return FuzzCase.from_seed(s, checkpoints[s.checkpoint_id])
     return f"case {case_id} is neither a recorded mutant nor a seed"
+
+
+def select_failures(failures: list[Any], keys: list[str] | tuple[str, ...] | None) -> list[Any]:
+    """The failures whose key starts with one of ``keys`` (all when None). A prefix that matches no failure or
+    several raises ``ValueError`` naming it (like a short git hash)."""
+    if keys is None:
+        return list(failures)
+    chosen: list[Any] = []
+    for k in keys:
+        hits = [f for f in failures if f.failure_key.startswith(k)]
+        if not hits:
+            raise ValueError(f"no failure with key {k!r} in this campaign (`ufuzz failures list DIR` lists them)")
+        if len(hits) > 1:
+            raise ValueError(f"key prefix {k!r} matches {len(hits)} failures; give more characters")
+        if hits[0] not in chosen:
+            chosen.append(hits[0])
+    return chosen

@@ -129,6 +129,8 @@ class ExpectedModel(StrictModel):
     stage: Name
     failure_key: FailureKey
     offending: list[OffendingId] = Field(default_factory=list)
+    cause_key: FailureKey | None = None  # the failure's cause (ufuzz run --baseline matches on it too)
+    status: Name = "failing"  # failing (a known failure) | fixed (accepted as fixed: must keep passing)
 
 
 class DiscoveryModel(StrictModel):

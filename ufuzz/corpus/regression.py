@@ -15,6 +15,12 @@ discovery order::
      "expected": {"kind": "stale_answer", "stage": "post-selection", "failure_key": "...", "offending": [...]},
      "discovery": {"first_seq": 17, "occurrences": 3}, "sha256": "..."}
 
+``expected.status`` is ``failing`` (a known failure: the default when absent) or ``fixed`` (it was fixed and
+``ufuzz corpus accept`` turned it into a guard: it must now pass, and failing again is a regression).
+``expected.cause_key`` (optional) is the failure's cause, for matching a new campaign against the corpus
+(``ufuzz run --baseline``). Backend options that name files (``config``) are stored relative to the corpus
+file, so a corpus committed beside its product config checks from any working directory.
+
 Every record but the header ends with ``sha256``, its content hash (:func:`ufuzz.corpus.format.content_hash`),
 so that a record edited after the export (a memory text, an op, a reference) is refused by name; schema 1
 files, written before hashes, load without that check. ``ops`` are full recipes: the parent's and the mutant's state are each the checkpoint with their own ops
@@ -64,6 +70,7 @@ from ufuzz.strict import first_error
 __all__ = [
     "SCHEMA", "STATUSES", "CorpusFileError", "CaseRecipe", "RegressionRecord", "RegressionCorpus",
     "ExportResult", "build_records", "select_records", "export_campaign", "write_corpus", "load_corpus",
+    "EXPECTED_STATUSES", "PATH_OPTIONS", "portable_options", "resolve_options", "rewrite_corpus", "campaign_header",
 ]
 
 SCHEMA = fmt.SCHEMA
@@ -71,6 +78,10 @@ LINE_KINDS = ("header", "checkpoint", "seed", "failure")
 STAGES = ("selection", "post-selection", "response")
 #: per-record outcomes of a check; only the first one means "still reproduces"
 STATUSES = ("reproduced", "fixed", "changed", "parent_broken", "error")
+#: what a record expects: a known failure that still fails, or a fixed one that must keep passing
+EXPECTED_STATUSES = ("failing", "fixed")
+#: backend options that name a file: stored relative to the corpus file
+PATH_OPTIONS = ("config",)
 
 T = TypeVar("T")
 
@@ -114,6 +125,8 @@ class RegressionRecord:
     first_seq: int | None = None
     occurrences: int = 1
     line: int = 0  # where it was read from (0: built in memory)
+    cause_key: str = ""
+    status: str = "failing"  # one of EXPECTED_STATUSES
 
     @property
     def operator(self) -> str:
@@ -125,7 +138,9 @@ class RegressionRecord:
         return {"kind": "failure", "seed_id": self.seed_id, "checkpoint_id": self.checkpoint_id,
                 "parent": self.parent.to_dict(), "mutant": mutant,
                 "expected": {"kind": self.kind, "stage": self.stage, "failure_key": self.failure_key,
-                             "offending": list(self.offending)},
+                             "offending": list(self.offending),
+                             **({"cause_key": self.cause_key} if self.cause_key else {}),
+                             "status": self.status},
                 "discovery": {"first_seq": self.first_seq, "occurrences": self.occurrences}}
 
     def cases(self, checkpoint: Checkpoint, descriptor: MutationDescriptor | None = None
@@ -220,7 +235,7 @@ def build_records(data: Any) -> tuple[list[RegressionRecord], list[tuple[str, st
                               operator=mutant.operator or f.operator, depth=mutant.depth, detail=mutant.detail),
             target=target, kind=f.kind, stage=f.stage, failure_key=f.failure_key,
             offending=tuple(str(x) for x in f.detail.get("offending") or ()), first_seq=f.first_seq,
-            occurrences=int(f.count)))
+            occurrences=int(f.count), cause_key=str(getattr(f, "cause_key", "") or "")))
     return records, skipped
 
 
@@ -264,6 +279,23 @@ def _version() -> str:
         return "unknown"
 
 
+def campaign_header(data: Any, output: str | Path, records: int, generator: str) -> dict[str, Any]:
+    """The header of a corpus written from the campaign ``data`` (a ``CampaignData``) to ``output``."""
+    seeds_cfg = data.config.get("seeds")
+    return {
+        "kind": "header", "schema": SCHEMA, "corpus": "regression",
+        "backend": data.backend, "backend_options": portable_options(data.backend_options, output), "k": data.k,
+        "judging": Judging.of(data.config).to_dict(),
+        "source_campaign": data.campaign_id,
+        "backend_info": data.backend_info,
+        "source": {"budget": data.config.get("budget"), "seed": data.config.get("seed"),
+                   "strategy": data.config.get("strategy"),
+                   "seeds": Path(str(seeds_cfg)).name if seeds_cfg else "default"},
+        "generator": f"{generator} (ufuzz {_version()})",
+        "records": records,
+    }
+
+
 def export_campaign(campaign_dir: str | Path, output: str | Path, db: str | None = None, *,
                     max_records: int | None = None, campaign_id: str | None = None) -> ExportResult:
     """Write the unique failures of the campaign in ``campaign_dir`` to the regression corpus ``output``.
@@ -283,21 +315,9 @@ def export_campaign(campaign_dir: str | Path, output: str | Path, db: str | None
         why = f" ({len(skipped)} could not be rebuilt: {skipped[0][1]})" if skipped else ""
         raise ValueError(f"campaign {data.campaign_id} has no failure to export{why}")
     chosen = select_records(records, lambda r: (r.operator, r.kind), max_records)
-    seeds_cfg = data.config.get("seeds")
-    header = {
-        "kind": "header", "schema": SCHEMA, "corpus": "regression",
-        "backend": data.backend, "backend_options": data.backend_options, "k": data.k,
-        "judging": Judging.of(data.config).to_dict(),
-        "source_campaign": data.campaign_id,
-        "backend_info": data.backend_info,
-        "source": {"budget": data.config.get("budget"), "seed": data.config.get("seed"),
-                   "strategy": data.config.get("strategy"),
-                   "seeds": Path(str(seeds_cfg)).name if seeds_cfg else "default"},
-        "generator": f"ufuzz corpus export (ufuzz {_version()})",
-        "records": len(chosen),
-        "selection": {"max": max_records, "unique_failures": uf, "exportable": len(records),
-                      "rule": "first N in discovery order plus the first of every (operator, kind)"},
-    }
+    header = campaign_header(data, output, len(chosen), "ufuzz corpus export")
+    header["selection"] = {"max": max_records, "unique_failures": uf, "exportable": len(records),
+                           "rule": "first N in discovery order plus the first of every (operator, kind)"}
     used_cps = list(dict.fromkeys(r.checkpoint_id for r in chosen))
     used_seeds = list(dict.fromkeys(r.seed_id for r in chosen))
     descriptors = {s: (data.seeds[s].descriptor if s in data.seeds else MutationDescriptor()) for s in used_seeds}
@@ -306,6 +326,52 @@ def export_campaign(campaign_dir: str | Path, output: str | Path, db: str | None
                         [(s, seed_cp[s], descriptors[s]) for s in used_seeds], chosen)
     return ExportResult(path=path, records=chosen, checkpoints=len(used_cps), unique_failures=uf,
                         skipped=skipped)
+
+
+def portable_options(options: dict[str, Any], corpus_path: str | Path) -> dict[str, Any]:
+    """``options`` with file options (:data:`PATH_OPTIONS`) rewritten relative to the corpus file's folder."""
+    out = dict(options)
+    here = Path(corpus_path).resolve().parent
+    for key in PATH_OPTIONS:
+        value = out.get(key)
+        if isinstance(value, str) and value:
+            out[key] = os.path.relpath(Path(value).resolve(), here)
+    return out
+
+
+def resolve_options(options: dict[str, Any], corpus_path: str | Path | None) -> dict[str, Any]:
+    """File options of a corpus header, resolved against the corpus file's folder (where the file is there;
+    otherwise, for corpora written before paths were stored relative to them, as given)."""
+    out = dict(options)
+    if corpus_path is None:
+        return out
+    here = Path(corpus_path).resolve().parent
+    for key in PATH_OPTIONS:
+        value = out.get(key)
+        if isinstance(value, str) and value and not Path(value).is_absolute():
+            candidate = here / value
+            if candidate.exists() or not Path(value).exists():
+                out[key] = str(candidate.resolve())
+    return out
+
+
+def rewrite_corpus(rc: RegressionCorpus, records: Sequence[RegressionRecord], path: str | Path | None = None,
+                   **header_updates: Any) -> Path:
+    """Write ``records`` of ``rc`` (to ``path``, default the file itself) with only the checkpoints and seeds
+    they use; the header keeps everything but its record count and the given updates. Atomic; every record
+    gets its content hash anew (an accepted record is a new export of it, not an edit)."""
+    target = Path(path) if path is not None else rc.path
+    if target is None:
+        raise ValueError("no file to write the corpus to")
+    used_cps = list(dict.fromkeys(r.checkpoint_id for r in records))
+    seed_cp = {r.seed_id: r.checkpoint_id for r in records}
+    header = {**rc.header, **header_updates, "records": len(records)}
+    if rc.path is not None and target.resolve() != rc.path.resolve():
+        # file options are relative to the corpus file: re-anchor them to the new one
+        header["backend_options"] = portable_options(resolve_options(rc.backend_options, rc.path), target)
+    return write_corpus(target, header, [rc.checkpoints[c] for c in used_cps],
+                        [(s, cp, rc.descriptors.get(s) or MutationDescriptor()) for s, cp in seed_cp.items()],
+                        records)
 
 
 def write_corpus(path: str | Path, header: dict[str, Any], checkpoints: Iterable[Checkpoint],
@@ -400,10 +466,14 @@ def _failure(m: fmt.FailureLine, path: Path, line: int) -> RegressionRecord:
     if exp.stage not in STAGES:
         raise CorpusFileError(path, line, f"unknown stage {exp.stage!r}; expected one of {list(STAGES)}",
                               "expected.stage")
+    if exp.status not in EXPECTED_STATUSES:
+        raise CorpusFileError(path, line, f"unknown status {exp.status!r}; expected one of "
+                              f"{list(EXPECTED_STATUSES)}", "expected.status")
     return RegressionRecord(seed_id=m.seed_id, checkpoint_id=m.checkpoint_id, parent=parent, mutant=mutant,
                             target=m.mutant.obligation.target, kind=exp.kind, stage=exp.stage,
                             failure_key=exp.failure_key, offending=tuple(exp.offending),
-                            first_seq=m.discovery.first_seq, occurrences=m.discovery.occurrences, line=line)
+                            first_seq=m.discovery.first_seq, occurrences=m.discovery.occurrences, line=line,
+                            cause_key=exp.cause_key or "", status=exp.status)
 
 
 def _check_ids(r: RegressionRecord, checkpoint: Checkpoint, path: Path) -> None:

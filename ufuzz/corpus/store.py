@@ -33,7 +33,7 @@ import math
 import os
 import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -211,6 +211,17 @@ class ExecutionRow(Base):
     is_parent: Mapped[bool] = mapped_column(Boolean)
 
 
+class NativeIdsRow(Base):
+    """The system's own ids of one execution's top-k, for backends that map ids (a REST product that assigns
+    its own). A table of its own, written only for such executions: nothing is added for the others."""
+
+    __tablename__ = "native_ids"
+    campaign_id: Mapped[str] = mapped_column(ID, ForeignKey("campaigns.id", ondelete="CASCADE"),
+                                             primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    ids: Mapped[list[Any]] = mapped_column(JSON)
+
+
 class FeedbackRow(Base):
     __tablename__ = "feedback"
     __table_args__ = (Index("ix_feedback_campaign_case", "campaign_id", "case_id"),)
@@ -238,7 +249,8 @@ class ErrorRow(Base):
 
 #: The tables the engine-facing store creates and touches (never failures/references).
 CORPUS_TABLES = [MetaRow.__table__, CampaignRow.__table__, SeedRow.__table__, CheckpointRow.__table__,
-                 MutantRow.__table__, ExecutionRow.__table__, FeedbackRow.__table__, ErrorRow.__table__]
+                 MutantRow.__table__, ExecutionRow.__table__, NativeIdsRow.__table__, FeedbackRow.__table__,
+                 ErrorRow.__table__]
 
 
 # ====================================================================== engine / URL handling
@@ -525,6 +537,14 @@ class ErrorRecord:
     message: str
 
 
+def _execution_record(r: ExecutionRow) -> ExecutionRecord:
+    return ExecutionRecord(seq=r.seq, checkpoint_id=r.checkpoint_id, is_parent=r.is_parent,
+                           execution=Execution(case_id=r.case_id, state_key=r.state_key, query=r.query,
+                                               top_ids=list(r.top_ids), top_scores=[float(x) for x in r.top_scores],
+                                               top_texts=list(r.top_texts or []), response=r.response,
+                                               abstained=r.abstained, error=r.error, seconds=r.seconds))
+
+
 def _campaign_record(r: CampaignRow) -> CampaignRecord:
     return CampaignRecord(id=r.id, started_at=_utc(r.started_at), finished_at=_utc(r.finished_at),
                           config=dict(r.config or {}), backend=dict(r.backend or {}), seed=r.seed,
@@ -784,6 +804,8 @@ class CorpusStore(SqlStore):
                 top_scores=[float(x) for x in execution.top_scores], top_texts=list(execution.top_texts),
                 response=execution.response, abstained=bool(execution.abstained), error=execution.error,
                 seconds=float(execution.seconds), is_parent=bool(is_parent)))
+            if execution.native_ids is not None:
+                s.add(NativeIdsRow(campaign_id=campaign_id, seq=seq, ids=[str(x) for x in execution.native_ids]))
         return seq
 
     def executions(self, campaign_id: str, *, case_id: str | None = None,
@@ -795,14 +817,36 @@ class CorpusStore(SqlStore):
             q = q.where(ExecutionRow.is_parent == is_parent)
         with self._sessions() as s:
             rows = s.scalars(q.order_by(ExecutionRow.seq)).all()
-            return [ExecutionRecord(seq=r.seq, checkpoint_id=r.checkpoint_id, is_parent=r.is_parent,
-                                    execution=Execution(
-                                        case_id=r.case_id, state_key=r.state_key, query=r.query,
-                                        top_ids=list(r.top_ids),
-                                        top_scores=[float(x) for x in r.top_scores],
-                                        top_texts=list(r.top_texts or []), response=r.response,
-                                        abstained=r.abstained, error=r.error, seconds=r.seconds))
-                    for r in rows]
+            return [_execution_record(r) for r in rows]
+
+    def executions_of(self, campaign_id: str, case_ids: Iterable[str]) -> dict[str, list[ExecutionRecord]]:
+        """Every execution of each case in ``case_ids``, in sequence order, with the system's own top-k ids
+        where recorded (``Execution.native_ids``): what triage shows of a failure and its parent."""
+        wanted = sorted(set(case_ids))
+        out: dict[str, list[ExecutionRecord]] = {c: [] for c in wanted}
+        with self._sessions() as s:
+            for i in range(0, len(wanted), 500):
+                rows = s.scalars(select(ExecutionRow).where(ExecutionRow.campaign_id == campaign_id,
+                                                            ExecutionRow.case_id.in_(wanted[i:i + 500]))
+                                 .order_by(ExecutionRow.seq)).all()
+                for r in rows:
+                    out[r.case_id].append(_execution_record(r))
+        natives = self.native_ids(campaign_id, [e.seq for recs in out.values() for e in recs])
+        for recs in out.values():
+            for e in recs:
+                if e.seq in natives:
+                    e.execution.native_ids = natives[e.seq]
+        return out
+
+    def native_ids(self, campaign_id: str, seqs: Iterable[int]) -> dict[int, list[str]]:
+        """The system's own top-k ids of the executions numbered ``seqs``, where the backend reported them."""
+        wanted = sorted({int(x) for x in seqs})
+        if not wanted:
+            return {}
+        with self._sessions() as s:
+            rows = s.scalars(select(NativeIdsRow).where(NativeIdsRow.campaign_id == campaign_id,
+                                                        NativeIdsRow.seq.in_(wanted))).all()
+            return {r.seq: [str(x) for x in r.ids] for r in rows}
 
     # ------------------------------------------------------------------ feedback and errors
 

@@ -3,7 +3,9 @@
 Budget: the number of executions of U(q, M) on the backend — every retrieval (+ response) of a parent or a
 mutant counts one. Cached parent executions are not re-run and not re-counted; mutants that their validator
 rejects are never executed and not counted (they are recorded as rejected). A campaign stops when the budget
-is spent, when no obligation or pool entry is left, or on Ctrl-C (the summary is still written).
+is spent, when no obligation or pool entry is left (status ``finished``), when ``max_time`` has passed (status
+``time_limit``, checked between steps) or on Ctrl-C/SIGTERM (``interrupted``); the summary is always written.
+``plot_data.csv`` (:mod:`ufuzz.engine.plotdata`) records the curve as it goes.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ class CampaignConfig:
     llm_timeout: float = 30.0  # seconds per LLM request
     llm_retries: int = 2  # retries of a failed LLM request, with exponential backoff
     llm_cache: str | None = None  # call-cache file; None = $UFUZZ_CACHE_DIR/llm_calls.sqlite or ~/.cache/ufuzz
+    max_time: float | None = None  # wall seconds from the start; then the campaign ends with status time_limit
 
     def __post_init__(self) -> None:
         bad = [u for u in self.llm_uses if u not in LLM_USES]
@@ -95,6 +98,8 @@ class CampaignConfig:
             raise ValueError(f"--explore-share must be in [0, 1), not {self.explore_share}")
         if self.isolation not in registry.ISOLATION:
             raise ValueError(f"--isolation must be one of {', '.join(registry.ISOLATION)}, not {self.isolation!r}")
+        if self.max_time is not None and self.max_time <= 0:
+            raise ValueError(f"--max-time must be positive, not {self.max_time}")
         if self.worker_recycle < 0 or (self.worker_max_rss_mb or 0) < 0 or self.worker_timeout <= 0:
             raise ValueError("--worker-recycle and --worker-max-rss-mb must be >= 0, --worker-timeout > 0")
         if not 0 < self.llm_timeout <= 3600 or not 0 <= self.llm_retries <= 10:
@@ -155,6 +160,9 @@ class Campaign:
         self.log: Any = None
         self._log_file: Any = None
         self._stop = threading.Event()
+        self.end_reason: str | None = None  # why the loop ended early on its own (time_limit)
+        self._deadline: float | None = None
+        self.plot: Any = None  # PlotData: plot_data.csv, written as the campaign runs
         self.llm: Any = None
         self.operators: dict[str, Operator] = {}
         self.executor: Executor | None = None
@@ -199,6 +207,9 @@ class Campaign:
             processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"),
                         structlog.processors.JSONRenderer(sort_keys=True)],
         ).bind(campaign=self.campaign_id)
+        from ufuzz.engine.plotdata import PlotData
+
+        self.plot = PlotData(self.out / "plot_data.csv")
         if hasattr(self.backend, "observer"):  # a backend worker: its restarts go to the campaign log
             self.backend.observer = lambda event, **facts: self.log.info(event, **facts)
 
@@ -235,6 +246,8 @@ class Campaign:
 
     # -- run ---------------------------------------------------------------------------------------------
     def run(self, on_progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
+        if self.config.max_time is not None:
+            self._deadline = time.monotonic() + self.config.max_time
         self._open()
         status = "finished"
         previous = None
@@ -251,7 +264,9 @@ class Campaign:
             previous_term = signal.signal(signal.SIGTERM, lambda s, f: self._stop.set())
         try:
             self._loop(on_progress)
-            if self._stop.is_set():
+            if self.end_reason is not None:
+                status = self.end_reason
+            elif self._stop.is_set():
                 status = "interrupted"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -263,6 +278,7 @@ class Campaign:
                 self.log.warning("interrupted", executions=self.progress.executions)
             if self.executor is not None:
                 self.executor.close()
+            self.plot.close(self.progress)
             self.store.finish_campaign(self.campaign_id, status=status)
             summary = self.summary(status)
             (self.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
@@ -337,6 +353,9 @@ class Campaign:
                       backend=self.backend.describe())
         counter = 0
         while self.progress.executions < cfg.budget and not self._stop.is_set():
+            if self._deadline is not None and time.monotonic() >= self._deadline:
+                self.end_reason = "time_limit"
+                break
             task = self.scheduler.next()
             if task is None:
                 break
@@ -349,6 +368,7 @@ class Campaign:
             self.progress.unique_failures = len(self.tally.unique)
             self.progress.causes = len(self.tally.causes)
             self.progress.baseline_failures = len(self.tally.baseline)
+            self.plot.record(self.progress)
             if on_progress is not None:
                 on_progress(self.progress)
 

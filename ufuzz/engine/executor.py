@@ -122,6 +122,8 @@ class Executor:
             ex.top_ids = [r.id for r in got]
             ex.top_scores = [float(r.score) for r in got]
             ex.top_texts = [r.text for r in got]
+            if any(r.native_id is not None for r in got):  # a backend with ids of its own (HTTP products)
+                ex.native_ids = [r.native_id or r.id for r in got]
             resp = self.backend.answer(state, case.query.text, got) if self.answers else None
             if resp is not None:
                 ex.response, ex.responder = resp, BACKEND
@@ -132,7 +134,7 @@ class Executor:
         ex.seconds = time.perf_counter() - t0
         ex.abstained = ex.error is None and ex.responder is not None and is_abstention(ex.response)
         if self.hidden:
-            ex.top_ids, ex.top_scores, ex.top_texts = [], [], []
+            ex.top_ids, ex.top_scores, ex.top_texts, ex.native_ids = [], [], [], None
         return ex
 
     def execute_parent(self, case: FuzzCase) -> tuple[Execution, bool]:

@@ -29,7 +29,7 @@ from typing import Any
 from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, MemoryBackend
 from ufuzz.backends.responders import Responder
-from ufuzz.corpus.campaign import CampaignData, case_of, load_campaign
+from ufuzz.corpus.campaign import CampaignData, case_of, load_campaign, select_failures
 from ufuzz.engine.executor import Executor
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference
 from ufuzz.oracles.judging import Judging
@@ -53,6 +53,8 @@ class ReplayResult:
     got_kind: str | None = None  # what the replayed mutant did (None: passed or not executed)
     got_stage: str | None = None
     same_key: bool = False
+    got_key: str | None = None  # the unique-failure key of what the replayed mutant did (None: it passed)
+    got_offending: tuple[str, ...] = ()
     #: reproduced | fixed (mutant passes) | changed (fails differently) | parent_broken | error (backend fault)
     #: | unbuildable (the corpus cannot rebuild the pair)
     status: str = ""
@@ -85,7 +87,7 @@ class ReplayReport:
 
 
 def replay_campaign(campaign_dir: str | Path, db: str | None = None, *, campaign_id: str | None = None,
-                    workdir: str | Path | None = None) -> ReplayReport:
+                    workdir: str | Path | None = None, keys: list[str] | None = None) -> ReplayReport:
     """Replay every unique failure of the campaign in ``campaign_dir`` (see the module docstring).
 
     ``db`` is the corpus's SQLAlchemy URL (default: the directory's corpus.sqlite). The fresh backend works
@@ -95,12 +97,13 @@ def replay_campaign(campaign_dir: str | Path, db: str | None = None, *, campaign
     """
     data = load_campaign(campaign_dir, db, campaign_id=campaign_id)
     report = ReplayReport(campaign_id=data.campaign_id, backend=data.backend, backend_options=data.backend_options)
-    if not data.failures:
+    failures = select_failures(data.failures, keys)  # ValueError naming a key that matches none or several
+    if not failures:
         return report
     judging = Judging.of(data.config)
     with fresh_backend(data.backend, data.backend_options, workdir) as backend:
         responder, context = judging.build(backend)
-        for f in data.failures:
+        for f in failures:
             report.results.append(_replay_one(f, backend, data, responder, context))
     return report
 
@@ -217,7 +220,10 @@ def replay_pair(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], pare
         return ReplayResult(reproduced=False, reason=f"parent {parent.id} no longer passes ({stage}:{p_out.kind})",
                             status="parent_broken", got_kind=p_out.kind, got_stage=stage, **base)
     out = caused(p_levels, m_levels)
-    got = {"got_kind": out.kind if out else None, "got_stage": out.level if out else None}
+    got = {"got_kind": out.kind if out else None, "got_stage": out.level if out else None,
+           "got_offending": tuple(out.offending) if out else (),
+           "got_key": failure_key_of(mutant.seed_id, mutant.operator or "", target, out.kind or "", out.level,
+                                     out.offending) if out else None}
     if out is None:
         return ReplayResult(reproduced=False, reason="mutant passes", status="fixed", **got, **base)
     if (out.kind, out.level) != (kind, stage):

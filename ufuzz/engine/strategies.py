@@ -25,6 +25,30 @@ def strategy_names() -> list[str]:
     return [*BASE, *EXTRA, *(f"no-{op.replace('_', '-')}" for op in operator_names()), *(f"no-{s}" for s in SIGNALS)]
 
 
+_BASE_HELP = {
+    "full": "obligations first, retention on coverage gain or a new top-k signature, divergence priority, "
+            "every operator (the default)",
+    "random": "baseline: uniform seed x operator x target, no obligation order, no retention",
+    "query-only": "the full method with the query operators only",
+    "state-only": "the full method with the memory-state operators only",
+    "no-feedback": "obligation-first mutation of the seeds, no retention",
+    "interleaved": f"the full method with retained mutants competing from the start (--explore-share "
+                   f"{INTERLEAVED_SHARE} unless set)",
+}
+
+
+def describe(name: str) -> tuple[str, str]:
+    """(group, one-line description) of a strategy: group is ``strategy``, ``baseline`` or ``ablation``."""
+    if name in _BASE_HELP:
+        group = "baseline" if name in ("random", "no-feedback") else "strategy"
+        return group, _BASE_HELP[name]
+    if name.startswith("no-") and name[3:] in SIGNALS:
+        return "ablation", f"the full method without the {name[3:]} feedback signal"
+    if name.startswith("no-"):
+        return "ablation", f"the full method without the {name[3:].replace('-', '_')} operator"
+    raise ValueError(f"unknown strategy {name!r}; one of: {', '.join(strategy_names())}")
+
+
 def apply_strategy(cfg, name: str):
     """Set ``cfg``'s scheduling fields for strategy ``name`` (a CampaignConfig); returns ``cfg``."""
     if name not in strategy_names():

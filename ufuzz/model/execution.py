@@ -15,6 +15,8 @@ class Execution:
     top_ids: list[str] = field(default_factory=list)
     top_scores: list[float] = field(default_factory=list)
     top_texts: list[str] = field(default_factory=list)
+    #: the system's own ids of the top-k, where the backend maps ids (None: they are the ufuzz ids)
+    native_ids: list[str] | None = None
     response: str | None = None  # None: the system under test gave no response (no responder)
     responder: str | None = None  # who responded: "backend", "answerer:<model>", "reader:top-evidence"
     abstained: bool = False

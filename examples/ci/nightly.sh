@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Nightly regression fuzzing of a memory product: the README's "nightly CI" recipe. The GitHub Actions and GitLab
+# jobs beside this file run it; so does tests/cli/test_nightly_ci.py, against a local product with a planted bug.
+#
+#   1. `ufuzz corpus check` replays the committed baseline corpus of known failures: each one still fails (known),
+#      no longer fails (fixed: good news), or fails differently / fails again after a fix (a regression);
+#   2. `ufuzz run --baseline` fuzzes for a bounded time and marks each failure it finds known or new;
+#   3. `ufuzz report` writes one self-contained HTML file to keep as an artefact.
+#
+# Environment (all optional):
+#   UFUZZ            the ufuzz command (default: ufuzz)
+#   UFUZZ_CORPUS     the committed baseline corpus (default: ci/ufuzz-baseline.jsonl)
+#   UFUZZ_CONFIG     the product TOML of --backend http (default: ci/product.toml)
+#   UFUZZ_BASE_URL   the product's URL when it differs from the TOML's (e.g. a service container)
+#   UFUZZ_BUDGET     executions of the fresh campaign (default: 2000)
+#   UFUZZ_MAX_TIME   its time limit (default: 20m)
+#   UFUZZ_OUT        where the JUnit files, JSON reports, campaign and HTML report go (default: ufuzz-out)
+#
+# Exit status: 0 nothing regressed and nothing new, 1 a known failure regressed or changed, or the campaign found
+# a new failure, 2 bad usage (a malformed corpus, an unknown option), 3 the product is unreachable.
+set -uo pipefail
+
+read -r -a ufuzz <<< "${UFUZZ:-ufuzz}"
+corpus="${UFUZZ_CORPUS:-ci/ufuzz-baseline.jsonl}"
+out="${UFUZZ_OUT:-ufuzz-out}"
+opts=(--config "${UFUZZ_CONFIG:-ci/product.toml}")
+if [ -n "${UFUZZ_BASE_URL:-}" ]; then opts+=(--opt "base_url=$UFUZZ_BASE_URL"); fi
+mkdir -p "$out"
+
+echo "== known failures: ufuzz corpus check $corpus"
+"${ufuzz[@]}" corpus check "$corpus" "${opts[@]}" --changed-only \
+  --junit "$out/corpus-check.xml" --json "$out/corpus-check.json"
+check=$?
+case $check in
+  2|3) exit $check ;;  # a bad corpus or a product that is down: nothing else to learn tonight
+esac
+
+echo "== fresh campaign against the baseline"
+"${ufuzz[@]}" run --backend http "${opts[@]}" --budget "${UFUZZ_BUDGET:-2000}" --max-time "${UFUZZ_MAX_TIME:-20m}" \
+  --out "$out/campaign" --force --baseline "$corpus" --fail-on new
+run=$?
+"${ufuzz[@]}" failures list "$out/campaign" --by cause > "$out/causes.txt" || true
+"${ufuzz[@]}" report "$out/campaign" -o "$out/report.html" || true
+
+if [ $run -eq 3 ]; then exit 3; fi
+if [ $check -ne 0 ] || [ $run -ne 0 ]; then
+  echo "== ufuzz: regression (corpus check exit $check, campaign exit $run); see $out/corpus-check.xml and $out/report.html"
+  exit 1
+fi
+echo "== ufuzz: nothing regressed, nothing new"

@@ -1,0 +1,107 @@
+"""`ufuzz failures list/show` on a real campaign (embedded backend): what triage shows is what was recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ufuzz.cli import main
+from ufuzz.corpus.campaign import load_campaign
+from ufuzz.corpus.store import CorpusStore
+from ufuzz.reports.failures import failure_rows, failure_views, group_by_cause
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def camp(small_campaign):
+    return Path(small_campaign.config.out)
+
+
+@pytest.fixture(scope="module")
+def data(camp):
+    return load_campaign(camp)
+
+
+def test_list_by_key_is_the_systems_failures_in_discovery_order(camp, data):
+    rows = json.loads(invoke("failures", "list", camp, "--json").output)
+    mine = [f for f in data.failures if f.origin == "mutant" and f.counts]
+    assert [r["key"] for r in rows] == [f.failure_key for f in mine]
+    assert all(r["cause"] == f.cause_key for r, f in zip(rows, mine))
+    text = invoke("failures", "list", camp).output
+    assert text.splitlines()[-1] == f"{len(rows)} unique failures, {len({r['cause'] for r in rows})} causes"
+    every = json.loads(invoke("failures", "list", camp, "--json", "--all").output)
+    assert len(every) == len(data.failures) >= len(rows)
+    assert {r["origin"] for r in every} - {"mutant"} <= {"baseline", "reader"}
+
+
+def test_list_by_cause_groups_every_failure_once(camp, data):
+    rows = failure_rows(data)
+    groups = json.loads(invoke("failures", "list", camp, "--by", "cause", "--json").output)
+    assert sum(g["unique"] for g in groups) == len(rows)
+    assert sorted(k for g in groups for k in g["keys"]) == sorted(r["key"] for r in rows)
+    assert [g["unique"] for g in groups] == sorted((g["unique"] for g in groups), reverse=True)
+    for g in groups:
+        members = [r for r in rows if r["key"] in g["keys"]]
+        assert {(r["operator"], r["kind"], r["stage"], r["cause"]) for r in members} == \
+            {(g["operator"], g["kind"], g["stage"], g["cause"])}
+    assert group_by_cause(rows) == groups
+
+
+def test_list_filters(camp, data):
+    rows = failure_rows(data)
+    op = rows[0]["operator"]
+    got = json.loads(invoke("failures", "list", camp, "--operator", op, "--json").output)
+    assert got == [r for r in json.loads(invoke("failures", "list", camp, "--json").output) if r["operator"] == op]
+    kind = rows[0]["kind"]
+    assert {r["kind"] for r in json.loads(invoke("failures", "list", camp, "--kind", kind, "--json").output)} == {kind}
+    none = json.loads(invoke("failures", "list", camp, "--level", "no-such-level", "--json").output)
+    assert none == []
+
+
+def test_show_is_what_the_store_recorded(camp, data):
+    f = next(f for f in data.failures if f.origin == "mutant" and f.counts)
+    view = json.loads(invoke("failures", "show", camp, f.failure_key[:8], "--json").output)
+    assert (view["key"], view["kind"], view["stage"], view["operator"]) == (f.failure_key, f.kind, f.stage, f.operator)
+    store = CorpusStore(data.url)
+    try:
+        recs = store.executions(data.campaign_id, case_id=f.case_id)
+    finally:
+        store.close()
+    ex = next(r for r in recs if r.seq == view["mutant"]["execution"]["seq"]).execution
+    top = view["mutant"]["execution"]["top"]
+    assert [t["id"] for t in top] == ex.top_ids and [t["text"] for t in top] == ex.top_texts
+    assert all(t["native_id"] is None for t in top)  # the embedded backend has no ids of its own
+    assert {t["id"] for t in top if "offending" in t["marks"]} <= set(view["offending"])
+    ref = data.references[f.case_id]
+    assert view["mutant"]["reference"] == ref.to_dict()
+    assert {t["id"] for t in top if "supporting" in t["marks"]} == set(ex.top_ids) & set(ref.supporting)
+    mutant = data.mutants[f.case_id]
+    assert view["parent"]["id"] == mutant.parent_id and view["mutant"]["query"] == mutant.query.text
+    own = mutant.ops[len(data.mutants[mutant.parent_id].ops):] if mutant.parent_id in data.mutants else mutant.ops
+    assert [o["op"] for o in view["state_change"]] == [o.op for o in own]
+    text = invoke("failures", "show", camp, f.failure_key[:8]).output
+    for needle in (f.failure_key, f"{f.stage}:{f.kind}", mutant.query.text, f"ufuzz replay {camp} --key",
+                   "ufuzz minimise"):
+        assert needle in text
+
+
+def test_every_view_builds(data, camp):
+    views = failure_views(data, campaign_dir=camp)
+    assert len(views) == len(data.failures)
+    assert all(v["mutant"]["execution"] is not None for v in views if v["origin"] == "mutant")
+
+
+def test_show_bad_input(camp):
+    r = invoke("failures", "show", camp, "zzzz")
+    assert r.exit_code == 2 and "no failure with key 'zzzz'" in r.output
+    key = json.loads(invoke("failures", "list", camp, "--json").output)[0]["key"]
+    r = invoke("failures", "show", camp, key, "--reproducer", "x.py")
+    assert r.exit_code == 2 and "needs an HTTP backend" in r.output
+    r = invoke("failures", "list", Path(camp) / "nope")
+    assert r.exit_code == 2 and "no such campaign directory" in r.output

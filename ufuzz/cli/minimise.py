@@ -1,0 +1,44 @@
+"""``ufuzz minimise``: the smallest checkpoint and op sequence that still show one failure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("campaign_dir", type=click.Path(file_okay=False))
+@click.argument("key")
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+              help="The one-record regression corpus to write (default: KEY.min.jsonl in the campaign dir).")
+@click.option("--db", default=None, help="SQLAlchemy URL if the corpus is not the campaign dir's SQLite file.")
+@click.option("--max-tests", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="At most this many replays of candidate states (each builds two states on the backend).")
+def minimise(campaign_dir: str, key: str, output: str | None, db: str | None, max_tests: int) -> None:
+    """Shrink failure KEY (a key or unique prefix) by delta debugging to the fewest memories and state
+    operations on which the parent still passes and the mutant still fails the same way, and write it as a
+    self-contained regression record that `ufuzz corpus check` replays."""
+    from ufuzz.backends.protocol import BackendError
+    from ufuzz.corpus.campaign import load_campaign
+    from ufuzz.engine.minimise import minimise_failure, write_minimised
+
+    if not Path(campaign_dir).is_dir():
+        raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")
+    try:
+        data = load_campaign(Path(campaign_dir), db)
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        raise click.ClickException(str(exc).strip("'\"")) from None
+    try:
+        result = minimise_failure(data, key, max_tests=max_tests)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    except BackendError as exc:
+        raise click.ClickException(f"cannot start the campaign's backend: {exc}") from None
+    out = Path(output or Path(campaign_dir) / f"{result.record.failure_key[:12]}.min.jsonl")
+    write_minimised(data, result, out)
+    r = result.record
+    click.echo(f"failure {r.failure_key} ({r.operator}, {r.stage}:{r.kind}): memories {result.memories_before} -> "
+               f"{result.memories_after}, state ops {result.ops_before} -> {result.ops_after} "
+               f"({result.tests} replays)")
+    click.echo(f"wrote {out}; check it with: ufuzz corpus check {out}")

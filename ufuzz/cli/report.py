@@ -1,0 +1,29 @@
+"""``ufuzz report``: one self-contained HTML file of a campaign."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("campaign_dir", type=click.Path(file_okay=False))
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+              help="The HTML file to write (default: report.html in the campaign dir).")
+@click.option("--db", default=None, help="SQLAlchemy URL if the corpus is not the campaign dir's SQLite file.")
+@click.option("--max-failures", type=click.IntRange(min=0), default=2000, show_default=True,
+              help="At most this many failures in the browser (causes and counts always cover all).")
+def report(campaign_dir: str, output: str | None, db: str | None, max_failures: int) -> None:
+    """Write a self-contained HTML report: summary, unique failures and coverage over executions, yields per
+    operator, causes and a browser of every failure. Nothing in it loads from the network."""
+    from ufuzz.reports.html import write_report
+
+    if not Path(campaign_dir).is_dir():
+        raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")
+    out = Path(output or Path(campaign_dir) / "report.html")
+    try:
+        path, stats = write_report(Path(campaign_dir), out, db=db, max_failures=max_failures)
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        raise click.ClickException(str(exc).strip("'\"")) from None
+    click.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB): {stats}")

@@ -1,0 +1,305 @@
+"""``ufuzz report``: one self-contained HTML file of a campaign.
+
+Sections: a summary, unique failures, causes and coverage over executions (from the campaign's
+``plot_data.csv``; campaigns recorded before it existed get the unique-failure curve from the failures'
+first execution), yields per operator, the causes, and a browser of every failure (each a ``<details>``
+element with everything ``ufuzz failures show`` prints), with filters by operator, kind, level and text.
+
+Nothing is loaded from anywhere: charts are inline SVG (matplotlib), the style and the filter script are inline,
+and a Content-Security-Policy allows no network at all and no script but the report's own (by its hash).
+Every text that comes from the campaign — memory texts, queries, responses, ids — is HTML-escaped: memory text is
+untrusted input, and a ``<script>`` or ``onerror=`` in a memory must show as text, never run (tested in a real
+headless browser).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ufuzz.corpus.campaign import CampaignData, load_campaign
+from ufuzz.corpus.store import CorpusStore
+from ufuzz.engine.plotdata import read_plot_data
+from ufuzz.reports.failures import baseline_of, failure_rows, failure_views, group_by_cause
+from ufuzz.reports.plot import Panel, Series, bar_chart_svg, inline_svg, line_chart_svg
+from ufuzz.reports.status import campaign_status
+
+__all__ = ["build_report", "write_report"]
+
+
+def esc(value: Any) -> str:
+    """HTML-escaped text of any value (quotes too: safe in attributes)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1180px;padding:0 18px 40px;
+color:#1d1d1f;line-height:1.4}
+h1{font-size:1.5em;margin:18px 0 4px}h2{font-size:1.2em;margin:28px 0 8px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:6px 0 12px;font-size:.9em}td,th{border:1px solid #ddd;padding:3px 7px;
+text-align:left;vertical-align:top}th{background:#f4f4f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.muted{color:#666}.chart svg{max-width:100%;height:auto}code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;
+font-size:.92em}details{border:1px solid #ddd;border-radius:4px;margin:4px 0;padding:2px 8px}
+details[open]{background:#fcfcfd}summary{cursor:pointer}.tag{display:inline-block;border-radius:3px;padding:0 5px;
+font-size:.8em;margin-left:3px;background:#eee}.t-supporting{background:#d8f3dc}.t-invalidated{background:#ffe5b4}
+.t-deleted{background:#ffd6d6}.t-offending{background:#ff9b9b;font-weight:bold}.t-new{background:#ffd6d6}
+.t-known{background:#e6e6e6}.t-regressed{background:#ff9b9b}.side{display:grid;grid-template-columns:1fr 1fr;
+gap:12px}.box{border-left:3px solid #ccc;padding-left:8px}.filters input,.filters select{margin-right:8px}
+.kv td:first-child{color:#555;white-space:nowrap}pre{white-space:pre-wrap;word-break:break-word;margin:2px 0}
+"""
+
+# The report's only script: filters the failure browser. It reads data-* attributes and the inputs' values and
+# only sets `hidden` and textContent, so no campaign text is ever parsed as HTML.
+_SCRIPT = """
+(function(){
+  var q=document.getElementById('f-text'),op=document.getElementById('f-operator'),
+      kind=document.getElementById('f-kind'),lvl=document.getElementById('f-level'),
+      count=document.getElementById('f-count'),items=document.querySelectorAll('details.failure');
+  function apply(){
+    var t=q.value.toLowerCase(),n=0;
+    for(var i=0;i<items.length;i++){
+      var d=items[i],ok=(!op.value||d.dataset.operator===op.value)&&(!kind.value||d.dataset.kind===kind.value)
+        &&(!lvl.value||d.dataset.level===lvl.value)&&(!t||d.textContent.toLowerCase().indexOf(t)>=0);
+      d.hidden=!ok;if(ok){n++;}
+    }
+    count.textContent=n+' of '+items.length+' shown';
+  }
+  [q,op,kind,lvl].forEach(function(e){e.addEventListener('input',apply);});
+  document.body.setAttribute('data-report-ready','1');
+  apply();
+})();
+"""
+
+
+def _csp() -> str:
+    digest = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode("ascii")
+    return (f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-{digest}'; "
+            "base-uri 'none'; form-action 'none'")
+
+
+# ====================================================================== sections
+
+
+def _kv(rows: list[tuple[str, Any]]) -> str:
+    return '<table class="kv">' + "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in rows) \
+        + "</table>"
+
+
+def _table(head: list[str], rows: list[list[Any]], numeric: set[int] = frozenset()) -> str:
+    out = ["<table><tr>", *(f"<th>{esc(h)}</th>" for h in head), "</tr>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f'<td class="n">{esc(c)}</td>' if i in numeric else f"<td>{c}</td>"
+                                    for i, c in enumerate(r)) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _summary(st: dict[str, Any], data: CampaignData, plot: list[dict[str, float]]) -> str:
+    cov = st["coverage"]
+    elapsed = plot[-1]["elapsed_s"] if plot else None
+    rows = [("campaign", st["campaign"]), ("status", st["status"]), ("backend", data.backend),
+            ("backend facts", ", ".join(f"{k}={v}" for k, v in sorted(data.backend_info.items()) if k != "backend")),
+            ("strategy / seed", f"{st.get('strategy')} / {st.get('seed')}"),
+            ("executions", f"{st['executions']} of budget {st.get('budget')} (parents {st['parent_executions']}, "
+                           f"mutants {st['mutant_executions']}, errored {st['failed_executions']})"),
+            ("mutants", f"{st['mutants']['valid']} valid, {st['mutants']['rejected']} rejected, "
+                        f"{st['retained']} retained"),
+            ("coverage", f"{cov['reached']}/{cov['total']} memories ({100 * cov['ratio']:.1f}%)"),
+            ("unique failures", st["unique_failures"]), ("errors", st["errors"]),
+            ("started", st.get("started_at")), ("finished", st.get("finished_at"))]
+    if elapsed is not None:
+        rows.append(("wall time", f"{elapsed:.1f} s"))
+    return "<h2 id='summary'>Summary</h2>" + _kv(rows)
+
+
+def _curves(plot: list[dict[str, float]], data: CampaignData, rows: list[dict[str, Any]]) -> str:
+    if plot:
+        xs = [p["executions"] for p in plot]
+        found = Panel("Unique failures and causes", "executions", "count", step=True, series=[
+            Series("unique failures", xs, [p["unique_failures"] for p in plot])])
+        if any(p["causes"] for p in plot):
+            found.series.append(Series("causes", xs, [p["causes"] for p in plot]))
+        total = max(p["coverage_total"] for p in plot) or 1
+        cov = Panel("Coverage", "executions", "memories reached / total", ymin=0.0, ymax=1.0, step=True,
+                    series=[Series("coverage", xs, [p["coverage"] / total for p in plot])])
+        note = ""
+        panels = [found, cov]
+    else:
+        seqs = sorted(r["first_seq"] or 0 for r in rows)
+        found = Panel("Unique failures", "executions", "count", step=True,
+                      series=[Series("unique failures", [0, *seqs], list(range(len(seqs) + 1)))])
+        panels = [found]
+        note = "<p class='muted'>No plot_data.csv in this campaign directory (recorded before it was written): " \
+               "the curve comes from each failure's first execution; coverage over time is not available.</p>"
+    svg = inline_svg(line_chart_svg(panels), "curves")
+    return f"<h2 id='curves'>Over executions</h2>{note}<div class='chart'>{svg}</div>"
+
+
+def _yields(data: CampaignData, rows: list[dict[str, Any]]) -> str:
+    store = CorpusStore(data.url)
+    try:
+        mutants = store.mutants(data.campaign_id)
+    finally:
+        store.close()
+    valid = Counter(m.operator for m in mutants if m.valid)
+    rejected = Counter(m.operator for m in mutants if not m.valid)
+    uf = Counter(r["operator"] for r in rows)
+    causes = {op: len({r["cause"] for r in rows if r["operator"] == op}) for op in uf}
+    ops = sorted(set(valid) | set(rejected) | set(uf), key=lambda o: (-(uf.get(o, 0)), o or ""))
+    table = _table(["operator", "valid mutants", "rejected", "unique failures", "causes", "failures / 100 valid"],
+                   [[esc(o), valid.get(o, 0), rejected.get(o, 0), uf.get(o, 0), causes.get(o, 0),
+                     f"{100 * uf.get(o, 0) / valid[o]:.1f}" if valid.get(o) else "-"] for o in ops],
+                   numeric={1, 2, 3, 4, 5})
+    chart = ""
+    if ops:
+        chart = "<div class='chart'>" + inline_svg(bar_chart_svg(
+            [str(o) for o in ops], {"unique failures": [uf.get(o, 0) for o in ops],
+                                    "causes": [causes.get(o, 0) for o in ops]},
+            xlabel="count"), "yields") + "</div>"
+    return f"<h2 id='yields'>Yields per operator</h2>{table}{chart}"
+
+
+def _causes(rows: list[dict[str, Any]]) -> str:
+    groups = group_by_cause(rows)
+    body = [[f"<span class='mono'>{esc(g['cause'][:12])}</span>", esc(g["operator"]), esc(g["stage"]), esc(g["kind"]),
+             g["unique"], g["occurrences"], len(g["seeds"]), esc(", ".join(g["offending"])),
+             f"<a href='#f-{esc(g['example'])}'>{esc(g['example'][:12])}</a>"] for g in groups]
+    return (f"<h2 id='causes'>Causes</h2><p class='muted'>{len(groups)} causes behind {len(rows)} unique failures "
+            "(one bug, however many wordings or targets showed it).</p>"
+            + _table(["cause", "operator", "level", "kind", "unique", "seen", "seeds", "offending", "example"], body,
+                     numeric={4, 5, 6}))
+
+
+def _ops_html(ops: list[dict[str, Any]]) -> str:
+    if not ops:
+        return "<p class='muted'>none: the query changed, the state did not</p>"
+    items = []
+    for o in ops:
+        if o["op"] == "add":
+            items.append(f"<li>add <code>{esc(o.get('memory_id'))}</code>: <q>{esc(o.get('text'))}</q></li>")
+        elif o["op"] == "update":
+            items.append(f"<li>update <code>{esc(o['target'])}</code>: <q>{esc(o.get('target_text'))}</q> → "
+                         f"<code>{esc(o.get('memory_id'))}</code>: <q>{esc(o.get('text'))}</q></li>")
+        else:
+            items.append(f"<li>{esc(o['op'])} <code>{esc(o['target'])}</code>: <q>{esc(o.get('target_text'))}</q></li>")
+    return "<ul>" + "".join(items) + "</ul>"
+
+
+def _ref_html(ref: dict[str, Any] | None) -> str:
+    if not ref:
+        return "<span class='muted'>no stored reference</span>"
+    parts = ["abstain" if ref.get("abstain") else f"answer <q>{esc(ref.get('answer'))}</q>"]
+    for k in ("supporting", "invalidated", "aliases", "stale_answers"):
+        if ref.get(k):
+            parts.append(f"{esc(k)}: {esc(', '.join(map(str, ref[k])))}")
+    return "; ".join(parts)
+
+
+def _side_html(label: str, case: dict[str, Any]) -> str:
+    if case.get("id") is None:
+        return f"<div class='box'><b>{esc(label)}</b>: not rebuildable</div>"
+    ex = case.get("execution")
+    out = [f"<div class='box'><b>{esc(label)}</b> <code>{esc(case['id'])}</code>",
+           f"<p>question: <q>{esc(case.get('query'))}</q></p>", f"<p>reference: {_ref_html(case.get('reference'))}</p>"]
+    if ex is None:
+        out.append("<p class='muted'>no recorded execution</p>")
+    else:
+        if ex.get("error"):
+            out.append(f"<p>backend error: <code>{esc(ex['error'])}</code></p>")
+        native = any(t["native_id"] not in (None, t["id"]) for t in ex["top"])
+        head = ["#", "id", *(["product id"] if native else []), "score", "text"]
+        rows = [[t["rank"], f"<code>{esc(t['id'])}</code>"
+                 + "".join(f"<span class='tag t-{esc(m)}'>{esc(m)}</span>" for m in t["marks"]),
+                 *([f"<code>{esc(t['native_id'])}</code>"] if native else []), f"{t['score']:.3f}", esc(t["text"])]
+                for t in ex["top"]]
+        out.append(_table(head, rows, numeric={0}) if rows else "<p class='muted'>nothing retrieved</p>")
+        if ex.get("response") is not None:
+            who = f" ({esc(ex['responder'])})" if ex.get("responder") else ""
+            out.append(f"<p>response{who}: <q>{esc(ex['response'])}</q></p>")
+    out.append("</div>")
+    return "".join(out)
+
+
+def _failure_html(v: dict[str, Any]) -> str:
+    tag = f"<span class='tag t-{esc(v['baseline'])}'>{esc(v['baseline'])}</span>" if v.get("baseline") else ""
+    query = (v.get("mutant") or {}).get("query") or ""
+    head = (f"<summary><span class='mono'>{esc(v['key'][:12])}</span> <b>{esc(v['operator'])}</b> "
+            f"{esc(v['stage'])}:{esc(v['kind'])}{tag} — <q>{esc(query[:120])}</q></summary>")
+    facts = _kv([("key", v["key"]), ("cause", v["cause"]), ("verdict", f"{v['stage']}:{v['kind']}"),
+                 ("offending", ", ".join(v["offending"]) or "-"), ("seed / case", f"{v['seed']} / {v['case']}"),
+                 ("seen", f"{v['occurrences']}x, first at execution {v['first_seq']}"),
+                 ("mutation", v.get("mutation") or "-"),
+                 ("checkpoint", f"{v['checkpoint']} ({v['checkpoint_memories']} memories)")])
+    inherited = ""
+    if v["inherited_ops"]:
+        inherited = f"<p>state the parent already had ({len(v['inherited_ops'])} ops):</p>" + _ops_html(v["inherited_ops"])
+    cmds = "".join(f"<pre>{esc(c)}</pre>" for c in v["commands"].values())
+    return (f"<details class='failure' id='f-{esc(v['key'])}' data-operator='{esc(v['operator'])}' "
+            f"data-kind='{esc(v['kind'])}' data-level='{esc(v['stage'])}'>{head}{facts}{inherited}"
+            f"<p>state change made by the mutation:</p>{_ops_html(v['state_change'])}"
+            f"<div class='side'>{_side_html('parent', v['parent'])}{_side_html('mutant', v['mutant'])}</div>"
+            f"<p>reproduce:</p>{cmds}</details>")
+
+
+def _browser(views: list[dict[str, Any]], total: int) -> str:
+    def options(field: str) -> str:
+        vals = sorted({str(v[field]) for v in views})
+        return "<option value=''>all</option>" + "".join(f"<option value='{esc(x)}'>{esc(x)}</option>" for x in vals)
+
+    cut = f" (the first {len(views)} of {total}; `--max-failures` shows more)" if len(views) < total else ""
+    filters = (f"<p class='filters'>operator <select id='f-operator'>{options('operator')}</select>"
+               f"kind <select id='f-kind'>{options('kind')}</select>level <select id='f-level'>{options('stage')}"
+               "</select>text <input id='f-text' type='search' placeholder='id, memory text, query…'>"
+               f"<span id='f-count' class='muted'></span></p>")
+    return (f"<h2 id='failures'>Failures{esc(cut)}</h2>{filters}" + "".join(_failure_html(v) for v in views))
+
+
+# ====================================================================== the page
+
+
+def build_report(campaign_dir: Path, *, db: str | None = None, max_failures: int = 2000) -> tuple[str, str]:
+    """(HTML, one-line stats) of the campaign in ``campaign_dir``."""
+    data = load_campaign(campaign_dir, db)
+    st = campaign_status(campaign_dir, db, campaign_id=data.campaign_id)
+    baseline = baseline_of(campaign_dir)
+    rows = failure_rows(data, baseline=baseline)
+    keys = [r["key"] for r in rows[:max_failures]]
+    views = failure_views(data, keys, campaign_dir=campaign_dir, db=db, baseline=baseline) if keys else []
+    plot = read_plot_data(Path(campaign_dir) / "plot_data.csv")
+    causes = len({r["cause"] for r in rows})
+    title = f"ufuzz report — {data.campaign_id}"
+    nav = " · ".join(f"<a href='#{a}'>{t}</a>" for a, t in (("summary", "summary"), ("curves", "over executions"),
+                                                          ("yields", "yields per operator"), ("causes", "causes"),
+                                                          ("failures", "failures")))
+    base = ""
+    if baseline is not None:
+        base = (f"<p>against baseline <code>{esc(baseline.corpus)}</code>: {len(baseline.known)} known, "
+                f"{len(baseline.new)} new, {len(baseline.regressed)} regressed</p>")
+    body = "".join([
+        f"<h1>{esc(title)}</h1><p class='muted'>{esc(len(rows))} unique failures, {causes} causes · generated "
+        f"{esc(time.strftime('%Y-%m-%d %H:%M:%S'))} · {nav}</p>{base}",
+        _summary(st, data, plot), _curves(plot, data, rows), _yields(data, rows), _causes(rows),
+        _browser(views, len(rows)),
+    ])
+    page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta http-equiv='Content-Security-Policy' content=\"{_csp()}\">"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{esc(title)}</title>"
+            f"<style>{_STYLE}</style></head><body>{body}<script>{_SCRIPT}</script></body></html>\n")
+    stats = f"{len(rows)} unique failures, {causes} causes, {len(views)} in the browser"
+    return page, stats
+
+
+def write_report(campaign_dir: Path, output: Path, *, db: str | None = None,
+                 max_failures: int = 2000) -> tuple[Path, str]:
+    """Write the report atomically (a temporary file beside ``output`` replaces it when complete)."""
+    page, stats = build_report(campaign_dir, db=db, max_failures=max_failures)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    tmp.replace(output)
+    return output, stats
