@@ -92,6 +92,12 @@ DEFAULT_LIVE_BUDGET_MB = 2500
 #: a RAM scratch directory is used for state files only with at least this much free space there.
 _SHM = Path("/dev/shm")
 _SHM_MIN_FREE = 4 << 30
+#: a state's Kuzu connection is replaced after this many backend calls: a connection keeps ~0.1-0.9 MB of
+#: native memory per query it ran (0.85 MB per search_) until it is closed, so a state that serves thousands
+#: of calls would grow by gigabytes.
+_RENEW_CONNECTION_EVERY = 32
+#: query/passage embeddings kept by the embedder (least recently used dropped; ~12 KB each)
+_EMBED_CACHE = 8192
 
 
 def _uuid(kind: str, key: str) -> str:
@@ -223,14 +229,22 @@ def _make_clients() -> tuple[Any, Any, Any]:
 
         def __init__(self) -> None:
             self.config = EmbedderConfig(embedding_dim=_EMBED_DIM)
-            self._cache: dict[str, list[float]] = {}
+            self._cache: OrderedDict[str, list[float]] = OrderedDict()
 
         def _get(self, texts: list[str]) -> list[list[float]]:
             missing = sorted({t for t in texts if t not in self._cache})
-            if missing:
-                for t, v in zip(missing, _encode(missing), strict=True):
-                    self._cache[t] = v
-            return [self._cache[t] for t in texts]
+            found = dict(zip(missing, _encode(missing), strict=True)) if missing else {}
+            out = []
+            for t in texts:
+                v = found.get(t)
+                if v is None:
+                    v = self._cache[t]
+                    self._cache.move_to_end(t)
+                out.append(v)
+            self._cache.update(found)
+            while len(self._cache) > _EMBED_CACHE:
+                self._cache.popitem(last=False)
+            return out
 
         async def create(self, input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]
                          ) -> list[float]:
@@ -321,6 +335,11 @@ def _driver_class() -> type:
             # (add_episode with a group_id raises AttributeError).
             self._database = ""
 
+        def renew_connection(self) -> None:
+            """A fresh connection (called between queries): gives back what the old one kept per query."""
+            old, self.client = self.client, kuzu.AsyncConnection(self.db, max_concurrent_queries=1)
+            old.close()
+
         def shutdown(self, *, checkpoint: bool = True) -> None:
             """Close the database. ``checkpoint=False`` for a state about to be deleted: Kuzu would otherwise
             checkpoint its WAL into the file on close (12+ MB written for a file removed right after)."""
@@ -350,6 +369,8 @@ class _State:
     ids: dict[str, str] = field(default_factory=dict)
     #: entity name -> node uuid (direct mode)
     nodes: dict[str, str] = field(default_factory=dict)
+    #: backend calls on the current connection
+    calls: int = 0
 
 
 class GraphitiBackend(MemoryBackend):
@@ -457,7 +478,12 @@ class GraphitiBackend(MemoryBackend):
         self._states.move_to_end(state)
         if st.driver is None:
             st.driver, st.graphiti = self._open_db(st.dir, op)
+            st.calls = 0
             self._within_budget(keep=state)
+        st.calls += 1
+        if st.calls > _RENEW_CONNECTION_EVERY:
+            st.driver.renew_connection()
+            st.calls = 1
         return st
 
     def _within_budget(self, keep: StateHandle) -> None:
