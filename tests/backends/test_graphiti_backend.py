@@ -229,3 +229,12 @@ def test_bad_state_dir_is_a_clear_error(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="state_dir"):
         GraphitiBackend(tmp_path / "c", {"state_dir": str(tmp_path / "file" / "sub")})
+
+
+def test_connection_renewed_without_changing_results(backend):
+    s = backend.build(_bigger())
+    first = _ranking(backend, s)
+    client = backend._states[s].driver.client
+    for _ in range(8):  # 6 queries each: past the renewal interval
+        assert _ranking(backend, s) == first
+    assert backend._states[s].driver.client is not client
