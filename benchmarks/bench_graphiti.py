@@ -1,6 +1,13 @@
-"""Graphiti-on-Kuzu adapter: search latency and fork (snapshot copy) vs re-ingest for a 200-memory checkpoint.
+"""Graphiti-on-Kuzu adapter: search latency and fork (snapshot copy) vs re-ingest for a 200-memory checkpoint;
+with ``--storage``: what a state costs in memory and on disk.
 
     python benchmarks/bench_graphiti.py [--memories 200] [--queries 40]
+    python benchmarks/bench_graphiti.py --storage [--cycles 40] [--calls 300]
+
+``--storage`` uses the shipped suite's checkpoints and prints, per ``state_dir`` (disk, RAM scratch): resident
+memory per open Kuzu database, RSS growth per retrieve on one state, fork time, bytes written per
+fork + add + update + retrieve + release cycle (/proc/self/io write_bytes), and the cost of reopening a state
+the live budget closed.
 
 Prints figures only; nothing is asserted.
 """
@@ -18,8 +25,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from ufuzz.backends.files import resident_mb, trim_heap  # noqa: E402
 from ufuzz.backends.graphiti import GraphitiBackend  # noqa: E402
 from ufuzz.model import Checkpoint, Entity, Fact, Memory  # noqa: E402
+from ufuzz.seeds.io import load_suite  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PEOPLE = ["Lena", "Omar", "Ravi", "Mia", "Tomas", "Anya", "Jun", "Sofia", "Kai", "Noor"]
 CITIES = ["Velmora", "Brask", "Orrin Bay", "Tessaly Heights", "Quarn", "Ostrel", "Miravel", "Dunholt"]
@@ -52,12 +63,79 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
 
 
+def rss_mb() -> float:
+    trim_heap()
+    return resident_mb()
+
+
+def written() -> int:
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("write_bytes:"):
+            return int(line.split()[1])
+    return 0
+
+
+def storage(cycles: int, calls: int) -> None:
+    cks = list(load_suite(ROOT / "seeds" / "default.jsonl").checkpoints.values())
+    qs = ["Where does my sister live these days?", "Who works at Halcyra Health?", "What pet did my mentor adopt?"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for state_dir in ("disk", "auto"):
+            b = GraphitiBackend(Path(tmp) / state_dir, {"state_dir": state_dir, "live_budget_mb": 0})
+            b.release(b.build(cks[0]))  # model load, first query plans
+            r0, w0 = rss_mb(), written()
+            t = time.perf_counter()
+            hs = [b.build(ck) for ck in cks]
+            build_s = (time.perf_counter() - t) / len(cks)
+            per_db = (rss_mb() - r0) / len(cks)
+            build_w = (written() - w0) / len(cks) / 2**20
+            s = hs[1]
+            for q in qs:
+                b.retrieve(s, q, 5)
+            r0 = rss_mb()
+            for i in range(calls):
+                b.retrieve(s, f"{qs[i % len(qs)]} {i}", 5)
+            growth = (rss_mb() - r0) / calls * 1024
+            fork_t, w0, t = [], written(), time.perf_counter()
+            for i in range(cycles):
+                a = time.perf_counter()
+                f = b.fork(s)
+                fork_t.append(time.perf_counter() - a)
+                b.add(f, Memory(f"bx{i}", "My sister moved to Brask last spring.", "2024-01-01T00:00:00"))
+                b.update(f, cks[1].memories[0].id, Memory(f"by{i}", "Greta now works in Brask.", "2024-02-01T00:00:00"))
+                b.retrieve(f, qs[0], 5)
+                b.release(f)
+            cycle_s = (time.perf_counter() - t) / cycles
+            cycle_w = (written() - w0) / cycles / 2**20
+            st = b._states[hs[2]]
+            st.driver.shutdown()
+            st.driver = st.graphiti = None
+            t = time.perf_counter()
+            b.retrieve(hs[2], qs[0], 5)  # reopens the closed state
+            reopen = time.perf_counter() - t
+            r0 = rss_mb()
+            for h in hs:
+                b.release(h)
+            freed = (r0 - rss_mb()) / len(hs)
+            print(f"[state_dir={state_dir}] build {build_s:.2f} s, {build_w:.1f} MiB written per state | resident "
+                  f"per open database {per_db:.0f} MB (freed on release {freed:.0f} MB) | RSS growth per retrieve "
+                  f"{growth:.0f} KB over {calls} calls | fork median {statistics.median(fork_t) * 1000:.0f} ms | "
+                  f"fork+add+update+retrieve+release {cycle_s * 1000:.0f} ms, {cycle_w:.2f} MiB written | "
+                  f"reopen a closed state + retrieve {reopen * 1000:.0f} ms")
+            b.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--memories", type=int, default=200)
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--storage", action="store_true", help="memory and disk cost of states (shipped suite)")
+    ap.add_argument("--cycles", type=int, default=40)
+    ap.add_argument("--calls", type=int, default=300)
     a = ap.parse_args()
+    if a.storage:
+        storage(a.cycles, a.calls)
+        return
     ck = checkpoint(a.memories)
     queries = [f"Where does {PEOPLE[i % len(PEOPLE)]} live?" if i % 2 == 0 else
                f"What is {PEOPLE[i % len(PEOPLE)]}'s job?" for i in range(a.queries)]

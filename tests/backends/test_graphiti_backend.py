@@ -169,3 +169,72 @@ def test_get_and_list_agree_with_writes(backend, ops):
         got = backend.get(s, mid)
         assert got is not None and (got.text, got.active) == (text, active)
     backend.release(s)
+
+
+# -- memory and disk: the live budget, scratch directories, cheap forks -------------------------------------
+@pytest.fixture
+def tight(tmp_path):
+    """A live budget every process is over: after each open, every other database is closed."""
+    b = GraphitiBackend(tmp_path / "tight", {"live_budget_mb": 1})
+    yield b
+    b.close()
+
+
+@pytest.mark.parametrize("check", CONFORMANCE_CHECKS, ids=lambda c: c.__name__)
+def test_conformance_with_states_closed_between_uses(check, tight):
+    check(tight)
+
+
+def test_closed_states_reopen_with_identical_results(backend, tight):
+    ck = _bigger()
+    a, b = backend.build(ck), tight.build(ck)
+    ta = backend.build(tiny_checkpoint("other"))
+    tb = tight.build(tiny_checkpoint("other"))  # closes b's database
+    assert tight._states[b].driver is None and tight.spills >= 1
+    new = Memory("zz", "Lena moved to Brask in spring.", "2024-05-01T00:00:00")
+    fa, fb = backend.fork(a), tight.fork(b)  # a closed source is copied without being opened
+    for x, fx in ((backend, fa), (tight, fb)):
+        assert x.add(fx, new).ok
+        assert x.update(fx, "m1", Memory("zz2", "Lena lives in Quarn now.", "2024-06-01T00:00:00")).ok
+    assert _ranking(tight, fb) == _ranking(backend, fa)
+    assert _ranking(tight, b) == _ranking(backend, a)  # reopened; the fork's writes never reached it
+    assert tight.list(tb) == backend.list(ta)
+    assert [m.id for m in tight.list(b)] == [m.id for m in backend.list(a)]
+
+
+def test_state_files_in_ram_scratch_are_removed_on_close(tmp_path):
+    b = GraphitiBackend(tmp_path / "c", {"state_dir": str(tmp_path / "ram")})
+    s = b.build(tiny_checkpoint())
+    link = tmp_path / "c" / "graphiti"
+    assert link.is_symlink() and b.root.parent == tmp_path / "ram"
+    assert b.stored_files(s)[0].is_relative_to(b.root)
+    b.release(b.fork(s))
+    assert [p.name for p in b.root.iterdir()] == [s]  # a released fork leaves nothing
+    root = b.root
+    b.close()
+    assert not root.exists() and not link.exists()
+
+
+def test_state_dir_disk_keeps_states_in_the_workdir(tmp_path):
+    b = GraphitiBackend(tmp_path / "c", {"state_dir": "disk"})
+    try:
+        s = b.build(tiny_checkpoint())
+        assert b.root == tmp_path / "c" / "graphiti" and not b.root.is_symlink()
+        assert b.stored_files(s)[0].parent.parent == b.root
+    finally:
+        b.close()
+
+
+def test_bad_state_dir_is_a_clear_error(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="state_dir"):
+        GraphitiBackend(tmp_path / "c", {"state_dir": str(tmp_path / "file" / "sub")})
+
+
+def test_connection_renewed_without_changing_results(backend):
+    s = backend.build(_bigger())
+    first = _ranking(backend, s)
+    client = backend._states[s].driver.client
+    for _ in range(8):  # 6 queries each: past the renewal interval
+        assert _ranking(backend, s) == first
+    assert backend._states[s].driver.client is not client

@@ -32,6 +32,13 @@ Retrieval options: ``reranker`` (``cross_encoder`` default, ``rrf``, ``mmr``), `
 false: Graphiti's default search also returns invalidated/expired edges; true adds ``invalid_at IS NULL``
 and ``expired_at IS NULL`` search filters), ``sim_min_score`` (Graphiti's default 0.6).
 
+Storage options: ``state_dir`` (``auto`` default: state files in a private RAM directory under ``/dev/shm``
+when it has room, else on disk; ``disk``; or a path), ``live_budget_mb`` (default 2500; past this resident
+size the least recently used databases are closed — files kept, reopened on next use; 0 = never),
+``buffer_pool_mb`` (default 64 per database), ``max_db_mb`` (default 1024). A fork checkpoints the source
+and clones its file (reflink where the file system has them, else a sparse copy); a released state is
+closed without a checkpoint.
+
 No cross-encoder model ships offline, so the ``CrossEncoderClient`` here ranks passages by MiniLM cosine
 similarity (scores in [-1, 1]); the ``rrf``/``mmr`` rerankers give rank-fusion/MMR scores instead.
 
@@ -44,15 +51,19 @@ import asyncio
 import os
 import re
 import shutil
+import tempfile
 import threading
 import uuid as uuidlib
 import warnings
+import weakref
+from collections import OrderedDict
 from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ufuzz.backends.files import clone_file, resident_mb, trim_heap
 from ufuzz.backends.protocol import (
     BackendError,
     BackendUnavailable,
@@ -75,6 +86,18 @@ _RERANKERS = ("cross_encoder", "rrf", "mmr")
 _WRITE_MODES = ("direct", "episode")
 #: MiniLM cosine below which the offline reader should abstain (cross_encoder reranker scores only).
 DEFAULT_ABSTAIN = 0.3
+#: default resident budget (MB) past which open states are closed: the model and torch take ~0.6 GB, each
+#: open Kuzu database ~130 MB, so about 14 databases stay open under 2.5 GB.
+DEFAULT_LIVE_BUDGET_MB = 2500
+#: a RAM scratch directory is used for state files only with at least this much free space there.
+_SHM = Path("/dev/shm")
+_SHM_MIN_FREE = 4 << 30
+#: a state's Kuzu connection is replaced after this many backend calls: a connection keeps ~0.1-0.9 MB of
+#: native memory per query it ran (0.85 MB per search_) until it is closed, so a state that serves thousands
+#: of calls would grow by gigabytes.
+_RENEW_CONNECTION_EVERY = 32
+#: query/passage embeddings kept by the embedder (least recently used dropped; ~12 KB each)
+_EMBED_CACHE = 8192
 
 
 def _uuid(kind: str, key: str) -> str:
@@ -150,6 +173,50 @@ def _encode(texts: list[str]) -> list[list[float]]:
     return [[float(x) for x in v] for v in vecs]
 
 
+def _state_root(workdir: Path, state_dir: str) -> Path:
+    """Where state databases live. ``auto``: a private directory in RAM (``/dev/shm``, when it is a writable
+    directory with room), linked from ``<workdir>/graphiti`` — every fork is a file copy, which would otherwise
+    write ~13 MB to disk per mutant; ``disk``: ``<workdir>/graphiti``; any other value: a private directory
+    under that path. A directory outside the working directory is removed on close, at exit, and by the worker's
+    parent when a worker dies (it follows the link)."""
+    link = workdir / "graphiti"
+    base: Path | None = None
+    if state_dir == "auto":
+        try:
+            if _SHM.is_dir() and os.access(_SHM, os.W_OK) and shutil.disk_usage(_SHM).free >= _SHM_MIN_FREE:
+                base = _SHM
+        except OSError:
+            base = None
+    elif state_dir != "disk":
+        base = Path(state_dir).expanduser()
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"graphiti option state_dir={state_dir!r}: cannot create it ({exc})") from exc
+    if link.is_symlink():
+        link.unlink()
+    elif base is not None and link.is_dir():  # stale states of an earlier run in this working directory
+        shutil.rmtree(link)
+    if base is None:
+        link.mkdir(parents=True, exist_ok=True)
+        return link
+    workdir.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="ufuzz-graphiti-", dir=base))
+    try:
+        link.symlink_to(root, target_is_directory=True)
+    except OSError:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    return root
+
+
+def _remove_root(workdir: Path, root: Path) -> None:
+    link = workdir / "graphiti"
+    if link.is_symlink():
+        shutil.rmtree(root, ignore_errors=True)
+        link.unlink(missing_ok=True)
+
+
 def _make_clients() -> tuple[Any, Any, Any]:
     """The local EmbedderClient, CrossEncoderClient and a no-LLM client (classes built lazily)."""
     from graphiti_core.cross_encoder.client import CrossEncoderClient
@@ -162,14 +229,22 @@ def _make_clients() -> tuple[Any, Any, Any]:
 
         def __init__(self) -> None:
             self.config = EmbedderConfig(embedding_dim=_EMBED_DIM)
-            self._cache: dict[str, list[float]] = {}
+            self._cache: OrderedDict[str, list[float]] = OrderedDict()
 
         def _get(self, texts: list[str]) -> list[list[float]]:
             missing = sorted({t for t in texts if t not in self._cache})
-            if missing:
-                for t, v in zip(missing, _encode(missing), strict=True):
-                    self._cache[t] = v
-            return [self._cache[t] for t in texts]
+            found = dict(zip(missing, _encode(missing), strict=True)) if missing else {}
+            out = []
+            for t in texts:
+                v = found.get(t)
+                if v is None:
+                    v = self._cache[t]
+                    self._cache.move_to_end(t)
+                out.append(v)
+            self._cache.update(found)
+            while len(self._cache) > _EMBED_CACHE:
+                self._cache.popitem(last=False)
+            return out
 
         async def create(self, input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]
                          ) -> list[float]:
@@ -260,7 +335,21 @@ def _driver_class() -> type:
             # (add_episode with a group_id raises AttributeError).
             self._database = ""
 
-        def shutdown(self) -> None:
+        def renew_connection(self) -> None:
+            """A fresh connection (called between queries): gives back what the old one kept per query."""
+            old, self.client = self.client, kuzu.AsyncConnection(self.db, max_concurrent_queries=1)
+            old.close()
+
+        def shutdown(self, *, checkpoint: bool = True) -> None:
+            """Close the database. ``checkpoint=False`` for a state about to be deleted: Kuzu would otherwise
+            checkpoint its WAL into the file on close (12+ MB written for a file removed right after)."""
+            if not checkpoint:
+                try:
+                    conn = kuzu.Connection(self.db)
+                    conn.execute("CALL force_checkpoint_on_close=false;")
+                    conn.close()
+                except Exception:  # noqa: BLE001 - best effort: the close still works, it just writes
+                    pass
             for thing in (self.client, self.db):
                 try:
                     thing.close()
@@ -273,12 +362,15 @@ def _driver_class() -> type:
 @dataclass
 class _State:
     dir: Path
+    #: the open database; both None while the state is closed (its checkpointed file stays in ``dir``)
     driver: Any
     graphiti: Any
     #: ufuzz memory id -> native uuid (edge uuid in direct mode, episode uuid in episode mode)
     ids: dict[str, str] = field(default_factory=dict)
     #: entity name -> node uuid (direct mode)
     nodes: dict[str, str] = field(default_factory=dict)
+    #: backend calls on the current connection
+    calls: int = 0
 
 
 class GraphitiBackend(MemoryBackend):
@@ -295,8 +387,12 @@ class GraphitiBackend(MemoryBackend):
         self.sim_min_score = _opt_float(o, "sim_min_score", 0.6)
         default_abstain = DEFAULT_ABSTAIN if self.reranker == "cross_encoder" else None
         self.abstain_threshold = _opt_float(o, "abstain_threshold", default_abstain)
-        self.buffer_pool_mb = int(_opt_float(o, "buffer_pool_mb", 256) or 256)
+        self.buffer_pool_mb = int(_opt_float(o, "buffer_pool_mb", 64) or 64)
         self.max_db_mb = int(_opt_float(o, "max_db_mb", 1024) or 1024)
+        #: resident-memory budget (MB) of this process for open Kuzu databases: past it, the least recently used
+        #: states are closed (their files stay) and reopened on next use. 0 = no budget.
+        self.live_budget_mb = float(_opt_float(o, "live_budget_mb", DEFAULT_LIVE_BUDGET_MB) or 0)
+        state_dir = str(o.get("state_dir") or "auto")
         self.llm_base_url = o.get("llm_base_url") or None
         self.llm_model = o.get("llm_model") or None
         self.llm_api_key_env = str(o.get("llm_api_key_env") or "OPENAI_API_KEY")
@@ -306,9 +402,10 @@ class GraphitiBackend(MemoryBackend):
         if not ok:
             raise BackendUnavailable("graphiti backend needs graphiti-core and kuzu", hint)
         os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
-        self.root = self.workdir / "graphiti"
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._states: dict[StateHandle, _State] = {}
+        self.root = _state_root(self.workdir, state_dir)
+        self._remove_root = weakref.finalize(self, _remove_root, self.workdir, self.root)  # also at exit
+        self._states: OrderedDict[StateHandle, _State] = OrderedDict()  # least recently used first
+        self.spills = 0  # databases closed by the live budget (reopened on next use)
         self._counter = 0
         self._embedder, self._ranker, self._nollm_cls = _make_clients()
         self._llm: Any = None  # the OpenAIGenericClient of write_mode=episode, made on first use
@@ -374,10 +471,38 @@ class GraphitiBackend(MemoryBackend):
             raise BackendError(f"graphiti {op}: {type(exc).__name__}: {exc}") from exc
 
     def _state(self, state: StateHandle, op: str) -> _State:
+        """The state, its database open (reopened from its file if the live budget closed it)."""
         st = self._states.get(state)
         if st is None:
             raise BackendError(f"graphiti {op}: unknown state {state!r}")
+        self._states.move_to_end(state)
+        if st.driver is None:
+            st.driver, st.graphiti = self._open_db(st.dir, op)
+            st.calls = 0
+            self._within_budget(keep=state)
+        st.calls += 1
+        if st.calls > _RENEW_CONNECTION_EVERY:
+            st.driver.renew_connection()
+            st.calls = 1
         return st
+
+    def _within_budget(self, keep: StateHandle) -> None:
+        """Close least recently used databases while this process is over ``live_budget_mb``. Every open Kuzu
+        database costs ~130 MB resident whatever its buffer pool (hash indexes of ~20 tables, FTS index
+        structures, one allocator arena per database thread), so the number open at once is what bounds
+        memory; a closed state keeps its checkpointed file and reopens in ~50 ms."""
+        if not self.live_budget_mb or resident_mb() <= self.live_budget_mb:
+            return
+        for handle in list(self._states):
+            st = self._states[handle]
+            if handle == keep or st.driver is None:
+                continue
+            st.driver.shutdown()  # checkpoints: the reopened file needs no WAL replay
+            st.driver = st.graphiti = None
+            self.spills += 1
+            trim_heap()
+            if resident_mb() <= self.live_budget_mb:
+                return
 
     def _new_dir(self) -> tuple[StateHandle, Path]:
         self._counter += 1
@@ -389,6 +514,10 @@ class GraphitiBackend(MemoryBackend):
         return handle, d
 
     def _open(self, d: Path, op: str) -> _State:
+        driver, g = self._open_db(d, op)
+        return _State(dir=d, driver=driver, graphiti=g)
+
+    def _open_db(self, d: Path, op: str) -> tuple[Any, Any]:
         from graphiti_core import Graphiti
 
         llm = self._llm_client()
@@ -400,7 +529,7 @@ class GraphitiBackend(MemoryBackend):
         except Exception as exc:  # noqa: BLE001
             raise BackendError(f"graphiti {op}: cannot open Kuzu database in {d.name}: {exc}") from exc
         g = Graphiti(graph_driver=driver, llm_client=llm, embedder=self._embedder, cross_encoder=self._ranker)
-        return _State(dir=d, driver=driver, graphiti=g)
+        return driver, g
 
     def _llm_client(self) -> Any:
         if self.write_mode != "episode":
@@ -420,6 +549,7 @@ class GraphitiBackend(MemoryBackend):
         handle, d = self._new_dir()
         st = self._open(d, "build")
         self._states[handle] = st
+        self._within_budget(keep=handle)
         try:
             # Known bug 2: KuzuDriver.build_indices_and_constraints is a no-op, so the FTS indexes that BM25
             # search queries are never created; the graph-ops implementation creates them.
@@ -435,23 +565,32 @@ class GraphitiBackend(MemoryBackend):
         return handle
 
     def fork(self, state: StateHandle) -> StateHandle:
-        src = self._state(state, "fork")
-        self._run("fork", src.driver.execute_query("CHECKPOINT;"))
+        """CHECKPOINT (writes only what the WAL holds) and clone the database file: a reflink where the file
+        system has them, else a sparse copy (about half of a Kuzu file is zero pages). A closed source is
+        already checkpointed and is copied without being opened."""
+        src = self._states.get(state)
+        if src is None:
+            raise BackendError(f"graphiti fork: unknown state {state!r}")
+        self._states.move_to_end(state)
+        if src.driver is not None:
+            self._run("fork", src.driver.execute_query("CHECKPOINT;"))
         handle, d = self._new_dir()
         for f in sorted(src.dir.iterdir()):
             if f.is_file():
-                shutil.copy2(f, d / f.name)
+                clone_file(f, d / f.name)
         st = self._open(d, "fork")
         st.ids = dict(src.ids)
         st.nodes = dict(src.nodes)
         self._states[handle] = st
+        self._within_budget(keep=handle)
         return handle
 
     def release(self, state: StateHandle) -> None:
         st = self._states.pop(state, None)
         if st is None:
             return
-        st.driver.shutdown()
+        if st.driver is not None:
+            st.driver.shutdown(checkpoint=False)
         shutil.rmtree(st.dir, ignore_errors=True)
 
     def close(self) -> None:
@@ -468,6 +607,7 @@ class GraphitiBackend(MemoryBackend):
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         self._loop.close()
+        self._remove_root()
 
     # -- direct-mode writes -------------------------------------------------------------------------------
     async def _node(self, st: _State, name: str, created: datetime, label: str | None = None) -> str:

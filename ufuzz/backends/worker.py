@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ufuzz.backends.files import remove_linked_dirs, trim_heap
 from ufuzz.backends.protocol import (
     BackendError,
     BackendUnavailable,
@@ -100,23 +101,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _trim() -> None:
-    """Give freed heap back to the system. Kuzu frees a closed database's ~90 MB into glibc's arenas, which keep
-    it: without this the worker's resident size tracks the most states ever open at once, not the states open
-    now, and the memory limit would recycle a worker that holds nothing."""
-    global _LIBC
-    if _LIBC is None:
-        try:
-            import ctypes
-
-            _LIBC = ctypes.CDLL("libc.so.6")
-            _LIBC.malloc_trim.argtypes = [ctypes.c_size_t]
-        except (OSError, AttributeError):
-            _LIBC = False
-    if _LIBC:
-        _LIBC.malloc_trim(0)
-
-
-_LIBC: Any = None
+    """Give freed heap back to the system after a release. Kuzu frees a closed database's ~90 MB into glibc's
+    arenas, which keep it: without this the worker's resident size tracks the most states ever open at once,
+    not the states open now, and the memory limit would recycle a worker that holds nothing."""
+    trim_heap()
 
 
 def default_max_rss_mb() -> float:
@@ -295,6 +283,7 @@ class WorkerBackend(MemoryBackend):
                 pass
         if conn is not None:
             conn.close()
+        remove_linked_dirs(self._gen_dir(self._gen))  # scratch directories the adapter kept elsewhere (RAM)
         shutil.rmtree(self._gen_dir(self._gen), ignore_errors=True)
 
     def _stop_worker(self) -> None:
