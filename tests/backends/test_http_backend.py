@@ -12,9 +12,9 @@ import tomllib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.conformance import CONFORMANCE_CHECKS, tiny_checkpoint
 from tests.support.http_product_server import start_product_server
 from ufuzz.backends import registry
+from ufuzz.backends.conformance import CHECKS, tiny_checkpoint
 from ufuzz.backends.http import HttpBackend, JsonPath, parse_config
 from ufuzz.backends.protocol import BackendError
 from ufuzz.model import Memory
@@ -81,7 +81,7 @@ def backend(tmp_path, server, token_env):
     b.close()
 
 
-@pytest.mark.parametrize("check", CONFORMANCE_CHECKS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.name)
 def test_conformance(check, backend):
     check(backend)
 
@@ -203,7 +203,7 @@ def test_unknown_ids_are_reported_not_crashes(backend):
     assert not backend.delete(s, "nope").ok
     assert not backend.add(s, Memory("m1", "dup", "2024-01-01")).ok
     assert backend.delete(s, "m4").ok and not backend.delete(s, "m4").ok
-    with pytest.raises(BackendError, match="unknown or released state"):
+    with pytest.raises(BackendError, match="retrieve: unknown state 'no-such-state'"):
         backend.retrieve("no-such-state", "x", 1)
 
 

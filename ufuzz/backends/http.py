@@ -59,6 +59,7 @@ from typing import Annotated, Any
 import tomllib
 from pydantic import Field, StringConstraints, ValidationError
 
+from ufuzz.backends.options import Option
 from ufuzz.backends.protocol import (
     BackendError,
     BackendUnreachable,
@@ -69,6 +70,7 @@ from ufuzz.backends.protocol import (
     StateHandle,
     StoredMemory,
 )
+from ufuzz.backends.states import StateTable
 from ufuzz.model import Checkpoint, Memory
 from ufuzz.strict import StrictModel, Text, field_path, first_error
 
@@ -431,18 +433,17 @@ class HttpBackend(MemoryBackend):
     """A memory product reached over HTTP, described by a TOML file (see the module docstring)."""
 
     name = "http"
-    extra = None  # stdlib only
+    extra = None  # no library of its own beyond the core dependencies
+    options_spec = (
+        Option("config", required=True, help="path of the product TOML file, e.g. --config product.toml "
+                                             "(see examples/product.toml)"),
+        Option("base_url", url=True, help="overrides the file's base_url"),
+    )
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)
-        bad = sorted(set(self.options) - {"config", "base_url"})
-        if bad:
-            raise ValueError(f"http backend: unknown option(s) {', '.join(bad)}; known: config, base_url")
-        if not self.options.get("config"):
-            raise ValueError("http backend: option 'config' (path of the product TOML file) is required "
-                             "(e.g. --config product.toml)")
-        self.config_path = Path(str(self.options["config"]))
-        self.config = load_config(self.config_path, self.options.get("base_url") or None)
+        self.config_path = Path(self.settings["config"])
+        self.config = load_config(self.config_path, self.settings["base_url"])
         self._secret: str | None = None
         if self.config.auth_env:
             secret = os.environ.get(self.config.auth_env)
@@ -452,8 +453,9 @@ class HttpBackend(MemoryBackend):
             self._secret = secret
         self._run_id = uuid.uuid4().hex[:8]
         self._lock = threading.RLock()
-        self._states: dict[str, _State] = {}
-        self._next = 1
+        # a state's handle is its namespace: <prefix><run>-s<n>
+        self._states: StateTable[_State] = StateTable("http backend",
+                                                      prefix=f"{self.config.ns_prefix}{self._run_id}-s")
 
     def __repr__(self) -> str:
         return f"HttpBackend(config={str(self.config_path)!r}, base_url={self.config.base_url!r})"
@@ -568,11 +570,17 @@ class HttpBackend(MemoryBackend):
             raise type(last)(f"{last} (after {attempts} attempts)")
         raise last
 
+    def _find(self, op_name: str, jp: JsonPath, doc: Any) -> list[Any]:
+        try:
+            return jp.find(doc)
+        except ValueError as exc:
+            raise self._fail(op_name, str(exc)) from None
+
     def _one(self, op_name: str, key: str, doc: Any, required: bool = True) -> Any:
         jp = self.config.ops[op_name].paths.get(key)
         if jp is None:
             return None
-        vals = jp.find(doc)
+        vals = self._find(op_name, jp, doc)
         if not vals:
             if required:
                 raise self._fail(op_name, f"response has no value at {key} = {jp.text!r}")
@@ -583,26 +591,21 @@ class HttpBackend(MemoryBackend):
         jp = self.config.ops[op_name].paths.get(key)
         if jp is None:
             return None
-        if not jp.prefix_found(doc):
+        try:
+            found = jp.prefix_found(doc)
+        except ValueError as exc:
+            raise self._fail(op_name, str(exc)) from None
+        if not found:
             raise self._fail(op_name, f"response has no list at {key} = {jp.text!r}: {str(doc)[:200]}")
-        vals = jp.find(doc)
+        vals = self._find(op_name, jp, doc)
         if n is not None and len(vals) != n:
             raise self._fail(op_name, f"response has {len(vals)} values at {key} = {jp.text!r} "
                                       f"but {n} ids")
         return vals
 
-    def _state(self, state: StateHandle) -> _State:
-        st = self._states.get(state)
-        if st is None:
-            raise BackendError(f"http backend: unknown or released state {state!r}")
-        return st
-
     def _new_state(self) -> _State:
-        ns = f"{self.config.ns_prefix}{self._run_id}-s{self._next}"
-        self._next += 1
-        st = _State(ns)
-        self._states[ns] = st
-        return st
+        ns = self._states.mint()
+        return self._states.put(ns, _State(ns))
 
     # -- states ------------------------------------------------------------------------------------------
     def build(self, checkpoint: Checkpoint) -> StateHandle:
@@ -616,7 +619,7 @@ class HttpBackend(MemoryBackend):
                     if not res.ok:
                         raise BackendError(f"http backend: build of {checkpoint.id!r}: {res.detail}")
             except BackendError:
-                self._states.pop(st.namespace, None)
+                self._states.pop(st.namespace)
                 raise
             return st.namespace
 
@@ -624,12 +627,12 @@ class HttpBackend(MemoryBackend):
         if "snapshot" not in self.config.ops:
             raise NotImplementedError("http backend: no [snapshot] operation configured")
         with self._lock:
-            src = self._state(state)
+            src = self._states.get(state, "fork")
             dst = self._new_state()
             try:
                 self._request("snapshot", {"namespace": src.namespace, "target": dst.namespace})
             except BackendError:
-                self._states.pop(dst.namespace, None)
+                self._states.pop(dst.namespace)
                 raise
             dst.to_product = dict(src.to_product)  # a snapshot keeps the product's ids
             dst.to_ufuzz = dict(src.to_ufuzz)
@@ -637,7 +640,7 @@ class HttpBackend(MemoryBackend):
 
     def release(self, state: StateHandle) -> None:
         with self._lock:
-            st = self._states.pop(state, None)
+            st = self._states.pop(state)
             if st is None or "drop" not in self.config.ops:
                 return
             try:
@@ -648,7 +651,7 @@ class HttpBackend(MemoryBackend):
     # -- retrieval -----------------------------------------------------------------------------------------
     def retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "retrieve")
             if k <= 0:
                 return []
             _status, doc = self._request("search", {"namespace": st.namespace, "query": query, "k": k})
@@ -678,7 +681,7 @@ class HttpBackend(MemoryBackend):
     # -- native operations -----------------------------------------------------------------------------------
     def add(self, state: StateHandle, memory: Memory) -> OpResult:
         with self._lock:
-            return self._add(self._state(state), memory)
+            return self._add(self._states.get(state, "add"), memory)
 
     def _add(self, st: _State, memory: Memory) -> OpResult:
         if memory.id in st.to_product:
@@ -695,7 +698,7 @@ class HttpBackend(MemoryBackend):
         if "update" not in self.config.ops:
             raise BackendError(f"http backend ({self.config.source}): no [update] operation configured")
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "update")
             pid = st.to_product.get(memory_id)
             if pid is None:
                 return OpResult("update", False, memory_id, detail=f"unknown memory id {memory_id!r}")
@@ -721,7 +724,7 @@ class HttpBackend(MemoryBackend):
         if "delete" not in self.config.ops:
             raise BackendError(f"http backend ({self.config.source}): no [delete] operation configured")
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "delete")
             pid = st.to_product.get(memory_id)
             if pid is None:
                 return OpResult("delete", False, memory_id, detail=f"unknown memory id {memory_id!r}")
@@ -734,7 +737,7 @@ class HttpBackend(MemoryBackend):
     # -- observation -------------------------------------------------------------------------------------------
     def get(self, state: StateHandle, memory_id: str) -> StoredMemory | None:
         with self._lock:
-            return self._get(self._state(state), memory_id)
+            return self._get(self._states.get(state, "get"), memory_id)
 
     def _get(self, st: _State, memory_id: str) -> StoredMemory | None:
         pid = st.to_product.get(memory_id)
@@ -753,7 +756,7 @@ class HttpBackend(MemoryBackend):
 
     def list(self, state: StateHandle) -> list[StoredMemory]:
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "list")
             _status, doc = self._request("list", {"namespace": st.namespace})
             ids = self._many("list", "ids", doc, None) or []
             texts = self._many("list", "texts", doc, len(ids)) or []
