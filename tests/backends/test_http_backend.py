@@ -280,7 +280,7 @@ def test_example_config_parses_with_every_operation():
     assert cfg.retries == 0 and cfg.auth_env == ENV
 
 
-# -- the JSON-path subset -------------------------------------------------------------------------------
+# -- JSON paths (python-jsonpath, RFC 9535) ----------------------------------------------------------------
 
 _keys = st.text(alphabet="abcdefghij_", min_size=1, max_size=6)
 _scalars = st.one_of(st.integers(), st.text(max_size=5), st.booleans(), st.none())
@@ -301,10 +301,43 @@ def test_json_path_wildcard_selects_each_item(outer, inner, items, value):
     assert not JsonPath.parse(f"$.{outer}x[*].{inner}").prefix_found(doc)
 
 
-@pytest.mark.parametrize("bad", ["results", "$.", "$..id", "$[*", "$.a[?(@.x)]", "$.a b"])
-def test_json_path_rejects_unsupported_syntax(bad):
-    with pytest.raises(ValueError, match="bad JSON path"):
+@settings(max_examples=60, deadline=None)
+@given(outer=_keys, items=st.dictionaries(_keys, _scalars, max_size=5))
+def test_json_path_wildcard_over_an_object_selects_its_values(outer, items):
+    """As the hand-written subset did: ``[*]`` on an object reaches its member values, in order."""
+    assert JsonPath.parse(f"$.{outer}[*]").find({outer: items}) == list(items.values())
+
+
+@pytest.mark.parametrize(("path", "doc", "found"), [
+    ("$", "plain", ["plain"]),  # a JSON string response is a value, never re-read as JSON text
+    ("$.a", "plain", []),
+    ("$.memory.text", {"memory": {"text": None}}, [None]),
+    ("$['odd key'].x-y", {"odd key": {"x-y": 3}}, [3]),
+    ('$["results"][-1].id', {"results": [{"id": "a"}, {"id": "b"}]}, ["b"]),
+    ("$.results[9].id", {"results": [{"id": "a"}]}, []),
+    ("$.results[*].id", {"results": "not a list"}, []),
+])
+def test_json_path_keeps_the_old_subset_semantics(path, doc, found):
+    assert JsonPath.parse(path).find(doc) == found
+
+
+def test_json_path_also_reads_rfc9535_filters_and_descendants():
+    doc = {"results": [{"id": "a", "score": 0.9}, {"id": "b", "score": 0.1}], "meta": {"id": "x"}}
+    jp = JsonPath.parse("$.results[?@.score > 0.5].id")
+    assert jp.multi and jp.find(doc) == ["a"]
+    assert JsonPath.parse("$..id").find(doc) == ["a", "b", "x"]
+    assert JsonPath.parse("$.results[1:].id").find(doc) == ["b"]
+    assert not JsonPath.parse("$.results[0]['id']").multi
+
+
+@pytest.mark.parametrize(("bad", "why"), [("results", "must start with '$'"), ("$.", "at the end"),
+                                         ("$[*", "at the end"), ("$.a b", "at position 4"),
+                                         ("$.a | $.b", "at position 4")])
+def test_json_path_rejects_bad_syntax_with_the_position(bad, why):
+    with pytest.raises(ValueError) as ei:
         JsonPath.parse(bad)
+    msg = str(ei.value)
+    assert msg.startswith(f"bad JSON path {bad!r}: ") and why in msg and "\n" not in msg, msg
 
 
 def test_static_capabilities_for_the_backends_listing():

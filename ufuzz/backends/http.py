@@ -32,7 +32,10 @@ is replaced by the typed value) and JSON paths to the response fields:
   version, the old one stays as superseded), ``id`` (the product's id of the written memory)
 
 Placeholders: ``namespace``, ``id`` (product id), ``uid`` (ufuzz id), ``text``, ``timestamp``, ``query``,
-``k``, ``new_id``, ``target``. JSON paths are a small subset: ``$``, ``.name``, ``['name']``, ``[3]``, ``[*]``.
+``k``, ``new_id``, ``target``. JSON paths are RFC 9535 JSONPath (evaluated by the ``python-jsonpath`` library):
+``$``, ``.name``, ``['name']``, ``[3]``, ``[-1]``, ``[*]``, and also ``..name``, slices and filters
+(``$.results[?@.score > 0]``); a path must start at ``$``. Paths of ``search`` and ``list`` must select a list
+(not be an RFC "singular query").
 
 Malformed configuration raises ``ValueError`` naming the file and key (``product.toml: [search] missing
 'path'``); HTTP errors, timeouts and unreadable responses raise ``BackendError`` naming the operation and
@@ -57,6 +60,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import tomllib
+from jsonpath import JSONPath, JSONPathEnvironment, JSONPathError
 from pydantic import Field, StringConstraints, ValidationError
 
 from ufuzz.backends.options import Option
@@ -74,69 +78,72 @@ from ufuzz.backends.states import StateTable
 from ufuzz.model import Checkpoint, Memory
 from ufuzz.strict import StrictModel, Text, field_path, first_error
 
-# -- a small JSON-path subset ----------------------------------------------------------------------------
+# -- JSON paths (RFC 9535, through python-jsonpath) --------------------------------------------------------
 
-_WILD = object()
-_SEG = re.compile(r"""\.(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)|\[(?:(?P<idx>-?\d+)|(?P<star>\*)|'(?P<sq>[^']*)'|"(?P<dq>[^"]*)")\]""")
+#: strict = RFC 9535 as written: no unions or other extensions, so a config means the same in any JSONPath tool
+_JSONPATH = JSONPathEnvironment(strict=True)
+
+
+def _reason(exc: JSONPathError) -> str:
+    """python-jsonpath's one-line reason and where it is (its ``str()`` draws a multi-line caret picture)."""
+    msg = str(exc.args[0]) if exc.args else type(exc).__name__
+    token = getattr(exc, "token", None)
+    if token is None:
+        return msg
+    return f"{msg} at the end" if token.index < 0 else f"{msg} at position {token.index}"
 
 
 @dataclass(frozen=True)
 class JsonPath:
-    """``$.results[*].id`` style paths: names, quoted names, integer indexes and the ``[*]`` wildcard."""
+    """A JSONPath to a response field (``$.results[*].id``, ``$['memory']['text']``, ``$.hits[?@.score > 0]``).
+
+    Parsing and evaluation are python-jsonpath's RFC 9535 implementation; this class adds what the config needs:
+    the path must start at the root ``$``, ``multi`` tells a list-valued path (one that is not an RFC "singular
+    query") from a one-value path, and :meth:`prefix_found` tells a misconfigured path from an empty result.
+    """
 
     text: str
-    segments: tuple[Any, ...]
+    compiled: JSONPath
 
     @property
     def multi(self) -> bool:
-        return any(s is _WILD for s in self.segments)
+        return not self.compiled.singular_query()
 
     @classmethod
-    def parse(cls, text: str) -> JsonPath:
+    def parse(cls, text: Any) -> JsonPath:
         if not isinstance(text, str) or not text.startswith("$"):
             raise ValueError(f"bad JSON path {text!r}: must start with '$'")
-        pos, segs = 1, []
-        while pos < len(text):
-            m = _SEG.match(text, pos)
-            if not m:
-                raise ValueError(f"bad JSON path {text!r}: cannot read from position {pos} ({text[pos:]!r}); "
-                                 "supported: .name, ['name'], [0], [*]")
-            if m.group("name") is not None:
-                segs.append(m.group("name"))
-            elif m.group("idx") is not None:
-                segs.append(int(m.group("idx")))
-            elif m.group("star") is not None:
-                segs.append(_WILD)
-            else:
-                segs.append(m.group("sq") if m.group("sq") is not None else m.group("dq"))
-            pos = m.end()
-        return cls(text, tuple(segs))
+        try:
+            compiled = _JSONPATH.compile(text)
+        except JSONPathError as exc:
+            raise ValueError(f"bad JSON path {text!r}: {_reason(exc)} (RFC 9535 JSONPath, e.g. "
+                             "$.results[*].id)") from None
+        if not isinstance(compiled, JSONPath):  # a union; strict mode does not parse one, but never guess
+            raise ValueError(f"bad JSON path {text!r}: one path only, no unions")
+        return cls(text, compiled)
 
     def prefix_found(self, doc: Any) -> bool:
-        """Whether the part before the first ``[*]`` reaches a list or object (a wildcard path over a
-        missing key is a misconfiguration, not an empty result)."""
-        first = self.segments.index(_WILD) if self.multi else len(self.segments)
-        head = JsonPath(self.text, self.segments[:first]).find(doc)
+        """Whether the longest one-value prefix of a list-valued path reaches a list or object (a wildcard
+        path over a missing key is a misconfiguration, not an empty result)."""
+        segments = self.compiled.segments
+        cut = len(segments)
+        while cut and not JSONPath(env=_JSONPATH, segments=segments[:cut]).singular_query():
+            cut -= 1
+        head = _find(JSONPath(env=_JSONPATH, segments=segments[:cut]), doc)
         return bool(head) and (not self.multi or all(isinstance(v, list | dict) for v in head))
 
     def find(self, doc: Any) -> list[Any]:
-        """Every value the path reaches (missing keys and out-of-range indexes reach nothing)."""
-        vals = [doc]
-        for seg in self.segments:
-            nxt: list[Any] = []
-            for v in vals:
-                if seg is _WILD:
-                    if isinstance(v, list):
-                        nxt.extend(v)
-                    elif isinstance(v, dict):
-                        nxt.extend(v.values())
-                elif isinstance(seg, int):
-                    if isinstance(v, list) and -len(v) <= seg < len(v):
-                        nxt.append(v[seg])
-                elif isinstance(v, dict) and seg in v:
-                    nxt.append(v[seg])
-            vals = nxt
-        return vals
+        """Every value the path reaches, in document order (missing keys and indexes reach nothing)."""
+        return _find(self.compiled, doc)
+
+
+def _find(path: JSONPath, doc: Any) -> list[Any]:
+    if isinstance(doc, str):  # python-jsonpath would parse a str as JSON text; here it is a JSON string value
+        return [doc] if not path.segments else []
+    try:
+        return path.findall(doc)
+    except JSONPathError as exc:  # e.g. a filter function given a value it cannot take
+        raise ValueError(f"JSON path {str(path)!r} failed on the response: {_reason(exc)}") from None
 
 
 # -- configuration ---------------------------------------------------------------------------------------
