@@ -361,3 +361,16 @@ def test_campaign_through_the_cli(tmp_path, server, token_env):
     assert "finished: 20 executions" in res.output and "errors 0" in res.output
     assert len(server.requests) > before + 20
     assert set(server.namespaces) <= namespaces  # the campaign released (dropped) every state it made
+
+
+def test_backends_check_runs_the_conformance_kit_on_the_product(server, token_env):
+    """`ufuzz backends check http --config product.toml` checks a product end to end."""
+    from click.testing import CliRunner
+
+    from ufuzz.cli import main
+
+    res = CliRunner().invoke(main, ["backends", "check", "http", "--config", str(EXAMPLE),
+                                    "--opt", f"base_url={server.base_url}"])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[-1] == f"{len(CHECKS)} checks: {len(CHECKS)} passed"
+    assert TOKEN not in res.output
