@@ -20,12 +20,12 @@ def test_an_unknown_or_released_handle_names_backend_and_operation():
     t: StateTable[str] = StateTable("mem0")
     h = t.mint()
     t.put(h, "record")
-    assert t.get(h, "retrieve") == "record"
+    assert t.get(h, "retrieve") == t[h] == "record"
     assert t.pop(h) == "record" and t.pop(h) is None  # releasing twice is not an error
     with pytest.raises(BackendError, match=r"^mem0 retrieve: unknown state 's1' \(never built, or already released\)$"):
         t.get(h, "retrieve")
     with pytest.raises(BackendError, match=r"^mem0: unknown state 'zz'"):
-        t.get("zz")
+        t["zz"]
     assert t.find("zz") is None
 
 

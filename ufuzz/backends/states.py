@@ -50,6 +50,9 @@ class StateTable(Generic[R]):
             raise BackendError(f"{where}: unknown state {handle!r} (never built, or already released)")
         return record
 
+    def __getitem__(self, handle: StateHandle) -> R:
+        return self.get(handle)
+
     def touch(self, handle: StateHandle) -> None:
         """Mark ``handle`` most recently used: iteration goes from the least to the most recently touched
         (adapters that close idle states under a memory budget close the oldest first)."""
