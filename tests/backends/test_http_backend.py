@@ -321,10 +321,33 @@ def test_json_path_keeps_the_old_subset_semantics(path, doc, found):
     assert JsonPath.parse(path).find(doc) == found
 
 
+_json = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text("ab", max_size=2)),
+                     lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                             st.dictionaries(st.sampled_from("abc"), inner, max_size=3)),
+                     max_leaves=12)
+_step = st.one_of(st.sampled_from(["a", "b", "c"]).map(lambda n: f".{n}"),
+                  st.sampled_from(["a", "b"]).map(lambda n: f"['{n}']"),
+                  st.integers(-3, 3).map(lambda i: f"[{i}]"), st.just("[*]"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc=_json, steps=st.lists(_step, max_size=4))
+def test_json_path_plain_steps_are_walked_exactly_as_the_library_evaluates_them(doc, steps):
+    """The direct walk of name/index/wildcard steps gives what python-jsonpath's own evaluation gives."""
+    jp = JsonPath.parse("$" + "".join(steps))
+    assert jp.steps is not None
+    assert jp.find(doc) == jp.compiled.findall(doc)
+    if jp.multi:
+        head = JsonPath.parse("$" + "".join(steps[:steps.index("[*]")]))
+        assert jp.prefix_found(doc) == (bool(head.compiled.findall(doc))
+                                        and all(isinstance(v, list | dict) for v in head.compiled.findall(doc)))
+
+
 def test_json_path_also_reads_rfc9535_filters_and_descendants():
     doc = {"results": [{"id": "a", "score": 0.9}, {"id": "b", "score": 0.1}], "meta": {"id": "x"}}
     jp = JsonPath.parse("$.results[?@.score > 0.5].id")
-    assert jp.multi and jp.find(doc) == ["a"]
+    assert jp.multi and jp.steps is None and jp.find(doc) == ["a"]
+    assert jp.prefix_found(doc) and not jp.prefix_found({"other": 1})
     assert JsonPath.parse("$..id").find(doc) == ["a", "b", "x"]
     assert JsonPath.parse("$.results[1:].id").find(doc) == ["b"]
     assert not JsonPath.parse("$.results[0]['id']").multi
