@@ -378,7 +378,7 @@ def test_fork_chains_keep_every_level_isolated(embedder):
 def test_relevance_threshold_option_is_the_backends_own_cut_off(tmp_path):
     """With relevance_threshold the embedded backend returns only what scores at or above it, and declares
     it, so the selection level judges abstention against it; without it nothing is declared."""
-    from tests.support.conformance import tiny_checkpoint
+    from ufuzz.backends.conformance import tiny_checkpoint
 
     plain = EmbeddedBackend(tmp_path / "a", {"retrieval": "bm25", "db": "memory"})
     assert plain.capabilities.relevance_threshold is None
