@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -167,8 +168,8 @@ def test_describe_masks_secret_options(tmp_path):
 def test_backends_command_lists_each_backends_options():
     out = CliRunner().invoke(main, ["backends"]).output
     embedded = out[out.index("embedded "):out.index("graphiti ")]
-    assert "retrieval        dense|bm25|hybrid; default: dense" in embedded
+    assert re.search(r"\n      retrieval +dense\|bm25\|hybrid; default: dense — ", embedded)
     http = out[out.index("http "):out.index("mem0 ")]
-    assert "config    text; required" in http
+    assert re.search(r"\n      config +text; required — path of the product TOML file", http)
     graphiti = out[out.index("graphiti "):out.index("http ")]
     assert "rule: write_mode=episode needs options llm_base_url and llm_model" in graphiti
