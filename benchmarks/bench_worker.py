@@ -81,7 +81,7 @@ def overhead(n: int) -> None:
 
 
 def graphiti_memory(states: int) -> None:
-    from tests.support.conformance import tiny_checkpoint
+    from ufuzz.backends.conformance import tiny_checkpoint
     from ufuzz.backends.graphiti import GraphitiBackend
 
     with tempfile.TemporaryDirectory() as d:

@@ -12,10 +12,10 @@ pytest.importorskip("chromadb")
 
 import numpy as np  # noqa: E402
 
-from tests.support.conformance import CONFORMANCE_CHECKS, tiny_checkpoint  # noqa: E402
 from tests.support.llm_server import start_llm_server  # noqa: E402
 from ufuzz.backends import registry  # noqa: E402
 from ufuzz.backends.amem import AMemBackend  # noqa: E402
+from ufuzz.backends.conformance import CHECKS, tiny_checkpoint  # noqa: E402
 from ufuzz.model import Checkpoint, Memory  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -40,7 +40,7 @@ def backend(tmp_path):
     b.close()
 
 
-@pytest.mark.parametrize("check", CONFORMANCE_CHECKS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.name)
 def test_conformance(check, backend):
     check(backend)
 
@@ -136,7 +136,7 @@ def test_update_in_place_and_delete_are_native(backend):
 def test_bad_options(tmp_path):
     with pytest.raises(ValueError, match="unknown option"):
         AMemBackend(tmp_path, {"evolve": "yes"})
-    with pytest.raises(ValueError, match="llm_base_url and llm_model go together"):
+    with pytest.raises(ValueError, match="llm_base_url needs option llm_model"):
         AMemBackend(tmp_path, {"llm_base_url": "http://127.0.0.1:9/v1"})
     with pytest.raises(ValueError, match="cache"):
         AMemBackend(tmp_path, {"cache": "maybe"})

@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.conformance import CONFORMANCE_CHECKS, tiny_checkpoint
 from tests.support.faulty_backends import CRASH, HANG, HangingBackend, LeakingBackend, SegfaultingBackend
 from ufuzz.backends import registry
+from ufuzz.backends.conformance import CHECKS, tiny_checkpoint
 from ufuzz.backends.embedded import EmbeddedBackend
 from ufuzz.backends.protocol import BackendError, BackendUnavailable
 from ufuzz.backends.worker import WorkerBackend, wrap
@@ -36,7 +36,7 @@ def worker(tmp_path):
     b.close()
 
 
-@pytest.mark.parametrize("check", CONFORMANCE_CHECKS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.name)
 def test_conformance_across_recycles(check, worker):
     """Every protocol check holds when the worker is replaced every second call, mid-check."""
     check(worker)

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
-from tests.support.conformance import CONFORMANCE_CHECKS, tiny_checkpoint
 from ufuzz.backends import registry
+from ufuzz.backends.conformance import CHECKS, tiny_checkpoint
 from ufuzz.backends.embedded import ABSTAIN, RRF_DEPTH, RRF_K, EmbeddedBackend
 from ufuzz.backends.embedding import MODEL_NAME, Embedder
 from ufuzz.backends.protocol import BackendError
@@ -41,13 +41,13 @@ def make(embedder, tmp_path):
 
 
 @pytest.mark.parametrize("combo", COMBOS, ids=lambda c: "-".join(c))
-@pytest.mark.parametrize("check", CONFORMANCE_CHECKS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.name)
 def test_conformance(check, combo, make):
     retrieval, policy, delete = combo
     check(make(retrieval=retrieval, update_policy=policy, delete=delete))
 
 
-@pytest.mark.parametrize("check", CONFORMANCE_CHECKS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.name)
 def test_conformance_file_db_defaults(check, embedder, tmp_path):
     b = EmbeddedBackend(tmp_path, {}, embedder=embedder)
     try:
@@ -378,7 +378,7 @@ def test_fork_chains_keep_every_level_isolated(embedder):
 def test_relevance_threshold_option_is_the_backends_own_cut_off(tmp_path):
     """With relevance_threshold the embedded backend returns only what scores at or above it, and declares
     it, so the selection level judges abstention against it; without it nothing is declared."""
-    from tests.support.conformance import tiny_checkpoint
+    from ufuzz.backends.conformance import tiny_checkpoint
 
     plain = EmbeddedBackend(tmp_path / "a", {"retrieval": "bm25", "db": "memory"})
     assert plain.capabilities.relevance_threshold is None

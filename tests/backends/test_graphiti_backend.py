@@ -10,8 +10,8 @@ pytest.importorskip("kuzu")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from tests.support.conformance import CONFORMANCE_CHECKS, tiny_checkpoint  # noqa: E402
 from ufuzz.backends import registry  # noqa: E402
+from ufuzz.backends.conformance import CHECKS, tiny_checkpoint  # noqa: E402
 from ufuzz.backends.graphiti import INSTALL_HINT, GraphitiBackend  # noqa: E402
 from ufuzz.backends.protocol import BackendError  # noqa: E402
 from ufuzz.model import Checkpoint, Entity, Fact, Memory  # noqa: E402
@@ -42,7 +42,7 @@ def _ranking(b, s):
     return [[(r.id, r.score) for r in b.retrieve(s, q, 8)] for q in QUERIES]
 
 
-@pytest.mark.parametrize("check", CONFORMANCE_CHECKS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.name)
 def test_conformance(check, backend):
     check(backend)
 
@@ -180,7 +180,7 @@ def tight(tmp_path):
     b.close()
 
 
-@pytest.mark.parametrize("check", CONFORMANCE_CHECKS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.name)
 def test_conformance_with_states_closed_between_uses(check, tight):
     check(tight)
 

@@ -14,9 +14,9 @@ import pytest
 pytest.importorskip("graphiti_core")
 pytest.importorskip("kuzu")
 
-from tests.support.conformance import tiny_checkpoint  # noqa: E402
 from tests.support.graphiti_llm import GraphitiResponder, section  # noqa: E402
 from tests.support.llm_server import RawReply, RecordedRequest, start_llm_server  # noqa: E402
+from ufuzz.backends.conformance import tiny_checkpoint  # noqa: E402
 from ufuzz.backends.graphiti import GraphitiBackend  # noqa: E402
 from ufuzz.backends.protocol import BackendError  # noqa: E402
 from ufuzz.engine.campaign import Campaign, CampaignConfig  # noqa: E402

@@ -12,9 +12,9 @@ import tomllib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.conformance import CONFORMANCE_CHECKS, tiny_checkpoint
 from tests.support.http_product_server import start_product_server
 from ufuzz.backends import registry
+from ufuzz.backends.conformance import CHECKS, tiny_checkpoint
 from ufuzz.backends.http import HttpBackend, JsonPath, parse_config
 from ufuzz.backends.protocol import BackendError
 from ufuzz.model import Memory
@@ -81,7 +81,7 @@ def backend(tmp_path, server, token_env):
     b.close()
 
 
-@pytest.mark.parametrize("check", CONFORMANCE_CHECKS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.name)
 def test_conformance(check, backend):
     check(backend)
 
@@ -203,7 +203,7 @@ def test_unknown_ids_are_reported_not_crashes(backend):
     assert not backend.delete(s, "nope").ok
     assert not backend.add(s, Memory("m1", "dup", "2024-01-01")).ok
     assert backend.delete(s, "m4").ok and not backend.delete(s, "m4").ok
-    with pytest.raises(BackendError, match="unknown or released state"):
+    with pytest.raises(BackendError, match="retrieve: unknown state 'no-such-state'"):
         backend.retrieve("no-such-state", "x", 1)
 
 
@@ -280,7 +280,7 @@ def test_example_config_parses_with_every_operation():
     assert cfg.retries == 0 and cfg.auth_env == ENV
 
 
-# -- the JSON-path subset -------------------------------------------------------------------------------
+# -- JSON paths (python-jsonpath, RFC 9535) ----------------------------------------------------------------
 
 _keys = st.text(alphabet="abcdefghij_", min_size=1, max_size=6)
 _scalars = st.one_of(st.integers(), st.text(max_size=5), st.booleans(), st.none())
@@ -301,10 +301,66 @@ def test_json_path_wildcard_selects_each_item(outer, inner, items, value):
     assert not JsonPath.parse(f"$.{outer}x[*].{inner}").prefix_found(doc)
 
 
-@pytest.mark.parametrize("bad", ["results", "$.", "$..id", "$[*", "$.a[?(@.x)]", "$.a b"])
-def test_json_path_rejects_unsupported_syntax(bad):
-    with pytest.raises(ValueError, match="bad JSON path"):
+@settings(max_examples=60, deadline=None)
+@given(outer=_keys, items=st.dictionaries(_keys, _scalars, max_size=5))
+def test_json_path_wildcard_over_an_object_selects_its_values(outer, items):
+    """As the hand-written subset did: ``[*]`` on an object reaches its member values, in order."""
+    assert JsonPath.parse(f"$.{outer}[*]").find({outer: items}) == list(items.values())
+
+
+@pytest.mark.parametrize(("path", "doc", "found"), [
+    ("$", "plain", ["plain"]),  # a JSON string response is a value, never re-read as JSON text
+    ("$.a", "plain", []),
+    ("$.memory.text", {"memory": {"text": None}}, [None]),
+    ("$['odd key'].x-y", {"odd key": {"x-y": 3}}, [3]),
+    ('$["results"][-1].id', {"results": [{"id": "a"}, {"id": "b"}]}, ["b"]),
+    ("$.results[9].id", {"results": [{"id": "a"}]}, []),
+    ("$.results[*].id", {"results": "not a list"}, []),
+])
+def test_json_path_keeps_the_old_subset_semantics(path, doc, found):
+    assert JsonPath.parse(path).find(doc) == found
+
+
+_json = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text("ab", max_size=2)),
+                     lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                             st.dictionaries(st.sampled_from("abc"), inner, max_size=3)),
+                     max_leaves=12)
+_step = st.one_of(st.sampled_from(["a", "b", "c"]).map(lambda n: f".{n}"),
+                  st.sampled_from(["a", "b"]).map(lambda n: f"['{n}']"),
+                  st.integers(-3, 3).map(lambda i: f"[{i}]"), st.just("[*]"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc=_json, steps=st.lists(_step, max_size=4))
+def test_json_path_plain_steps_are_walked_exactly_as_the_library_evaluates_them(doc, steps):
+    """The direct walk of name/index/wildcard steps gives what python-jsonpath's own evaluation gives."""
+    jp = JsonPath.parse("$" + "".join(steps))
+    assert jp.steps is not None
+    assert jp.find(doc) == jp.compiled.findall(doc)
+    if jp.multi:
+        head = JsonPath.parse("$" + "".join(steps[:steps.index("[*]")]))
+        assert jp.prefix_found(doc) == (bool(head.compiled.findall(doc))
+                                        and all(isinstance(v, list | dict) for v in head.compiled.findall(doc)))
+
+
+def test_json_path_also_reads_rfc9535_filters_and_descendants():
+    doc = {"results": [{"id": "a", "score": 0.9}, {"id": "b", "score": 0.1}], "meta": {"id": "x"}}
+    jp = JsonPath.parse("$.results[?@.score > 0.5].id")
+    assert jp.multi and jp.steps is None and jp.find(doc) == ["a"]
+    assert jp.prefix_found(doc) and not jp.prefix_found({"other": 1})
+    assert JsonPath.parse("$..id").find(doc) == ["a", "b", "x"]
+    assert JsonPath.parse("$.results[1:].id").find(doc) == ["b"]
+    assert not JsonPath.parse("$.results[0]['id']").multi
+
+
+@pytest.mark.parametrize(("bad", "why"), [("results", "must start with '$'"), ("$.", "at the end"),
+                                         ("$[*", "at the end"), ("$.a b", "at position 4"),
+                                         ("$.a | $.b", "at position 4")])
+def test_json_path_rejects_bad_syntax_with_the_position(bad, why):
+    with pytest.raises(ValueError) as ei:
         JsonPath.parse(bad)
+    msg = str(ei.value)
+    assert msg.startswith(f"bad JSON path {bad!r}: ") and why in msg and "\n" not in msg, msg
 
 
 def test_static_capabilities_for_the_backends_listing():
@@ -328,3 +384,16 @@ def test_campaign_through_the_cli(tmp_path, server, token_env):
     assert "finished: 20 executions" in res.output and "errors 0" in res.output
     assert len(server.requests) > before + 20
     assert set(server.namespaces) <= namespaces  # the campaign released (dropped) every state it made
+
+
+def test_backends_check_runs_the_conformance_kit_on_the_product(server, token_env):
+    """`ufuzz backends check http --config product.toml` checks a product end to end."""
+    from click.testing import CliRunner
+
+    from ufuzz.cli import main
+
+    res = CliRunner().invoke(main, ["backends", "check", "http", "--config", str(EXAMPLE),
+                                    "--opt", f"base_url={server.base_url}"])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[-1] == f"{len(CHECKS)} checks: {len(CHECKS)} passed"
+    assert TOKEN not in res.output

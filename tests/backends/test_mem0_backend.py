@@ -21,8 +21,8 @@ pytest.importorskip("mem0")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from tests.support.conformance import CONFORMANCE_CHECKS, tiny_checkpoint  # noqa: E402
 from ufuzz.backends import registry  # noqa: E402
+from ufuzz.backends.conformance import CHECKS, tiny_checkpoint  # noqa: E402
 from ufuzz.backends.mem0 import INSTALL_HINT, Mem0Backend  # noqa: E402
 from ufuzz.backends.protocol import BackendError  # noqa: E402
 from ufuzz.model import Checkpoint, Memory  # noqa: E402
@@ -58,7 +58,7 @@ def _notes(n: int, cid: str = "ck-notes") -> Checkpoint:
     return Checkpoint(cid, mems, ())
 
 
-@pytest.mark.parametrize("check", CONFORMANCE_CHECKS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.name)
 def test_conformance(check, backend):
     check(backend)
 
@@ -254,7 +254,7 @@ NO_NETWORK = textwrap.dedent("""
             events.append((name, repr(args)[:120]))
     sys.addaudithook(hook)
     from pathlib import Path
-    from tests.support.conformance import tiny_checkpoint
+    from ufuzz.backends.conformance import tiny_checkpoint
     from ufuzz.backends.mem0 import Mem0Backend
     from ufuzz.model import Memory
     b = Mem0Backend(Path(sys.argv[1]), {"llm_base_url": "http://127.0.0.1:9/v1"})

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tests.support.conformance import CONFORMANCE_CHECKS, tiny_checkpoint
 from ufuzz.backends import registry
+from ufuzz.backends.conformance import CHECKS, tiny_checkpoint
 from ufuzz.backends.memos import INSTALL_HINT, MemosBackend
 from ufuzz.model import Checkpoint, Memory
 
@@ -111,7 +111,7 @@ def _notes(n: int, cid: str = "ck-notes") -> Checkpoint:
 
 @pytest.mark.integration
 @needs_memos
-@pytest.mark.parametrize("check", CONFORMANCE_CHECKS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.name)
 def test_conformance(check, any_storage):
     check(any_storage)
 

@@ -404,7 +404,7 @@ def test_other_bad_input_exits_2(tmp_path):
     r = runner.invoke(main, ["corpus", "check", str(COMMITTED), "--backend", "no-such-backend"])
     assert r.exit_code == 2 and "unknown backend 'no-such-backend'" in r.output
     r = runner.invoke(main, ["corpus", "check", str(COMMITTED), "--opt", "retrieval=sideways"])
-    assert r.exit_code == 2 and "retrieval='sideways'" in r.output
+    assert r.exit_code == 2 and "option 'retrieval': must be one of dense, bm25, hybrid (got 'sideways')" in r.output
     r = runner.invoke(main, ["corpus", "check", str(COMMITTED), "--opt", "novalue"])
     assert r.exit_code == 2 and "--opt" in r.output
 

@@ -11,6 +11,7 @@ import ctypes
 import time
 
 from ufuzz.backends.embedded import EmbeddedBackend
+from ufuzz.backends.options import Option
 from ufuzz.backends.protocol import StateHandle
 
 CRASH = "zzcrash"
@@ -22,11 +23,12 @@ class SegfaultingBackend(EmbeddedBackend):
     ``crash_every``-th retrieval of the process when that option is set."""
 
     isolate = True
+    options_spec = (*EmbeddedBackend.options_spec,
+                    Option("crash_every", int, default=0, min=0, help="crash on every n-th retrieval (0: never)"))
 
     def __init__(self, workdir, options=None):
-        opts = dict(options or {})
-        self.crash_every = int(opts.pop("crash_every", 0))
-        super().__init__(workdir, opts)
+        super().__init__(workdir, options)
+        self.crash_every = self.settings["crash_every"]
         self._retrievals = 0
 
     def retrieve(self, state: StateHandle, query: str, k: int):
@@ -49,10 +51,12 @@ class HangingBackend(EmbeddedBackend):
 class LeakingBackend(EmbeddedBackend):
     """Keeps ``leak_mb`` (option) of touched memory per retrieval, like a library that never frees a state."""
 
+    options_spec = (*EmbeddedBackend.options_spec,
+                    Option("leak_mb", int, default=8, min=0, help="memory kept per retrieval"))
+
     def __init__(self, workdir, options=None):
-        opts = dict(options or {})
-        self.leak_mb = int(opts.pop("leak_mb", 8))
-        super().__init__(workdir, opts)
+        super().__init__(workdir, options)
+        self.leak_mb = self.settings["leak_mb"]
         self._hoard: list[bytearray] = []
 
     def retrieve(self, state: StateHandle, query: str, k: int):

@@ -20,6 +20,7 @@ from typing import Any
 
 from ufuzz.backends import registry
 from ufuzz.backends.embedded import EmbeddedBackend, _Row, _top
+from ufuzz.backends.options import Option
 from ufuzz.backends.protocol import OpResult, Retrieved, StateHandle, StoredMemory
 from ufuzz.model import Checkpoint, Memory
 
@@ -256,6 +257,10 @@ class RelevanceCutoff(_Planted):
     Planted: the threshold is ``low`` (option ``low``), below what unsupported questions score.
     Clean: the threshold is ``high`` (option ``high``), one that separates supported from unsupported
     questions on the suite it serves. Both are declared (``Capabilities.relevance_threshold``)."""
+
+    options_spec = (*EmbeddedBackend.options_spec,
+                    Option("low", float, help="the planted twin's relevance_threshold"),
+                    Option("high", float, help="the clean twin's relevance_threshold"))
 
     def __init__(self, workdir, options=None, **kw: Any) -> None:
         opts = dict(options or {})

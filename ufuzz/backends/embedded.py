@@ -48,6 +48,7 @@ from sqlalchemy.pool import StaticPool
 
 from ufuzz.backends import bm25
 from ufuzz.backends.embedding import DIM, MODEL_NAME, Embedder, default_embedder, model_version
+from ufuzz.backends.options import Option
 from ufuzz.backends.protocol import (
     BackendError,
     Capabilities,
@@ -57,21 +58,13 @@ from ufuzz.backends.protocol import (
     StateHandle,
     StoredMemory,
 )
+from ufuzz.backends.states import StateTable
 from ufuzz.model import Checkpoint, Memory
 
 RRF_K = 60
 #: candidates taken from each ranking before fusion (``max(RRF_DEPTH, k)``); fixed so that the fused
 #: scores, and so the top-k order, do not depend on k for k <= RRF_DEPTH.
 RRF_DEPTH = 100
-
-OPTIONS: dict[str, tuple[str, ...]] = {
-    "retrieval": ("dense", "bm25", "hybrid"),
-    "update_policy": ("append", "rewrite"),
-    "delete": ("hard", "tombstone"),
-    "db": ("file", "memory"),
-}
-DEFAULTS = {"retrieval": "dense", "update_policy": "append", "delete": "hard", "db": "file"}
-FREE_OPTIONS = ("embedding_cache", "relevance_threshold")  # cache file path; a score cut-off (float)
 
 # Abstention thresholds of the opt-in top-evidence reader (--reader top-evidence), per retrieval mode: a top score below it means "nothing relevant".
 # Chosen by scoring 15 answerable questions and 10 unanswerable ones against a 16-memory personal checkpoint
@@ -94,22 +87,6 @@ FREE_OPTIONS = ("embedding_cache", "relevance_threshold")  # cache file path; a 
 #   agreement: near the top of one ranking AND present in the other, so a question with no term in common
 #   with any memory abstains.
 ABSTAIN = {"dense": 0.40, "bm25": 0.8, "hybrid": round(1 / (RRF_K + 1) + 1 / (RRF_K + RRF_DEPTH), 4)}
-
-
-
-def _threshold(raw: str | None) -> float | None:
-    """The ``relevance_threshold`` option: results scored below it are not returned (the system's own
-    notion of relevance, so the selection level judges abstention against it)."""
-    if raw is None or raw == "":
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"embedded backend: option relevance_threshold={raw!r} is not a number") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise ValueError(f"embedded backend: option relevance_threshold={raw!r} must be finite")
-    return value
-
 
 _meta = MetaData()
 states_t = Table("states", _meta, Column("id", Integer, primary_key=True, autoincrement=False),
@@ -202,48 +179,43 @@ class EmbeddedBackend(MemoryBackend):
     #: a node owning this many rows is not written again (writes go to a fresh child node), so that a large
     #: built state keeps its cached view when written through its own handle
     split_rows = 512
+    options_spec = (
+        Option("retrieval", choices=("dense", "bm25", "hybrid"), default="dense",
+               help="dense MiniLM cosine, BM25, or their reciprocal-rank fusion"),
+        Option("update_policy", choices=("append", "rewrite"), default="append",
+               help="append: a new item, the old one stays stored as superseded; rewrite: in place"),
+        Option("delete", choices=("hard", "tombstone"), default="hard",
+               help="hard: the item is gone; tombstone: kept with active=False"),
+        Option("db", choices=("file", "memory"), default="file",
+               help="SQLite file in the working directory, or in memory"),
+        Option("embedding_cache", help="path of a persistent embedding cache file"),
+        Option("relevance_threshold", float, help="results scored below it are not returned (the system's own "
+                                                  "relevance cut-off: the selection level judges abstention "
+                                                  "against it)"),
+    )
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None, *,
                  embedder: Embedder | None = None) -> None:
         super().__init__(workdir, options)
-        self.config = self._validate(self.options)
-        self.retrieval = self.config["retrieval"]
-        self.update_policy = self.config["update_policy"]
-        self.delete_mode = self.config["delete"]
-        self.relevance_threshold = _threshold(self.config.get("relevance_threshold"))
-        self.embedder = embedder or default_embedder(self.config.get("embedding_cache") or None)
+        self.retrieval = self.settings["retrieval"]
+        self.update_policy = self.settings["update_policy"]
+        self.delete_mode = self.settings["delete"]
+        self.relevance_threshold = self.settings["relevance_threshold"]
+        self.embedder = embedder or default_embedder(self.settings["embedding_cache"])
         self._lock = threading.RLock()
         self._parent: dict[int, int | None] = {}
         self._children: dict[int, int] = {}
         self._own: dict[int, int] = {}
-        self._handles: dict[str, int] = {}
+        self._handles: StateTable[int] = StateTable("embedded backend")  # handle -> its node
         self._node_handle: dict[int, str] = {}
         self._views: dict[int, _View] = {}
         self._next_node = 1
-        self._next_handle = 1
         self._engine = self._make_engine()
         self._conn = self._engine.connect()
 
     # -- configuration ---------------------------------------------------------------------------------
-    @staticmethod
-    def _validate(options: dict[str, Any]) -> dict[str, str]:
-        out = dict(DEFAULTS)
-        for key, value in options.items():
-            if key in FREE_OPTIONS:
-                out[key] = str(value)
-                continue
-            if key not in OPTIONS:
-                known = ", ".join([*OPTIONS, *FREE_OPTIONS])
-                raise ValueError(f"embedded backend: unknown option {key!r}; known options: {known}")
-            val = str(value).strip().lower()
-            if val not in OPTIONS[key]:
-                raise ValueError(f"embedded backend: option {key}={value!r} is not allowed; "
-                                 f"allowed values: {', '.join(OPTIONS[key])}")
-            out[key] = val
-        return out
-
     def _make_engine(self) -> Any:
-        if self.config["db"] == "memory":
+        if self.settings["db"] == "memory":
             engine = create_engine("sqlite://", poolclass=StaticPool,
                                    connect_args={"check_same_thread": False})
         else:
@@ -283,7 +255,7 @@ class EmbeddedBackend(MemoryBackend):
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "retrieval": self.retrieval, "update_policy": self.update_policy,
-                "delete": self.delete_mode, "db": self.config["db"], "model": MODEL_NAME,
+                "delete": self.delete_mode, "db": self.settings["db"], "model": MODEL_NAME,
                 "model_package_version": model_version(), "embedding_dim": DIM,
                 "bm25": {"k1": bm25.K1, "b": bm25.B}, "rrf_k": RRF_K, "rrf_depth": RRF_DEPTH}
 
@@ -309,10 +281,7 @@ class EmbeddedBackend(MemoryBackend):
             pass
 
     def _node(self, state: StateHandle) -> int:
-        node = self._handles.get(state)
-        if node is None:
-            raise BackendError(f"embedded backend: unknown or released state {state!r}")
-        return node
+        return self._handles.get(state)
 
     def _chain(self, node: int) -> list[int]:
         chain = []
@@ -335,20 +304,15 @@ class EmbeddedBackend(MemoryBackend):
         return node
 
     def _attach(self, handle: str, node: int, *, new: bool) -> None:
-        old = self._handles.get(handle)
+        old = self._handles.find(handle)
         if old is not None:
             self._node_handle.pop(old, None)
-        self._handles[handle] = node
+        self._handles.put(handle, node)
         self._node_handle[node] = handle
         if new:
             self._conn.exec_driver_sql("INSERT INTO handles (handle, state_id) VALUES (?, ?)", (handle, node))
         else:
             self._conn.exec_driver_sql("UPDATE handles SET state_id = ? WHERE handle = ?", (node, handle))
-
-    def _new_handle(self) -> str:
-        handle = f"s{self._next_handle}"
-        self._next_handle += 1
-        return handle
 
     def _writable(self, state: StateHandle) -> int:
         """The node that a write through ``state`` goes to (a fresh child if the current one is shared)."""
@@ -453,7 +417,7 @@ class EmbeddedBackend(MemoryBackend):
         if rows:
             self._conn.execute(insert(items_t), rows)
         self._own[node] = len(rows)
-        handle = self._new_handle()
+        handle = self._handles.mint()
         self._attach(handle, node, new=True)
         self._conn.commit()
         return handle
@@ -463,7 +427,7 @@ class EmbeddedBackend(MemoryBackend):
 
     def _fork(self, state: StateHandle) -> StateHandle:
         node = self._new_node(self._node(state))
-        handle = self._new_handle()
+        handle = self._handles.mint()
         self._attach(handle, node, new=True)
         self._conn.commit()
         return handle
@@ -473,7 +437,7 @@ class EmbeddedBackend(MemoryBackend):
 
     def _release(self, state: StateHandle) -> None:
         node: int | None = self._node(state)
-        del self._handles[state]
+        self._handles.pop(state)
         self._node_handle.pop(node, None)
         self._conn.execute(delete(handles_t).where(handles_t.c.handle == state))
         while node is not None and node not in self._node_handle and self._children[node] == 0:

@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.backends.files import clone_file, resident_mb, trim_heap
+from ufuzz.backends.options import Option, Requires
 from ufuzz.backends.protocol import (
     BackendError,
     BackendUnavailable,
@@ -74,6 +75,7 @@ from ufuzz.backends.protocol import (
     StateHandle,
     StoredMemory,
 )
+from ufuzz.backends.states import StateTable
 from ufuzz.model import Checkpoint, Memory
 
 INSTALL_HINT = "pip install 'ufuzz[graphiti]'"
@@ -120,35 +122,6 @@ def _fmt_ts(dt: datetime | None) -> str:
     if dt.tzinfo is not None:
         dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
     return dt.isoformat()
-
-
-def _opt_bool(options: dict[str, Any], name: str, default: bool) -> bool:
-    v = options.get(name, default)
-    if isinstance(v, bool):
-        return v
-    s = str(v).strip().lower()
-    if s in ("1", "true", "yes", "on"):
-        return True
-    if s in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"graphiti option {name}={v!r}: expected true or false")
-
-
-def _opt_float(options: dict[str, Any], name: str, default: float | None) -> float | None:
-    v = options.get(name, default)
-    if v is None or v == "":
-        return None
-    try:
-        return float(v)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"graphiti option {name}={v!r}: expected a number") from exc
-
-
-def _opt_choice(options: dict[str, Any], name: str, choices: tuple[str, ...], default: str) -> str:
-    v = str(options.get(name, default))
-    if v not in choices:
-        raise ValueError(f"graphiti option {name}={v!r}: expected one of {', '.join(choices)}")
-    return v
 
 
 # -- MiniLM, shared by every backend instance in the process ---------------------------------------------
@@ -377,36 +350,51 @@ class GraphitiBackend(MemoryBackend):
     name = "graphiti"
     extra = "graphiti"
     isolate = True  # native library: run in a recyclable worker process
+    options_spec = (
+        Option("write_mode", choices=_WRITE_MODES, default="direct",
+               help="direct: one EntityEdge per memory, no LLM; episode: Graphiti's add_episode with an LLM"),
+        Option("reranker", choices=_RERANKERS, default="cross_encoder",
+               help="Graphiti's edge reranker (cross_encoder = MiniLM cosine stand-in)"),
+        Option("filter_invalid", bool, default=False, help="search only edges neither invalid nor expired"),
+        Option("sim_min_score", float, default=0.6, nullable=True, help="Graphiti's minimum cosine of the "
+                                                                         "edge search (empty: Graphiti's own)"),
+        Option("abstain_threshold", float, help=f"score below which the opt-in top-evidence reader abstains "
+                                                f"(unset: {DEFAULT_ABSTAIN} with reranker=cross_encoder, none "
+                                                "otherwise)"),
+        Option("state_dir", default="auto", nullable=True, help="where state databases live: auto (RAM under /dev/shm when it "
+                                                 "has room, else disk), disk (the working directory) or a path"),
+        Option("live_budget_mb", float, default=float(DEFAULT_LIVE_BUDGET_MB), min=0, nullable=True,
+               help="resident MB past which the least recently used databases are closed (0: never)"),
+        Option("buffer_pool_mb", int, default=64, min=1, help="Kuzu buffer pool of each state's database"),
+        Option("max_db_mb", int, default=1024, min=1, help="Kuzu size limit of each state's database"),
+        Option("llm_base_url", url=True, help="OpenAI-compatible endpoint for write_mode=episode"),
+        Option("llm_model", help="model name at llm_base_url"),
+        Option("llm_api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key"),
+    )
+    option_rules = (Requires("write_mode", ("llm_base_url", "llm_model"), "episode"),)
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)
-        o = self.options
-        self.write_mode = _opt_choice(o, "write_mode", _WRITE_MODES, "direct")
-        self.reranker = _opt_choice(o, "reranker", _RERANKERS, "cross_encoder")
-        self.filter_invalid = _opt_bool(o, "filter_invalid", False)
-        self.sim_min_score = _opt_float(o, "sim_min_score", 0.6)
+        o = self.settings
+        self.write_mode, self.reranker = o["write_mode"], o["reranker"]
+        self.filter_invalid, self.sim_min_score = o["filter_invalid"], o["sim_min_score"]
         default_abstain = DEFAULT_ABSTAIN if self.reranker == "cross_encoder" else None
-        self.abstain_threshold = _opt_float(o, "abstain_threshold", default_abstain)
-        self.buffer_pool_mb = int(_opt_float(o, "buffer_pool_mb", 64) or 64)
-        self.max_db_mb = int(_opt_float(o, "max_db_mb", 1024) or 1024)
+        self.abstain_threshold = o["abstain_threshold"] if "abstain_threshold" in self.options else default_abstain
+        self.buffer_pool_mb, self.max_db_mb = o["buffer_pool_mb"], o["max_db_mb"]
         #: resident-memory budget (MB) of this process for open Kuzu databases: past it, the least recently used
         #: states are closed (their files stay) and reopened on next use. 0 = no budget.
-        self.live_budget_mb = float(_opt_float(o, "live_budget_mb", DEFAULT_LIVE_BUDGET_MB) or 0)
-        state_dir = str(o.get("state_dir") or "auto")
-        self.llm_base_url = o.get("llm_base_url") or None
-        self.llm_model = o.get("llm_model") or None
-        self.llm_api_key_env = str(o.get("llm_api_key_env") or "OPENAI_API_KEY")
-        if self.write_mode == "episode" and not (self.llm_base_url and self.llm_model):
-            raise ValueError("graphiti option write_mode=episode needs llm_base_url and llm_model")
+        self.live_budget_mb = float(o["live_budget_mb"] or 0)
+        state_dir = o["state_dir"] or "auto"
+        self.llm_base_url, self.llm_model, self.llm_api_key_env = (o["llm_base_url"], o["llm_model"],
+                                                                   o["llm_api_key_env"])
         ok, hint = self.dependencies_installed()
         if not ok:
             raise BackendUnavailable("graphiti backend needs graphiti-core and kuzu", hint)
         os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
         self.root = _state_root(self.workdir, state_dir)
         self._remove_root = weakref.finalize(self, _remove_root, self.workdir, self.root)  # also at exit
-        self._states: OrderedDict[StateHandle, _State] = OrderedDict()  # least recently used first
+        self._states: StateTable[_State] = StateTable("graphiti", prefix="g", width=5)  # least recently used first
         self.spills = 0  # databases closed by the live budget (reopened on next use)
-        self._counter = 0
         self._embedder, self._ranker, self._nollm_cls = _make_clients()
         self._llm: Any = None  # the OpenAIGenericClient of write_mode=episode, made on first use
         self._driver_cls = _driver_class()
@@ -472,10 +460,8 @@ class GraphitiBackend(MemoryBackend):
 
     def _state(self, state: StateHandle, op: str) -> _State:
         """The state, its database open (reopened from its file if the live budget closed it)."""
-        st = self._states.get(state)
-        if st is None:
-            raise BackendError(f"graphiti {op}: unknown state {state!r}")
-        self._states.move_to_end(state)
+        st = self._states.get(state, op)
+        self._states.touch(state)
         if st.driver is None:
             st.driver, st.graphiti = self._open_db(st.dir, op)
             st.calls = 0
@@ -505,8 +491,7 @@ class GraphitiBackend(MemoryBackend):
                 return
 
     def _new_dir(self) -> tuple[StateHandle, Path]:
-        self._counter += 1
-        handle = f"g{self._counter:05d}"
+        handle = self._states.mint()
         d = self.root / handle
         if d.exists():
             shutil.rmtree(d)
@@ -548,7 +533,7 @@ class GraphitiBackend(MemoryBackend):
     def build(self, checkpoint: Checkpoint) -> StateHandle:
         handle, d = self._new_dir()
         st = self._open(d, "build")
-        self._states[handle] = st
+        self._states.put(handle, st)
         self._within_budget(keep=handle)
         try:
             # Known bug 2: KuzuDriver.build_indices_and_constraints is a no-op, so the FTS indexes that BM25
@@ -568,10 +553,8 @@ class GraphitiBackend(MemoryBackend):
         """CHECKPOINT (writes only what the WAL holds) and clone the database file: a reflink where the file
         system has them, else a sparse copy (about half of a Kuzu file is zero pages). A closed source is
         already checkpointed and is copied without being opened."""
-        src = self._states.get(state)
-        if src is None:
-            raise BackendError(f"graphiti fork: unknown state {state!r}")
-        self._states.move_to_end(state)
+        src = self._states.get(state, "fork")
+        self._states.touch(state)
         if src.driver is not None:
             self._run("fork", src.driver.execute_query("CHECKPOINT;"))
         handle, d = self._new_dir()
@@ -581,12 +564,12 @@ class GraphitiBackend(MemoryBackend):
         st = self._open(d, "fork")
         st.ids = dict(src.ids)
         st.nodes = dict(src.nodes)
-        self._states[handle] = st
+        self._states.put(handle, st)
         self._within_budget(keep=handle)
         return handle
 
     def release(self, state: StateHandle) -> None:
-        st = self._states.pop(state, None)
+        st = self._states.pop(state)
         if st is None:
             return
         if st.driver is not None:

@@ -32,7 +32,10 @@ is replaced by the typed value) and JSON paths to the response fields:
   version, the old one stays as superseded), ``id`` (the product's id of the written memory)
 
 Placeholders: ``namespace``, ``id`` (product id), ``uid`` (ufuzz id), ``text``, ``timestamp``, ``query``,
-``k``, ``new_id``, ``target``. JSON paths are a small subset: ``$``, ``.name``, ``['name']``, ``[3]``, ``[*]``.
+``k``, ``new_id``, ``target``. JSON paths are RFC 9535 JSONPath (evaluated by the ``python-jsonpath`` library):
+``$``, ``.name``, ``['name']``, ``[3]``, ``[-1]``, ``[*]``, and also ``..name``, slices and filters
+(``$.results[?@.score > 0]``); a path must start at ``$``. Paths of ``search`` and ``list`` must select a list
+(not be an RFC "singular query").
 
 Malformed configuration raises ``ValueError`` naming the file and key (``product.toml: [search] missing
 'path'``); HTTP errors, timeouts and unreadable responses raise ``BackendError`` naming the operation and
@@ -57,8 +60,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import tomllib
+from jsonpath import JSONPath, JSONPathEnvironment, JSONPathError
+from jsonpath.segments import JSONPathChildSegment
+from jsonpath.selectors import IndexSelector, NameSelector, WildcardSelector
 from pydantic import Field, StringConstraints, ValidationError
 
+from ufuzz.backends.options import Option
 from ufuzz.backends.protocol import (
     BackendError,
     BackendUnreachable,
@@ -69,72 +76,128 @@ from ufuzz.backends.protocol import (
     StateHandle,
     StoredMemory,
 )
+from ufuzz.backends.states import StateTable
 from ufuzz.model import Checkpoint, Memory
 from ufuzz.strict import StrictModel, Text, field_path, first_error
 
-# -- a small JSON-path subset ----------------------------------------------------------------------------
+# -- JSON paths (RFC 9535, through python-jsonpath) --------------------------------------------------------
 
-_WILD = object()
-_SEG = re.compile(r"""\.(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)|\[(?:(?P<idx>-?\d+)|(?P<star>\*)|'(?P<sq>[^']*)'|"(?P<dq>[^"]*)")\]""")
+#: strict = RFC 9535 as written: no unions or other extensions, so a config means the same in any JSONPath tool
+_JSONPATH = JSONPathEnvironment(strict=True)
+
+
+def _reason(exc: JSONPathError) -> str:
+    """python-jsonpath's one-line reason and where it is (its ``str()`` draws a multi-line caret picture)."""
+    msg = str(exc.args[0]) if exc.args else type(exc).__name__
+    token = getattr(exc, "token", None)
+    if token is None:
+        return msg
+    return f"{msg} at the end" if token.index < 0 else f"{msg} at position {token.index}"
 
 
 @dataclass(frozen=True)
 class JsonPath:
-    """``$.results[*].id`` style paths: names, quoted names, integer indexes and the ``[*]`` wildcard."""
+    """A JSONPath to a response field (``$.results[*].id``, ``$['memory']['text']``, ``$.hits[?@.score > 0]``).
+
+    Parsing is python-jsonpath's RFC 9535 implementation, and so is evaluation of anything beyond plain
+    ``.name``/``[n]``/``[*]`` steps; this class adds what the config needs: the path must start at the root
+    ``$``, ``multi`` tells a list-valued path (one that is not an RFC "singular query") from a one-value path,
+    and :meth:`prefix_found` tells a misconfigured path from an empty result.
+
+    A path of plain steps only (what product configs use: ``$.results[*].id``) is evaluated by a direct walk
+    over the library's parsed steps: python-jsonpath builds a match object with a normalized path string for
+    every node it visits, about 50x the cost of the walk (``benchmarks/bench_http.py``), which would dominate
+    ``list()`` of a large state. The walk follows the RFC as the library does (tested equal on generated
+    documents and paths, tests/backends/test_http_backend.py).
+    """
 
     text: str
-    segments: tuple[Any, ...]
+    compiled: JSONPath
+    steps: tuple[tuple[str, Any], ...] | None = None  # the plain steps, when the path has nothing else
+    head: int = 0  # segments in the longest one-value prefix
 
     @property
     def multi(self) -> bool:
-        return any(s is _WILD for s in self.segments)
+        return not self.compiled.singular_query()
 
     @classmethod
-    def parse(cls, text: str) -> JsonPath:
+    def parse(cls, text: Any) -> JsonPath:
         if not isinstance(text, str) or not text.startswith("$"):
             raise ValueError(f"bad JSON path {text!r}: must start with '$'")
-        pos, segs = 1, []
-        while pos < len(text):
-            m = _SEG.match(text, pos)
-            if not m:
-                raise ValueError(f"bad JSON path {text!r}: cannot read from position {pos} ({text[pos:]!r}); "
-                                 "supported: .name, ['name'], [0], [*]")
-            if m.group("name") is not None:
-                segs.append(m.group("name"))
-            elif m.group("idx") is not None:
-                segs.append(int(m.group("idx")))
-            elif m.group("star") is not None:
-                segs.append(_WILD)
-            else:
-                segs.append(m.group("sq") if m.group("sq") is not None else m.group("dq"))
-            pos = m.end()
-        return cls(text, tuple(segs))
+        try:
+            compiled = _JSONPATH.compile(text)
+        except JSONPathError as exc:
+            raise ValueError(f"bad JSON path {text!r}: {_reason(exc)} (RFC 9535 JSONPath, e.g. "
+                             "$.results[*].id)") from None
+        if not isinstance(compiled, JSONPath):  # a union; strict mode does not parse one, but never guess
+            raise ValueError(f"bad JSON path {text!r}: one path only, no unions")
+        head = len(compiled.segments)
+        while head and not JSONPath(env=_JSONPATH, segments=compiled.segments[:head]).singular_query():
+            head -= 1
+        return cls(text, compiled, _plain_steps(compiled), head)
 
     def prefix_found(self, doc: Any) -> bool:
-        """Whether the part before the first ``[*]`` reaches a list or object (a wildcard path over a
-        missing key is a misconfiguration, not an empty result)."""
-        first = self.segments.index(_WILD) if self.multi else len(self.segments)
-        head = JsonPath(self.text, self.segments[:first]).find(doc)
+        """Whether the longest one-value prefix of a list-valued path reaches a list or object (a wildcard
+        path over a missing key is a misconfiguration, not an empty result)."""
+        prefix = JSONPath(env=_JSONPATH, segments=self.compiled.segments[:self.head])
+        steps = _plain_steps(prefix)  # a one-value prefix is names and indexes only
+        head = _walk(steps, doc) if steps is not None else _find(prefix, doc)
         return bool(head) and (not self.multi or all(isinstance(v, list | dict) for v in head))
 
     def find(self, doc: Any) -> list[Any]:
-        """Every value the path reaches (missing keys and out-of-range indexes reach nothing)."""
-        vals = [doc]
-        for seg in self.segments:
-            nxt: list[Any] = []
-            for v in vals:
-                if seg is _WILD:
-                    if isinstance(v, list):
-                        nxt.extend(v)
-                    elif isinstance(v, dict):
-                        nxt.extend(v.values())
-                elif isinstance(seg, int):
-                    if isinstance(v, list) and -len(v) <= seg < len(v):
-                        nxt.append(v[seg])
-                elif isinstance(v, dict) and seg in v:
-                    nxt.append(v[seg])
-            vals = nxt
-        return vals
+        """Every value the path reaches, in document order (missing keys and indexes reach nothing)."""
+        if self.steps is not None:
+            return _walk(self.steps, doc)
+        return _find(self.compiled, doc)
+
+
+def _plain_steps(path: JSONPath) -> tuple[tuple[str, Any], ...] | None:
+    """``(("name", "results"), ("all", None), ("name", "id"))`` for ``$.results[*].id``; None when the path has
+    a step that is not one name, one index or the wildcard (descendants, slices, filters, several selectors)."""
+    steps: list[tuple[str, Any]] = []
+    for segment in path.segments:
+        if type(segment) is not JSONPathChildSegment or len(segment.selectors) != 1:
+            return None
+        sel = segment.selectors[0]
+        if type(sel) is NameSelector:
+            steps.append(("name", sel.name))
+        elif type(sel) is IndexSelector:
+            steps.append(("index", sel.index))
+        elif type(sel) is WildcardSelector:
+            steps.append(("all", None))
+        else:
+            return None
+    return tuple(steps)
+
+
+def _walk(steps: tuple[tuple[str, Any], ...], doc: Any) -> list[Any]:
+    """RFC 9535 child steps: a name selects an object member, an index an array element (negative from the
+    end), the wildcard every member value or element in order; anything else selects nothing."""
+    vals = [doc]
+    for kind, arg in steps:
+        nxt: list[Any] = []
+        for v in vals:
+            if kind == "name":
+                if isinstance(v, dict) and arg in v:
+                    nxt.append(v[arg])
+            elif kind == "index":
+                if isinstance(v, list) and -len(v) <= arg < len(v):
+                    nxt.append(v[arg])
+            elif isinstance(v, dict):
+                nxt.extend(v.values())
+            elif isinstance(v, list):
+                nxt.extend(v)
+        vals = nxt
+    return vals
+
+
+def _find(path: JSONPath, doc: Any) -> list[Any]:
+    if isinstance(doc, str):  # python-jsonpath would parse a str as JSON text; here it is a JSON string value
+        return [doc] if not path.segments else []
+    try:
+        return path.findall(doc)
+    except JSONPathError as exc:  # e.g. a filter function given a value it cannot take
+        raise ValueError(f"JSON path {str(path)!r} failed on the response: {_reason(exc)}") from None
 
 
 # -- configuration ---------------------------------------------------------------------------------------
@@ -431,18 +494,17 @@ class HttpBackend(MemoryBackend):
     """A memory product reached over HTTP, described by a TOML file (see the module docstring)."""
 
     name = "http"
-    extra = None  # stdlib only
+    extra = None  # no library of its own beyond the core dependencies
+    options_spec = (
+        Option("config", required=True, help="path of the product TOML file, set by --config FILE; "
+                                             "see examples/product.toml"),
+        Option("base_url", url=True, help="overrides the file's base_url"),
+    )
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)
-        bad = sorted(set(self.options) - {"config", "base_url"})
-        if bad:
-            raise ValueError(f"http backend: unknown option(s) {', '.join(bad)}; known: config, base_url")
-        if not self.options.get("config"):
-            raise ValueError("http backend: option 'config' (path of the product TOML file) is required "
-                             "(e.g. --config product.toml)")
-        self.config_path = Path(str(self.options["config"]))
-        self.config = load_config(self.config_path, self.options.get("base_url") or None)
+        self.config_path = Path(self.settings["config"])
+        self.config = load_config(self.config_path, self.settings["base_url"])
         self._secret: str | None = None
         if self.config.auth_env:
             secret = os.environ.get(self.config.auth_env)
@@ -452,8 +514,9 @@ class HttpBackend(MemoryBackend):
             self._secret = secret
         self._run_id = uuid.uuid4().hex[:8]
         self._lock = threading.RLock()
-        self._states: dict[str, _State] = {}
-        self._next = 1
+        # a state's handle is its namespace: <prefix><run>-s<n>
+        self._states: StateTable[_State] = StateTable("http backend",
+                                                      prefix=f"{self.config.ns_prefix}{self._run_id}-s")
 
     def __repr__(self) -> str:
         return f"HttpBackend(config={str(self.config_path)!r}, base_url={self.config.base_url!r})"
@@ -568,11 +631,17 @@ class HttpBackend(MemoryBackend):
             raise type(last)(f"{last} (after {attempts} attempts)")
         raise last
 
+    def _find(self, op_name: str, jp: JsonPath, doc: Any) -> list[Any]:
+        try:
+            return jp.find(doc)
+        except ValueError as exc:
+            raise self._fail(op_name, str(exc)) from None
+
     def _one(self, op_name: str, key: str, doc: Any, required: bool = True) -> Any:
         jp = self.config.ops[op_name].paths.get(key)
         if jp is None:
             return None
-        vals = jp.find(doc)
+        vals = self._find(op_name, jp, doc)
         if not vals:
             if required:
                 raise self._fail(op_name, f"response has no value at {key} = {jp.text!r}")
@@ -583,26 +652,21 @@ class HttpBackend(MemoryBackend):
         jp = self.config.ops[op_name].paths.get(key)
         if jp is None:
             return None
-        if not jp.prefix_found(doc):
+        try:
+            found = jp.prefix_found(doc)
+        except ValueError as exc:
+            raise self._fail(op_name, str(exc)) from None
+        if not found:
             raise self._fail(op_name, f"response has no list at {key} = {jp.text!r}: {str(doc)[:200]}")
-        vals = jp.find(doc)
+        vals = self._find(op_name, jp, doc)
         if n is not None and len(vals) != n:
             raise self._fail(op_name, f"response has {len(vals)} values at {key} = {jp.text!r} "
                                       f"but {n} ids")
         return vals
 
-    def _state(self, state: StateHandle) -> _State:
-        st = self._states.get(state)
-        if st is None:
-            raise BackendError(f"http backend: unknown or released state {state!r}")
-        return st
-
     def _new_state(self) -> _State:
-        ns = f"{self.config.ns_prefix}{self._run_id}-s{self._next}"
-        self._next += 1
-        st = _State(ns)
-        self._states[ns] = st
-        return st
+        ns = self._states.mint()
+        return self._states.put(ns, _State(ns))
 
     # -- states ------------------------------------------------------------------------------------------
     def build(self, checkpoint: Checkpoint) -> StateHandle:
@@ -616,7 +680,7 @@ class HttpBackend(MemoryBackend):
                     if not res.ok:
                         raise BackendError(f"http backend: build of {checkpoint.id!r}: {res.detail}")
             except BackendError:
-                self._states.pop(st.namespace, None)
+                self._states.pop(st.namespace)
                 raise
             return st.namespace
 
@@ -624,12 +688,12 @@ class HttpBackend(MemoryBackend):
         if "snapshot" not in self.config.ops:
             raise NotImplementedError("http backend: no [snapshot] operation configured")
         with self._lock:
-            src = self._state(state)
+            src = self._states.get(state, "fork")
             dst = self._new_state()
             try:
                 self._request("snapshot", {"namespace": src.namespace, "target": dst.namespace})
             except BackendError:
-                self._states.pop(dst.namespace, None)
+                self._states.pop(dst.namespace)
                 raise
             dst.to_product = dict(src.to_product)  # a snapshot keeps the product's ids
             dst.to_ufuzz = dict(src.to_ufuzz)
@@ -637,7 +701,7 @@ class HttpBackend(MemoryBackend):
 
     def release(self, state: StateHandle) -> None:
         with self._lock:
-            st = self._states.pop(state, None)
+            st = self._states.pop(state)
             if st is None or "drop" not in self.config.ops:
                 return
             try:
@@ -648,7 +712,7 @@ class HttpBackend(MemoryBackend):
     # -- retrieval -----------------------------------------------------------------------------------------
     def retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "retrieve")
             if k <= 0:
                 return []
             _status, doc = self._request("search", {"namespace": st.namespace, "query": query, "k": k})
@@ -678,7 +742,7 @@ class HttpBackend(MemoryBackend):
     # -- native operations -----------------------------------------------------------------------------------
     def add(self, state: StateHandle, memory: Memory) -> OpResult:
         with self._lock:
-            return self._add(self._state(state), memory)
+            return self._add(self._states.get(state, "add"), memory)
 
     def _add(self, st: _State, memory: Memory) -> OpResult:
         if memory.id in st.to_product:
@@ -695,7 +759,7 @@ class HttpBackend(MemoryBackend):
         if "update" not in self.config.ops:
             raise BackendError(f"http backend ({self.config.source}): no [update] operation configured")
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "update")
             pid = st.to_product.get(memory_id)
             if pid is None:
                 return OpResult("update", False, memory_id, detail=f"unknown memory id {memory_id!r}")
@@ -721,7 +785,7 @@ class HttpBackend(MemoryBackend):
         if "delete" not in self.config.ops:
             raise BackendError(f"http backend ({self.config.source}): no [delete] operation configured")
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "delete")
             pid = st.to_product.get(memory_id)
             if pid is None:
                 return OpResult("delete", False, memory_id, detail=f"unknown memory id {memory_id!r}")
@@ -734,7 +798,7 @@ class HttpBackend(MemoryBackend):
     # -- observation -------------------------------------------------------------------------------------------
     def get(self, state: StateHandle, memory_id: str) -> StoredMemory | None:
         with self._lock:
-            return self._get(self._state(state), memory_id)
+            return self._get(self._states.get(state, "get"), memory_id)
 
     def _get(self, st: _State, memory_id: str) -> StoredMemory | None:
         pid = st.to_product.get(memory_id)
@@ -753,7 +817,7 @@ class HttpBackend(MemoryBackend):
 
     def list(self, state: StateHandle) -> list[StoredMemory]:
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "list")
             _status, doc = self._request("list", {"namespace": st.namespace})
             ids = self._many("list", "ids", doc, None) or []
             texts = self._many("list", "texts", doc, len(ids)) or []

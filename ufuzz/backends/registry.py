@@ -61,6 +61,7 @@ def create(name: str, workdir: Path, options: dict[str, Any] | None = None, *, i
     if isolation not in ISOLATION:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATION)}, not {isolation!r}")
     cls = load(name)
+    cls.check_options(options)  # a bad option fails here, before a worker process is started for it
     ok, hint = cls.dependencies_installed()
     if not ok:
         raise BackendUnavailable(f"backend {name!r} needs packages that are not installed", hint)

@@ -47,6 +47,7 @@ from ufuzz.backends.protocol import (
     StateHandle,
     StoredMemory,
 )
+from ufuzz.backends.states import StateTable
 from ufuzz.model import Checkpoint, Memory
 
 _START_TIMEOUT = 600.0  # importing torch and a model on a loaded 2-core machine can take a while
@@ -168,6 +169,8 @@ class WorkerStats:
 class WorkerBackend(MemoryBackend):
     """The protocol of ``inner`` (a backend class spec ``module:Class``) served from a recyclable child."""
 
+    options_spec = None  # forwarded to the adapter in the child, whose own declaration checks them
+
     def __init__(self, name: str, spec: str, workdir: Path, options: dict[str, Any] | None = None, *,
                  recycle_every: int = 0, max_rss_mb: float | None = None, call_timeout: float = 600,
                  observer: Callable[..., None] | None = None) -> None:
@@ -187,9 +190,8 @@ class WorkerBackend(MemoryBackend):
         self._gen = 0
         self._calls_in_gen = 0
         self._next_rss_check = 0
-        self._recipes: dict[StateHandle, _Recipe] = {}
+        self._recipes: StateTable[_Recipe] = StateTable(self.name, prefix="w", width=6)
         self._live: dict[StateHandle, tuple[int, StateHandle]] = {}  # handle -> (generation, worker handle)
-        self._counter = 0
         self._closed = False
         self._start()  # bad options / missing libraries surface here, with the adapter's own message
 
@@ -347,8 +349,6 @@ class WorkerBackend(MemoryBackend):
     def _worker_handle(self, state: StateHandle, *, first: bool = False) -> StateHandle:
         """The worker's handle for ``state`` in the current generation, rebuilt from its recipe if needed."""
         recipe = self._recipes.get(state)
-        if recipe is None:
-            raise BackendError(f"{self.name}: unknown state {state!r}")
         live = self._live.get(state)
         if live is not None and live[0] == self._gen:
             return live[1]
@@ -375,10 +375,6 @@ class WorkerBackend(MemoryBackend):
             self._call(method, *args)
         except BackendError:
             pass
-
-    def _new_handle(self) -> StateHandle:
-        self._counter += 1
-        return f"w{self._counter:06d}"
 
     def _on_state(self, method: str, state: StateHandle, *args: Any) -> Any:
         self._maybe_recycle()
@@ -407,29 +403,27 @@ class WorkerBackend(MemoryBackend):
 
     def build(self, checkpoint: Checkpoint) -> StateHandle:
         self._maybe_recycle()
-        handle = self._new_handle()
-        self._recipes[handle] = _Recipe(checkpoint)
+        handle = self._recipes.mint()
+        self._recipes.put(handle, _Recipe(checkpoint))
         try:
             self._worker_handle(handle, first=True)
         except BaseException:
-            self._recipes.pop(handle, None)
+            self._recipes.pop(handle)
             raise
         return handle
 
     def fork(self, state: StateHandle) -> StateHandle:
-        src = self._recipes.get(state)
-        if src is None:
-            raise BackendError(f"{self.name} fork: unknown state {state!r}")
+        src = self._recipes.get(state, "fork")
         if not self._caps.copyable:
             raise NotImplementedError(f"{self.name} cannot copy a state")
         wh = self._on_state("fork", state)
-        handle = self._new_handle()
-        self._recipes[handle] = _Recipe(src.checkpoint, list(src.ops))
+        handle = self._recipes.mint()
+        self._recipes.put(handle, _Recipe(src.checkpoint, list(src.ops)))
         self._live[handle] = (self._gen, wh)
         return handle
 
     def release(self, state: StateHandle) -> None:
-        self._recipes.pop(state, None)
+        self._recipes.pop(state)
         self._forget_live(state)
 
     def retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:
@@ -441,7 +435,7 @@ class WorkerBackend(MemoryBackend):
     def _write(self, method: str, state: StateHandle, *args: Any) -> OpResult:
         res = self._on_state(method, state, *args)
         if res.ok:
-            self._recipes[state].ops.append((method, args))
+            self._recipes.get(state, method).ops.append((method, args))
         else:  # a refused write may still have touched the state: rebuild from the recipe next time
             self._forget_live(state)
         return res

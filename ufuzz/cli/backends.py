@@ -1,14 +1,31 @@
-"""``ufuzz backends``: registered backends and what they need."""
+"""``ufuzz backends``: registered backends, what they need and accept; ``ufuzz backends check``: conformance."""
 
 from __future__ import annotations
 
+import sys
+import tempfile
+from pathlib import Path
+
 import click
 
+from ufuzz.cli.options import parse_opts
 
-@click.command()
-def backends() -> None:
-    """List registered backends, their capabilities and whether their dependencies are installed."""
+_MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP"}
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+def backends(ctx: click.Context) -> None:
+    """List registered backends: capabilities, options and whether their dependencies are installed.
+
+    `ufuzz backends check NAME` runs the conformance kit on one of them."""
+    if ctx.invoked_subcommand is None:
+        _list()
+
+
+def _list() -> None:
     from ufuzz.backends import registry
+    from ufuzz.backends.options import listing
 
     for name, spec in registry.available().items():
         try:
@@ -28,3 +45,62 @@ def backends() -> None:
                 click.echo(f"    notes: {c.notes}")
         click.echo("    runs in: " + ("a recyclable worker process (--isolation auto; 'none' keeps it in process)"
                                       if getattr(cls, "isolate", False) else "the fuzzer's process"))
+        lines = listing(cls.options_spec or (), cls.option_rules)
+        click.echo("    options (--opt NAME=VALUE):" + ("" if lines else " none"))
+        for line in lines:
+            click.echo(f"      {line}")
+
+
+@backends.command("check")
+@click.argument("name")
+@click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help="Backend option (repeatable).")
+@click.option("--config", "config_file", default=None, help="Backend config file (TOML), e.g. for http.")
+@click.option("--isolation", type=click.Choice(["auto", "process", "none"]), default="auto", show_default=True,
+              help="Where the backend runs, as for `ufuzz run` (auto: a worker process for native libraries).")
+@click.option("--fresh", is_flag=True, help="A new backend instance for every check.")
+@click.option("--workdir", type=click.Path(file_okay=False), default=None,
+              help="Working directory of the backend (default: a temporary one, removed afterwards).")
+def check(name: str, opts: tuple[str, ...], config_file: str | None, isolation: str, fresh: bool,
+          workdir: str | None) -> None:
+    """Run the backend conformance kit on backend NAME: one line per check, exit 1 when one fails."""
+    from ufuzz.backends import conformance, registry
+    from ufuzz.backends.protocol import BackendError, BackendUnavailable
+
+    options = parse_opts(opts)
+    if config_file:
+        options.setdefault("config", config_file)
+    try:
+        cls = registry.load(name)
+    except KeyError as exc:
+        raise click.BadParameter(str(exc.args[0]), param_hint="'NAME'") from None
+    except BackendUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        cls.check_options(options)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    shown = ", ".join(f"{k}={v}" for k, v in cls.public_options(options).items()) or "defaults"
+    click.echo(f"conformance of backend {name!r} ({shown}): {len(conformance.CHECKS)} checks")
+
+    def report(r: conformance.CheckResult) -> None:
+        click.echo(f"{_MARK[r.outcome]:5s} {r.check:34s} {r.seconds:7.2f} s")
+        if r.message:
+            click.echo(f"      {r.message}")
+
+    with tempfile.TemporaryDirectory(prefix="ufuzz-check-") as tmp:
+        root = Path(workdir) if workdir else Path(tmp)
+        made = iter(range(1, 10_000))
+
+        def factory():
+            return registry.create(name, root / f"backend{next(made)}", options, isolation=isolation)
+
+        try:
+            results = conformance.run_conformance(factory, fresh=fresh, on_result=report)
+        except BackendUnavailable as exc:
+            raise click.ClickException(str(exc)) from None
+        except (BackendError, ValueError, OSError) as exc:
+            raise click.ClickException(f"backend {name!r} could not start: {exc}") from None
+    counts = {o: sum(r.outcome == o for r in results) for o in ("passed", "failed", "error", "skipped")}
+    click.echo(f"{len(results)} checks: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
+    if any(not r.ok for r in results):
+        sys.exit(1)
