@@ -173,3 +173,17 @@ def test_backends_command_lists_each_backends_options():
     assert re.search(r"\n      config +text; required — path of the product TOML file", http)
     graphiti = out[out.index("graphiti "):out.index("http ")]
     assert "rule: write_mode=episode needs options llm_base_url and llm_model" in graphiti
+
+
+def test_a_campaign_records_secret_options_masked():
+    from ufuzz.backends import registry
+    from ufuzz.engine.campaign import CampaignConfig
+
+    class Vaulted(MemoryBackend):
+        name = "vaulted"
+        options_spec = (Option("token", secret=True), Option("region", default="eu"))
+        capabilities = build = release = retrieve = add = update = delete = get = list = None  # type: ignore
+
+    registry.register("vaulted", Vaulted)
+    cfg = CampaignConfig(backend="vaulted", backend_options={"token": "t-" + "9f", "region": "us"})
+    assert cfg.to_dict()["backend_options"] == {"token": "***", "region": "us"}

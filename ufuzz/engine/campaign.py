@@ -106,8 +106,14 @@ class CampaignConfig:
             raise ValueError("--llm-timeout must be in (0, 3600] seconds and --llm-retries in [0, 10]")
 
     def to_dict(self) -> dict[str, Any]:
+        """The config as recorded with the campaign: a backend's secret options masked (its declared
+        ``secret`` ones, and any option named like a key), so no secret reaches the store or a corpus."""
         d = asdict(self)
-        d["backend_options"] = {k: v for k, v in self.backend_options.items() if "key" not in k.lower()}
+        try:
+            opts = registry.load(self.backend).public_options(self.backend_options)
+        except Exception:  # noqa: BLE001 - an unknown backend fails elsewhere, with its own message
+            opts = dict(self.backend_options)
+        d["backend_options"] = {k: v for k, v in opts.items() if "key" not in k.lower()}
         return d
 
 
