@@ -320,8 +320,10 @@ def run_bench(cfg: BenchConfig, *, echo: Callable[[str], None] | None = None,
                 rec = _run_one(cfg, strategy, i, suite, shared, run_dir)
                 runs.append(rec)
                 msg = (f"{strategy} run {i} (seed {rec['seed']}): {rec['executions']} executions, "
-                       f"{rec['unique_failures']} unique failures, coverage {rec['coverage']:.3f}, "
-                       f"{rec['wall_seconds']:.1f} s")
+                       f"{rec['unique_failures']} unique failures, "
+                       + (f"{rec['responses']} distinct responses, " if rec["hidden"] else
+                          f"coverage {rec['coverage']:.3f}, ")
+                       + f"{rec['wall_seconds']:.1f} s")
                 if rec["status"] == "interrupted":
                     interrupted = True
                     say(msg + " — interrupted")
