@@ -779,8 +779,8 @@ class HttpBackend(MemoryBackend):
             if text is not None and not isinstance(text, str | int | float):
                 raise self._fail("answer", f"response text at {self.config.ops['answer'].paths['text'].text!r} "
                                            f"is not a string: {str(text)[:200]}")
-            jp = self.config.ops["answer"].paths.get("cited")
-            cited = self._find("answer", jp, doc) if jp is not None else []  # a product may leave out an empty citation list
+            jp = self.config.ops["answer"].paths.get("cited")  # a product may leave out an empty citation list
+            cited = self._find("answer", jp, doc) if jp is not None else []
             return Answer("" if text is None else str(text),
                           tuple(st.to_ufuzz.get(str(pid), str(pid)) for pid in cited if pid is not None))
 
