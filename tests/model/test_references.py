@@ -74,6 +74,8 @@ class Brute:
         gone = [r for r in self.recs if not r.alive]
         if scope == "current":
             cur = self.current()
+            if cur is None and self._in_memory():  # the latest value deleted, earlier ones left
+                return "undefined"
             good = [cur] if cur else []
             bad = [r for r in self.recs if r is not cur]
         elif scope == "previous":

@@ -16,8 +16,8 @@ header and masked (``***``) in every error message; ``describe()`` names the hea
 ``[namespace]``: ``prefix`` of the namespace names the adapter invents for its states (one namespace per
 state handle); use ``{namespace}`` in paths, bodies or headers to send it.
 
-One table per operation: ``[add]``, ``[search]``, ``[get]``, ``[list]`` (required), ``[update]``,
-``[delete]`` (optional: the capability turns off without them), ``[snapshot]`` (optional: copies one
+One table per operation: ``[add]``, ``[get]``, ``[list]`` (required), ``[search]`` and/or ``[answer]`` (at
+least one), ``[update]``, ``[delete]`` (optional: the capability turns off without them), ``[snapshot]`` (optional: copies one
 namespace into ``{target}``; with it ``fork`` is native and ``copyable`` is true), ``[create]`` and ``[drop]``
 (optional: called when a state is built or released). Each has ``method`` (default GET, or POST for add,
 search and snapshot), ``path`` (a template, e.g. ``/v1/{namespace}/memories/{id}``, values URL-quoted), an
@@ -26,10 +26,19 @@ is replaced by the typed value) and JSON paths to the response fields:
 
 * add: ``id`` (the product's id of the new memory; without it the ufuzz id is the product id)
 * search: ``ids`` (required), ``texts``, ``scores`` (all wildcard paths, e.g. ``$.results[*].id``)
+* answer: ``text`` (required: the product's response to the question ``{query}``), ``cited`` (a wildcard
+  path to the product ids of the memories the response cites, if it says)
 * get: ``text`` (required), ``timestamp``, ``active``; ``not_found`` statuses (default ``[404]``) mean None
 * list: ``ids``, ``texts`` (required), ``timestamps``, ``actives``
 * update: ``policy`` = ``rewrite`` (in place, the default) or ``append`` (``{new_id}`` holds the new
   version, the old one stays as superseded), ``id`` (the product's id of the written memory)
+
+A product with ``[answer]`` answers on its own: its response is judged (the response level). Without
+``[search]`` it is *answer-only*: retrieval is hidden, so only responses are observed — a campaign keeps mutants
+that give previously unseen (normalised) responses and judges responses only; memory operations are still
+checked through ``[get]``/``[list]`` (the management API), never through a response. Cited ids are recorded
+with executions and failures to help localise a failure, never judged. With both, both levels are judged
+(``--retrieval-visibility hidden`` hides the search).
 
 Placeholders: ``namespace``, ``id`` (product id), ``uid`` (ufuzz id), ``text``, ``timestamp``, ``query``,
 ``k``, ``new_id``, ``target``. JSON paths are RFC 9535 JSONPath (evaluated by the ``python-jsonpath`` library):
@@ -67,6 +76,7 @@ from pydantic import Field, StringConstraints, ValidationError
 
 from ufuzz.backends.options import Option
 from ufuzz.backends.protocol import (
+    Answer,
     BackendError,
     BackendUnreachable,
     Capabilities,
@@ -207,6 +217,7 @@ PLACEHOLDERS = frozenset({"namespace", "id", "uid", "text", "timestamp", "query"
 PROVIDES: dict[str, frozenset[str]] = {
     "add": frozenset({"namespace", "id", "uid", "text", "timestamp"}),
     "search": frozenset({"namespace", "query", "k"}),
+    "answer": frozenset({"namespace", "query"}),
     "get": frozenset({"namespace", "id", "uid"}),
     "list": frozenset({"namespace"}),
     "update": frozenset({"namespace", "id", "uid", "new_id", "text", "timestamp"}),
@@ -215,15 +226,18 @@ PROVIDES: dict[str, frozenset[str]] = {
     "create": frozenset({"namespace"}),
     "drop": frozenset({"namespace"}),
 }
-REQUIRED_OPS = ("add", "search", "get", "list")
-OPTIONAL_OPS = ("update", "delete", "snapshot", "create", "drop")
+REQUIRED_OPS = ("add", "get", "list")
+#: at least one of these: what the product shows of its memory use
+USE_OPS = ("search", "answer")
+OPTIONAL_OPS = (*USE_OPS, "update", "delete", "snapshot", "create", "drop")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-_DEFAULT_METHOD = {"add": "POST", "search": "POST", "snapshot": "POST", "create": "POST", "drop": "DELETE",
-                   "delete": "DELETE", "update": "PUT"}
+_DEFAULT_METHOD = {"add": "POST", "search": "POST", "answer": "POST", "snapshot": "POST", "create": "POST",
+                   "drop": "DELETE", "delete": "DELETE", "update": "PUT"}
 #: JSON-path keys per operation: name -> required?
 _PATH_KEYS: dict[str, dict[str, bool]] = {
     "add": {"id": False},
     "search": {"ids": True, "texts": False, "scores": False},
+    "answer": {"text": True, "cited": False},
     "get": {"text": True, "timestamp": False, "active": False, "id": False},
     "list": {"ids": True, "texts": True, "timestamps": False, "actives": False},
     "update": {"id": False},
@@ -309,6 +323,7 @@ class _Operation(StrictModel):
     active: str | None = None
     timestamps: str | None = None
     actives: str | None = None
+    cited: str | None = None
 
 
 class ProductModel(StrictModel):
@@ -325,7 +340,8 @@ class ProductModel(StrictModel):
     auth: _Auth = Field(default_factory=_Auth)
     namespace: _Namespace = Field(default_factory=_Namespace)
     add: _Operation
-    search: _Operation
+    search: _Operation | None = None  # [search] and/or [answer]: checked after the types
+    answer: _Operation | None = None
     get: _Operation
     list: _Operation
     update: _Operation | None = None
@@ -398,6 +414,8 @@ def parse_config(raw: dict[str, Any], src: str = "product.toml", base_url: str |
         if getattr(model, name) is None:
             continue
         ops[name] = _parse_op(name, raw[name], err)
+    if not any(op in ops for op in USE_OPS):
+        raise err("", "needs [search] (ranked retrieval), [answer] (the product's own response) or both")
     return ProductConfig(src, url.rstrip("/"), model.name, model.timeout, model.retries, model.retry_backoff,
                          model.deterministic, model.abstain_threshold, dict(headers), auth.header, auth.env,
                          auth.scheme, model.namespace.prefix, ops)
@@ -441,8 +459,10 @@ def _parse_op(name: str, t: dict[str, Any], err: Any) -> Operation:
             jp = JsonPath.parse(t[key])
         except ValueError as exc:
             raise err(where, f"{key}: {exc}") from None
-        if name in ("search", "list") and not jp.multi:
+        if (name in ("search", "list") or key == "cited") and not jp.multi:
             raise err(where, f"{key}: {jp.text!r} must select a list with [*] (e.g. '$.results[*].{key}')")
+        if name == "answer" and key == "text" and jp.multi:
+            raise err(where, f"text: {jp.text!r} must select one value, not a list (no [*])")
         paths[key] = jp
     nf = t.get("not_found", [404])
     if not isinstance(nf, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in nf):
@@ -525,16 +545,20 @@ class HttpBackend(MemoryBackend):
     @property
     def capabilities(self) -> Capabilities:
         ops = self.config.ops
-        scores = "scores" in ops["search"].paths
+        scores = "search" in ops and "scores" in ops["search"].paths
         notes = [f"HTTP product {self.config.name!r} from {self.config.source}"]
+        if "answer" in ops:
+            notes.append("answers through [answer]" + ("" if "search" in ops else
+                                                         "; no [search]: retrieval hidden, responses only"))
         notes.append("fork via [snapshot]" if "snapshot" in ops else
                      "no [snapshot]: fork rebuilt by the executor")
-        if not scores:
+        if "search" in ops and not scores:
             notes.append("no search scores: score = 1/(rank+1)")
         if "update" in ops:
             notes.append(f"update policy {ops['update'].policy}")
-        return Capabilities(visible_retrieval=True, copyable="snapshot" in ops, native_update="update" in ops,
-                            native_delete="delete" in ops, observable_state=True, answers=False,
+        return Capabilities(visible_retrieval="search" in ops, copyable="snapshot" in ops,
+                            native_update="update" in ops, native_delete="delete" in ops, observable_state=True,
+                            answers="answer" in ops,
                             deterministic=self.config.deterministic,
                             relevance_threshold=self.config.abstain_threshold,
                             reader_threshold=self.config.abstain_threshold, notes="; ".join(notes))
@@ -543,8 +567,10 @@ class HttpBackend(MemoryBackend):
     def static_capabilities(cls) -> Capabilities:
         """What holds for any product config, for ``ufuzz backends`` (the real ones come from the file)."""
         return Capabilities(copyable=False, notes="REST memory product described by --config product.toml "
-                                                  "(see examples/product.toml); copyable only with a [snapshot] "
-                                                  "operation, update/delete only when configured")
+                                                  "(see examples/product.toml, examples/agent.toml); copyable "
+                                                  "only with a [snapshot] operation, update/delete only when "
+                                                  "configured; answers with an [answer] operation, retrieval "
+                                                  "hidden without [search]")
 
     def describe(self) -> dict[str, Any]:
         c = self.config
@@ -713,7 +739,7 @@ class HttpBackend(MemoryBackend):
     def retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:
         with self._lock:
             st = self._states.get(state, "retrieve")
-            if k <= 0:
+            if k <= 0 or "search" not in self.config.ops:  # answer-only: its retrieval is not seen
                 return []
             _status, doc = self._request("search", {"namespace": st.namespace, "query": query, "k": k})
             ids = self._many("search", "ids", doc, None) or []
@@ -738,6 +764,25 @@ class HttpBackend(MemoryBackend):
             # best first; the product's own order breaks equal scores, then the id
             out.sort(key=lambda t: (-t[0], t[1], t[2].id))
             return [r for _s, _r, r in out[:k]]
+
+    def answer(self, state: StateHandle, query: str, retrieved: list[Retrieved]) -> Answer | None:
+        """The product's own response to ``query`` (``[answer]``), with the memories it cites mapped to ufuzz
+        ids (an id the product never reported for this state is kept as the product's id). A JSON null
+        response is an empty one, which reads as an abstention; ``retrieved`` is not sent (the product
+        retrieves on its own)."""
+        if "answer" not in self.config.ops:
+            return None
+        with self._lock:
+            st = self._states.get(state, "answer")
+            _status, doc = self._request("answer", {"namespace": st.namespace, "query": query})
+            text = self._one("answer", "text", doc)
+            if text is not None and not isinstance(text, str | int | float):
+                raise self._fail("answer", f"response text at {self.config.ops['answer'].paths['text'].text!r} "
+                                           f"is not a string: {str(text)[:200]}")
+            jp = self.config.ops["answer"].paths.get("cited")  # a product may leave out an empty citation list
+            cited = self._find("answer", jp, doc) if jp is not None else []
+            return Answer("" if text is None else str(text),
+                          tuple(st.to_ufuzz.get(str(pid), str(pid)) for pid in cited if pid is not None))
 
     # -- native operations -----------------------------------------------------------------------------------
     def add(self, state: StateHandle, memory: Memory) -> OpResult:

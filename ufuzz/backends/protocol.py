@@ -83,6 +83,19 @@ class Retrieved:
 
 
 @dataclass(frozen=True)
+class Answer:
+    """A backend's own response with the memories it says it used.
+
+    ``cited`` are ufuzz memory ids (an adapter maps the product's ids). They are recorded with the execution
+    and with a failure, to help localise it; verdicts judge the response text only, since a citation is the
+    product's claim about its retrieval, not an observation of it.
+    """
+
+    text: str
+    cited: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class StoredMemory:
     """A memory as the backend reports it through get/list (independent of retrieval)."""
 
@@ -181,8 +194,10 @@ class MemoryBackend(ABC):
     def retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:
         """Ordered top-k (best first). Ties must be broken deterministically."""
 
-    def answer(self, state: StateHandle, query: str, retrieved: list[Retrieved]) -> str | None:
-        """The system's own response, or None when it has no answerer (the fuzzer's reader is used)."""
+    def answer(self, state: StateHandle, query: str, retrieved: list[Retrieved]) -> str | Answer | None:
+        """The system's own response (text, or an :class:`Answer` with cited memory ids), or None when it has no
+        answerer (then a configured responder answers, if any). ``retrieved`` is what :meth:`retrieve` returned
+        (empty for a backend whose retrieval is hidden); a product that answers on its own may ignore it."""
         return None
 
     # -- native memory operations ------------------------------------------------------------------------

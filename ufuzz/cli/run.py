@@ -48,6 +48,11 @@ from ufuzz.cli.options import BUDGET, COUNT, SEED, Finite, parse_opts
 @click.option("--llm-retries", type=click.IntRange(min=0, max=10), default=2, show_default=True,
               help="Retries of a failed LLM request (timeouts, connection errors, HTTP 429/5xx), with "
                    "exponential backoff; a call that still fails is an error record, never a failure.")
+@click.option("--retrieval-visibility", "retrieval", type=click.Choice(["auto", "visible", "hidden"]),
+              default="auto", show_default=True,
+              help="hidden: observe, judge and feed back the responses only, as with a product that only answers "
+                   "(the backend still retrieves for its answer or the --llm-uses answer answerer); auto: as the "
+                   "backend exposes it.")
 @click.option("--explore-share", type=Finite(min=0.0, max=1.0, max_open=True), default=0.0,
               show_default=True, help="Chance that a step mutates a retained mutant while seed obligations remain "
                                       "(0 = obligations strictly first; strategy 'interleaved' uses 0.25).")
@@ -76,7 +81,7 @@ from ufuzz.cli.options import BUDGET, COUNT, SEED, Finite, parse_opts
 def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out: str | None, db: str | None,
         opts: tuple[str, ...], config_file: str | None, strategy: str, rbo_p: float, llm_base_url: str | None,
         llm_model: str | None, llm_api_key_env: str, llm_uses: str, reader: str, reader_threshold: float | None,
-        llm_timeout: float, llm_retries: int, explore_share: float, isolation: str,
+        llm_timeout: float, llm_retries: int, retrieval: str, explore_share: float, isolation: str,
         worker_max_rss_mb: float | None, worker_recycle: int, worker_timeout: float, max_time: str | None,
         baseline: str | None, fail_on: str | None, progress_every: int, force: bool, quiet: bool) -> None:
     """Run a fuzzing campaign."""
@@ -113,7 +118,8 @@ def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out
                              k=k, out=str(out_dir), db=db, p=rbo_p, llm_base_url=llm_base_url, llm_model=llm_model,
                              llm_api_key_env=llm_api_key_env, llm_uses=uses, reader=reader,
                              reader_threshold=reader_threshold, llm_timeout=llm_timeout,
-                             llm_retries=llm_retries, explore_share=explore_share, isolation=isolation,
+                             llm_retries=llm_retries, retrieval=retrieval, explore_share=explore_share,
+                             isolation=isolation,
                              worker_max_rss_mb=worker_max_rss_mb, worker_recycle=worker_recycle,
                              worker_timeout=worker_timeout, max_time=seconds)
     except ValueError as exc:

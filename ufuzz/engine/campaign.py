@@ -84,6 +84,9 @@ class CampaignConfig:
     llm_retries: int = 2  # retries of a failed LLM request, with exponential backoff
     llm_cache: str | None = None  # call-cache file; None = $UFUZZ_CACHE_DIR/llm_calls.sqlite or ~/.cache/ufuzz
     max_time: float | None = None  # wall seconds from the start; then the campaign ends with status time_limit
+    # "auto": retrieval as the backend exposes it; "hidden": only responses are observed, judged and fed back
+    # (a product that only answers; --retrieval-visibility hidden); "visible": require visible retrieval
+    retrieval: str = "auto"
 
     def __post_init__(self) -> None:
         bad = [u for u in self.llm_uses if u not in LLM_USES]
@@ -194,6 +197,7 @@ class Campaign:
                 cfg.backend, self.out / "backend", cfg.backend_options, isolation=cfg.isolation,
                 worker={"recycle_every": cfg.worker_recycle, "max_rss_mb": cfg.worker_max_rss_mb,
                         "call_timeout": cfg.worker_timeout})
+            Judging.of(cfg).check(self.backend)  # e.g. hidden retrieval with nothing that responds
             url = self.config.db or f"sqlite:///{(self.out / 'corpus.sqlite').resolve()}"
             self.store = CorpusStore(url)
             # strategy, seed and start second, plus a random tag: two runs started in the same second on one
@@ -332,7 +336,7 @@ class Campaign:
         self.operators = create_all(realizer=realizer, only=tuple(cfg.operators) if cfg.operators else None)
         responder, context = judging.build(self.backend, self.llm)
         self.executor = Executor(self.backend, self.suite.checkpoints, k=cfg.k, responder=responder,
-                                 max_live_states=cfg.max_live_states)
+                                 max_live_states=cfg.max_live_states, hidden=not context.visible)
         hidden = self.executor.hidden
         self.judging = judging.describe(self.backend, responder)
         (self.out / "campaign.json").write_text(json.dumps({"campaign": self.campaign_id,

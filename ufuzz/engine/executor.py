@@ -5,7 +5,12 @@ the checkpoint is rebuilt in a fresh namespace and the parent's operations repla
 never reach its parent, its siblings or the checkpoint. Parent executions are cached per (state, query).
 An execution records the memory-use behaviour U(q, M): ordered top-k ids, scores, texts and the response — the
 backend's own answer when it answers, else the configured responder's (:mod:`ufuzz.backends.responders`), else
-none (then there is no response-level verdict).
+none (then there is no response-level verdict). Memory ids the backend's answer cites are recorded
+(``Execution.cited_ids``), never judged.
+
+With hidden retrieval — a backend that exposes none, or a campaign that hides it (``hidden=True``,
+``--retrieval-visibility hidden``) — the backend still retrieves for its answer (or the configured answerer),
+but the execution keeps no top-k: what the fuzzer observes is the response alone.
 Backend faults become ``Execution.error`` (never exceptions out of ``execute``).
 """
 
@@ -14,7 +19,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 
-from ufuzz.backends.protocol import BackendError, MemoryBackend, StateHandle
+from ufuzz.backends.protocol import Answer, BackendError, MemoryBackend, StateHandle
 from ufuzz.backends.responders import BACKEND, Responder
 from ufuzz.model import Checkpoint, Execution, FuzzCase, StateOp
 from ufuzz.oracles.matching import is_abstention
@@ -22,13 +27,13 @@ from ufuzz.oracles.matching import is_abstention
 
 class Executor:
     def __init__(self, backend: MemoryBackend, checkpoints: dict[str, Checkpoint], k: int = 5,
-                 responder: Responder | None = None, max_live_states: int = 32) -> None:
+                 responder: Responder | None = None, max_live_states: int = 32, hidden: bool = False) -> None:
         self.backend = backend
         self.checkpoints = checkpoints
         self.k = k
         caps = backend.capabilities
         self.copyable = caps.copyable
-        self.hidden = not caps.visible_retrieval
+        self.hidden = hidden or not caps.visible_retrieval
         self.answers = caps.answers
         self.responder = responder
         # live states by state key, least recently used first. Checkpoint states (no ops) stay; at most
@@ -125,8 +130,11 @@ class Executor:
             if any(r.native_id is not None for r in got):  # a backend with ids of its own (HTTP products)
                 ex.native_ids = [r.native_id or r.id for r in got]
             resp = self.backend.answer(state, case.query.text, got) if self.answers else None
+            if isinstance(resp, Answer):
+                ex.cited_ids = list(resp.cited)
+                resp = resp.text
             if resp is not None:
-                ex.response, ex.responder = resp, BACKEND
+                ex.response, ex.responder = str(resp), BACKEND
             elif self.responder is not None:
                 ex.response, ex.responder = self.responder.respond(case.query.text, got), self.responder.name
         except Exception as exc:  # BackendError, or an adapter bug: the backend's fault, not the fuzzer's

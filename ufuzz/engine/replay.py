@@ -137,9 +137,10 @@ def fresh_backend(name: str, options: dict[str, Any], workdir: str | Path | None
 
 
 def _run_isolated(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], case: FuzzCase,
-                  k: int, responder: Responder | None = None) -> Execution:
-    """Build the checkpoint on its own, replay the case's ops, execute its query; release the state."""
-    executor = Executor(backend, checkpoints, k=k, responder=responder)
+                  k: int, responder: Responder | None = None, hidden: bool = False) -> Execution:
+    """Build the checkpoint on its own, replay the case's ops, execute its query; release the state.
+    ``hidden``: observe the response only, as a campaign with hidden retrieval did."""
+    executor = Executor(backend, checkpoints, k=k, responder=responder, hidden=hidden)
     try:
         state = executor.state_of(case)
         return executor.execute(case, state)
@@ -179,12 +180,12 @@ def _replay_one(f: Any, backend: MemoryBackend, data: CampaignData, responder: R
 
 
 def _executions(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], cases: list[FuzzCase], k: int,
-                responder: Responder | None) -> list[Execution] | str:
+                responder: Responder | None, hidden: bool = False) -> list[Execution] | str:
     """Each case executed on its own fresh state, or why that failed (a backend fault)."""
     out = []
     for case in cases:
         try:
-            ex = _run_isolated(backend, checkpoints, case, k, responder)
+            ex = _run_isolated(backend, checkpoints, case, k, responder, hidden)
         except BackendError as exc:  # replaying the op recipe failed
             return f"backend error while rebuilding: {exc}"
         if ex.error is not None:
@@ -206,7 +207,7 @@ def replay_pair(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], pare
             "kind": kind, "stage": stage}
     ctx = context or Context(visible=backend.capabilities.visible_retrieval,
                              threshold=backend.capabilities.relevance_threshold)
-    got_ex = _executions(backend, checkpoints, [parent, mutant], k, responder)
+    got_ex = _executions(backend, checkpoints, [parent, mutant], k, responder, hidden=not ctx.visible)
     if isinstance(got_ex, str):
         return ReplayResult(reproduced=False, reason=got_ex, status="error", **base)
     parent_ex, mutant_ex = got_ex
@@ -243,7 +244,7 @@ def replay_baseline(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], 
             "operator": None, "kind": kind, "stage": stage}
     ctx = context or Context(visible=backend.capabilities.visible_retrieval,
                              threshold=backend.capabilities.relevance_threshold)
-    got_ex = _executions(backend, checkpoints, [seed], k, responder)
+    got_ex = _executions(backend, checkpoints, [seed], k, responder, hidden=not ctx.visible)
     if isinstance(got_ex, str):
         return ReplayResult(reproduced=False, reason=got_ex, status="error", **base)
     out = first_failure(judge_case(seed, ref, got_ex[0], ctx))

@@ -20,6 +20,7 @@ class Execution:
     response: str | None = None  # None: the system under test gave no response (no responder)
     responder: str | None = None  # who responded: "backend", "answerer:<model>", "reader:top-evidence"
     abstained: bool = False
+    cited_ids: list[str] = field(default_factory=list)  # memories the backend's own answer cites (not judged)
     error: str | None = None
     seconds: float = 0.0
 

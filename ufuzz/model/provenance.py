@@ -113,7 +113,11 @@ class Provenance:
         (``Fact.deleted``), at most one active value:
 
         * ``current``: the active value, supported by its evidence; every other value's evidence is
-          invalidated and every other value is a stale answer. No active value: abstain.
+          invalidated and every other value is a stale answer. No active value: abstain — except when the
+          latest value was deleted and earlier ones are still in memory: undefined, since what superseded
+          them is gone (a system left with "Zofia is into model railways" may answer that or abstain; neither
+          is wrong, so no test may be built on it). Values invalidated by a memory still present (a
+          retraction) leave the abstention defined.
         * ``previous``: the value the active one replaced, supported by its evidence; only deleted values are
           invalid (the active value is history-consistent, just not the answer). Nothing replaced, or nothing
           left in memory: abstain. Undefined (:class:`UndefinedReference`) when values are left but none is
@@ -125,6 +129,9 @@ class Provenance:
         gone = [f for f in facts if f.deleted]
         if fields.scope == "current":
             act = self.active(fields.entity, fields.attribute)
+            if act is None and facts and max(facts, key=_order).deleted and any(not f.deleted for f in facts):
+                raise UndefinedReference(f"{fields.entity}.{fields.attribute}: the current value was deleted and "
+                                         "earlier ones are left, so whether they hold again is unknown")
             return _reference(query_id, [act] if act else [], [f for f in facts if f is not act])
         if fields.scope == "previous":
             if not any(not f.deleted for f in facts):  # nothing left in memory: abstaining is right

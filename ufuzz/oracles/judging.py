@@ -6,6 +6,12 @@ reader), the same judge and the same levels (selection where retrieval is visibl
 relevance threshold). :class:`Judging` is that part of a campaign's configuration; it travels in the
 campaign's stored config and in a regression corpus's header, and :meth:`Judging.build` turns it into the
 responder and :class:`~ufuzz.oracles.verdict.Context` for a given backend.
+
+``retrieval`` says whether the fuzzer looks at the backend's retrieval: ``auto`` as the backend exposes it,
+``hidden`` never (``--retrieval-visibility hidden``: the backend still retrieves for its answer or the
+configured answerer, but only the response is observed and judged — the setting of a product that only
+answers), ``visible`` requires it. A hidden campaign needs a response to judge: a backend that answers or an
+LLM answerer.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from ufuzz.backends.responders import LLMAnswerer, Responder, TopEvidenceReader
 from ufuzz.oracles.verdict import Context
 
 READERS = ("none", "top-evidence")
+RETRIEVAL = ("auto", "visible", "hidden")
 
 
 @dataclass(frozen=True)
@@ -32,10 +39,18 @@ class Judging:
     llm_cache: str | None = None
     llm_timeout: float = 30.0
     llm_retries: int = 2
+    retrieval: str = "auto"  # auto | visible | hidden (--retrieval-visibility)
 
     def __post_init__(self) -> None:
         if self.reader not in READERS:
             raise ValueError(f"--reader must be one of {', '.join(READERS)}, not {self.reader!r}")
+        if self.retrieval not in RETRIEVAL:
+            raise ValueError(f"--retrieval-visibility must be one of {', '.join(RETRIEVAL)}, "
+                             f"not {self.retrieval!r}")
+        if self.retrieval == "hidden" and self.reader != "none":
+            raise ValueError("--retrieval-visibility hidden with --reader: the reader's verdicts are never the "
+                             "memory system's, so nothing would be judged; use a backend that answers or "
+                             "--llm-uses answer")
         if self.reader != "none" and self.answer:
             raise ValueError("--reader and --llm-uses answer both make responses: choose one")
         if (self.answer or self.judge) and not self.llm_base_url:
@@ -50,7 +65,8 @@ class Judging:
                    answer="answer" in uses, judge="judge" in uses, llm_base_url=d.get("llm_base_url"),
                    llm_model=d.get("llm_model"), llm_api_key_env=str(d.get("llm_api_key_env") or "OPENAI_API_KEY"),
                    llm_cache=d.get("llm_cache"), llm_timeout=float(d.get("llm_timeout") or 30.0),
-                   llm_retries=int(d.get("llm_retries") if d.get("llm_retries") is not None else 2))
+                   llm_retries=int(d.get("llm_retries") if d.get("llm_retries") is not None else 2),
+                   retrieval=str(d.get("retrieval") or "auto"))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> Judging:
@@ -74,8 +90,24 @@ class Judging:
                                    api_key_env=self.llm_api_key_env, timeout=self.llm_timeout,
                                    max_retries=self.llm_retries), CallCache(self.llm_cache))
 
+    def visible(self, backend: MemoryBackend) -> bool:
+        """Whether the campaign sees ``backend``'s retrieval (and judges the selection level)."""
+        return backend.capabilities.visible_retrieval and self.retrieval != "hidden"
+
+    def check(self, backend: MemoryBackend) -> None:
+        """Raise ``ValueError`` (naming the option) when these settings cannot judge anything on ``backend``."""
+        caps = backend.capabilities
+        if self.retrieval == "visible" and not caps.visible_retrieval:
+            raise ValueError(f"--retrieval-visibility visible: backend {backend.name!r} exposes no retrieval "
+                             "(it only answers); use auto or hidden")
+        if not self.visible(backend) and not (caps.answers or self.answer):
+            raise ValueError(f"retrieval is hidden on backend {backend.name!r} and nothing responds: a hidden "
+                             "campaign judges responses only, so it needs a backend that answers or "
+                             "--llm-uses answer")
+
     def build(self, backend: MemoryBackend, llm: Any = None) -> tuple[Responder | None, Context]:
         """The responder and the verdict context for ``backend`` (``llm``: a client to reuse)."""
+        self.check(backend)
         caps = backend.capabilities
         responder: Responder | None = None
         judge = None
@@ -90,11 +122,14 @@ class Judging:
         if self.reader == "top-evidence":
             thr = self.reader_threshold if self.reader_threshold is not None else caps.reader_threshold
             responder = TopEvidenceReader(thr)
-        return responder, Context(visible=caps.visible_retrieval, threshold=caps.relevance_threshold, judge=judge)
+        return responder, Context(visible=self.visible(backend), threshold=caps.relevance_threshold, judge=judge)
 
     def describe(self, backend: MemoryBackend, responder: Responder | None) -> dict[str, Any]:
         """What ``ufuzz status`` says about how failures were decided."""
         caps = backend.capabilities
         who = "backend" if caps.answers else (responder.name if responder is not None else None)
-        return {"selection": caps.visible_retrieval, "relevance_threshold": caps.relevance_threshold,
+        retrieval = ("visible" if self.visible(backend) else
+                     "hidden by the campaign" if caps.visible_retrieval else "hidden by the backend")
+        return {"selection": self.visible(backend), "retrieval": retrieval,
+                "relevance_threshold": caps.relevance_threshold,
                 "responder": who, "judge": "llm" if self.judge else ("text" if who else None)}

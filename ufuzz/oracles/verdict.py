@@ -149,6 +149,11 @@ def cause_key(case: FuzzCase, kind: str, stage: str, offending: tuple[str, ...])
     return _sha([operator, kind, stage, what, *fields])
 
 
+def _cited(ex: Execution, prefix: str = "") -> dict[str, Any]:
+    """The memories a backend's own answer cited: recorded to help localise a failure, never judged."""
+    return {f"{prefix}cited_ids": list(ex.cited_ids)} if ex.cited_ids else {}
+
+
 def failure(mutant: FuzzCase, out: Outcome, ex: Execution, parent_ex: Execution) -> Failure:
     """The failure record of ``mutant``'s caused outcome ``out``."""
     target = mutant.obligation.target if mutant.obligation else ""
@@ -160,7 +165,7 @@ def failure(mutant: FuzzCase, out: Outcome, ex: Execution, parent_ex: Execution)
         responder=ex.responder if stage != SELECTION else None,
         detail={**out.detail, "query": ex.query, "parent_query": parent_ex.query, "mutation": mutant.detail,
                 "parent_response": parent_ex.response, "parent_top_ids": list(parent_ex.top_ids),
-                "top_scores": list(ex.top_scores)})
+                "top_scores": list(ex.top_scores), **_cited(ex), **_cited(parent_ex, "parent_")})
 
 
 def baseline_failure(seed: FuzzCase, out: Outcome, ex: Execution, reason: str) -> Failure:
@@ -172,7 +177,7 @@ def baseline_failure(seed: FuzzCase, out: Outcome, ex: Execution, reason: str) -
         cause=_sha(["baseline", kind, stage, _ids(out.offending), seed.query.fields.entity,
                     seed.query.fields.attribute, seed.query.fields.scope]),
         responder=ex.responder if stage != SELECTION else None, origin=BASELINE,
-        detail={**out.detail, "query": ex.query, "reason": reason, "top_scores": list(ex.top_scores)})
+        detail={**out.detail, "query": ex.query, "reason": reason, "top_scores": list(ex.top_scores), **_cited(ex)})
 
 
 @dataclass

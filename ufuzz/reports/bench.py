@@ -9,7 +9,8 @@ run the bench records, from the campaign's progress callback:
   reached in any top-k / all memories of the suite's checkpoints (memories that state mutants added are not
   counted, so the ratio is at most 1 and matches ``CorpusStore.summary``);
 
-at b = N/4, N/2, 3N/4 and N, plus the whole step curve, and (unless disabled) the reproduce rate of the run's
+at b = N/4, N/2, 3N/4 and N, plus the whole step curve, the distinct (normalised) responses the run saw (the
+feedback of hidden retrieval, where no coverage is observed and Cov@b is not shown), and (unless disabled) the reproduce rate of the run's
 failures by :func:`ufuzz.engine.replay.replay_campaign` on a fresh backend instance. A campaign that runs
 out of work before the budget keeps its final values at the later budgets.
 
@@ -35,6 +36,7 @@ from typing import Any
 
 from ufuzz.backends import registry
 from ufuzz.backends.protocol import (
+    Answer,
     BackendError,
     Capabilities,
     MemoryBackend,
@@ -64,6 +66,9 @@ class BenchConfig:
     base_seed: int = 0
     replay: bool = True
     k: int = 5
+    #: further campaign settings for every run (CampaignConfig fields): retrieval="hidden", llm_uses=("answer",),
+    #: llm_base_url, llm_model … — e.g. a library backend as an agent answering through an LLM endpoint
+    campaign: dict[str, Any] = field(default_factory=dict)
 
     @property
     def out_dir(self) -> Path:
@@ -120,7 +125,7 @@ class _Shared(MemoryBackend):
     def retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:
         return self.inner.retrieve(state, query, k)
 
-    def answer(self, state: StateHandle, query: str, retrieved: list[Retrieved]) -> str | None:
+    def answer(self, state: StateHandle, query: str, retrieved: list[Retrieved]) -> str | Answer | None:
         return self.inner.answer(state, query, retrieved)
 
     def add(self, state: StateHandle, memory: Memory) -> OpResult:
@@ -161,7 +166,7 @@ def _run_one(cfg: BenchConfig, strategy: str, run: int, suite: SeedSuite, backen
     if run_dir.exists():
         shutil.rmtree(run_dir)
     ccfg = CampaignConfig(backend=cfg.backend, backend_options=dict(cfg.options), seeds=cfg.seeds,
-                          budget=cfg.budget, seed=seed, k=cfg.k, out=str(run_dir))
+                          budget=cfg.budget, seed=seed, k=cfg.k, out=str(run_dir), **cfg.campaign)
     apply_strategy(ccfg, strategy)
     campaign = Campaign(ccfg, suite=suite, backend=backend)
     members = {(cp.id, m.id) for cp in suite.checkpoints.values() for m in cp.memories}
@@ -196,6 +201,8 @@ def _run_one(cfg: BenchConfig, strategy: str, run: int, suite: SeedSuite, backen
         "coverage_total": total, "coverage": final_reached / total if total else 0.0,
         "mutants_valid": summary["mutants_valid"], "mutants_rejected": summary["mutants_rejected"],
         "retained": summary["retained"], "errors": summary["errors"], "at": at,
+        "hidden": not (summary.get("judging") or {}).get("selection", True),
+        "responses": campaign.feedback.totals()["responses"] if campaign.feedback is not None else 0,
         "curve": [list(p) for p in curve], "replay": None,
     }
     return rec
@@ -239,6 +246,8 @@ def aggregate(runs: list[dict[str, Any]], budget: int) -> dict[str, Any]:
             agg[f"uf@{b}"] = _mean_std([r["at"][str(b)]["unique_failures"] for r in rs])
             agg[f"cov@{b}"] = _mean_std([r["at"][str(b)]["coverage"] for r in rs])
         agg["causes"] = _mean_std([r.get("causes", 0) for r in rs])
+        agg["responses"] = _mean_std([r.get("responses", 0) for r in rs])
+        agg["hidden"] = all(r.get("hidden", False) for r in rs)
         agg["baseline_failures"] = _mean_std([r.get("baseline_failures", 0) for r in rs])
         agg["executions"] = _mean_std([r["executions"] for r in rs])
         agg["wall_seconds"] = _mean_std([r["wall_seconds"] for r in rs])
@@ -288,6 +297,7 @@ def run_bench(cfg: BenchConfig, *, echo: Callable[[str], None] | None = None,
         return {
             "config": {"backend": cfg.backend, "options": {k: v for k, v in cfg.options.items()
                                                             if "key" not in k.lower()},
+                       "campaign": {k: v for k, v in cfg.campaign.items() if "key" not in k.lower()},
                        "budget": cfg.budget, "runs": cfg.runs, "strategies": list(cfg.strategies),
                        "seeds": str(resolve_seeds(cfg.seeds)), "base_seed": cfg.base_seed, "replay": cfg.replay,
                        "k": cfg.k, "budgets": budgets_of(cfg.budget)},
@@ -310,8 +320,10 @@ def run_bench(cfg: BenchConfig, *, echo: Callable[[str], None] | None = None,
                 rec = _run_one(cfg, strategy, i, suite, shared, run_dir)
                 runs.append(rec)
                 msg = (f"{strategy} run {i} (seed {rec['seed']}): {rec['executions']} executions, "
-                       f"{rec['unique_failures']} unique failures, coverage {rec['coverage']:.3f}, "
-                       f"{rec['wall_seconds']:.1f} s")
+                       f"{rec['unique_failures']} unique failures, "
+                       + (f"{rec['responses']} distinct responses, " if rec["hidden"] else
+                          f"coverage {rec['coverage']:.3f}, ")
+                       + f"{rec['wall_seconds']:.1f} s")
                 if rec["status"] == "interrupted":
                     interrupted = True
                     say(msg + " — interrupted")
@@ -349,9 +361,17 @@ def _ordered(result: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [(n, aggs[n]) for n in names + sorted(set(aggs) - set(names))]
 
 
+def _hidden(result: dict[str, Any]) -> bool:
+    """Whether every run had hidden retrieval (no coverage observed: responses are shown instead)."""
+    aggs = result["strategies"]
+    return bool(aggs) and all(a.get("hidden", False) for a in aggs.values())
+
+
 def _rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     budgets = result["config"]["budgets"]
-    head = ["strategy", "runs", *(f"UF@{b}" for b in budgets), *(f"Cov@{b}" for b in budgets), "causes",
+    hidden = _hidden(result)
+    seen = ["responses"] if hidden else [f"Cov@{b}" for b in budgets]
+    head = ["strategy", "runs", *(f"UF@{b}" for b in budgets), *seen, "causes",
             "baseline", "reproduced", "execs", "s/run"]
     rows = []
     for name, agg in _ordered(result):
@@ -359,7 +379,8 @@ def _rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         rep_s = "-" if not rep else (f"{rep['reproduced']}/{rep['total']}"
                                      + (f" ({100 * rep['rate']:.0f}%)" if rep["rate"] is not None else ""))
         rows.append([name, str(agg["runs"]), *(_pm(agg[f"uf@{b}"], 1) for b in budgets),
-                     *(_pm(agg[f"cov@{b}"], 3) for b in budgets), _pm(agg["causes"], 1),
+                     *([_pm(agg["responses"], 0)] if hidden else [_pm(agg[f"cov@{b}"], 3) for b in budgets]),
+                     _pm(agg["causes"], 1),
                      _pm(agg["baseline_failures"], 1), rep_s, f"{agg['executions']['mean']:.0f}",
                      f"{agg['wall_seconds']['mean']:.0f}"])
     return head, rows
@@ -378,13 +399,18 @@ def render_table(result: dict[str, Any]) -> str:
 def render_markdown(result: dict[str, Any]) -> str:
     c = result["config"]
     head, rows = _rows(result)
-    opts = ", ".join(f"{k}={v}" for k, v in sorted(c["options"].items())) or "defaults"
+    opts = ", ".join(f"{k}={v}" for k, v in sorted({**c["options"], **c.get("campaign", {})}.items())) \
+        or "defaults"
     lines = [f"# ufuzz bench — {c['backend']} ({opts})", "",
              f"Budget {c['budget']} executions, {c['runs']} run(s) per strategy (seeds {c['base_seed']}.."
              f"{c['base_seed'] + c['runs'] - 1}), suite {Path(c['seeds']).name} "
              f"({result['suite']['seeds']} seeds, {result['suite']['memories']} memories), "
              f"top-{c['k']}. Mean ± sample std over runs. UF@b: unique failures (caused by a mutation, of the "
-             "memory system) within b executions; Cov@b: checkpoint memories reached / all; causes: distinct "
+             "memory system) within b executions; "
+             + ("retrieval hidden: responses only are observed and judged; responses: distinct normalised "
+                "responses seen (over seeds); " if _hidden(result) else
+                "Cov@b: checkpoint memories reached / all; ")
+             + "causes: distinct "
              "cause keys among the unique failures; baseline: seeds failing their own reference. "
              "reproduced: recorded failures (baseline ones included) reproduced by `ufuzz replay` "
              f"on a fresh backend. Total wall time {result['wall_seconds']:.0f} s"

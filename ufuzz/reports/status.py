@@ -88,9 +88,12 @@ def _judging(campaign_dir: Path, campaign_id: str) -> dict[str, Any] | None:
 def _judging_line(j: dict[str, Any] | None) -> str:
     if not j:
         return "judging    (not recorded)"
-    sel = "selection" if j.get("selection") else "no selection (retrieval hidden)"
     thr = j.get("relevance_threshold")
-    sel += f" (relevance threshold {thr})" if thr is not None else " (no relevance threshold: no abstention check)"
+    if j.get("selection"):
+        sel = "selection" + (f" (relevance threshold {thr})" if thr is not None else
+                             " (no relevance threshold: no abstention check)")
+    else:
+        sel = f"no selection (retrieval {j.get('retrieval') or 'hidden'})"
     who = j.get("responder")
     resp = f"response by {who}, judged by {j.get('judge')}" if who else "no response level (no responder)"
     return f"judging    {sel}; {resp}"
