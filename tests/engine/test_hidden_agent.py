@@ -31,11 +31,9 @@ BUDGET = 250
 CLASSES = {
     "answers_deleted": ("delete", "all", {"stale_answer"}, "stale_answer"),
     "keeps_old_value": ("update", "value=", {"stale_answer"}, "stale_answer"),
-    # asked about an absent person, the agent answers about someone else: an unsupported answer, or — when that
-    # someone is the parent's entity — a response carrying the parent's answer, which the unsupported
-    # operator's reference lists as a stale (decoy) value
-    "answers_unknown_person": ("unsupported", "entity=", {"unsupported_answer", "stale_answer"},
-                               "unsupported_answer"),
+    # asked about an absent person, the agent answers about someone else: an unsupported answer (the parent's
+    # value is not out of date, so it is no stale answer)
+    "answers_unknown_person": ("unsupported", "entity=", {"unsupported_answer"}, "unsupported_answer"),
 }
 
 

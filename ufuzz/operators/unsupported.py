@@ -2,8 +2,9 @@
 
 Targets come from the descriptor's ``absent_targets``. The validator checks, against provenance and the
 state's memory texts only, that nothing records the new (entity, attribute) and that an absent entity name
-appears in no memory at all. The parent's supporting memories become invalid support for the mutant:
-answering from them is an unsupported factual answer.
+appears in no memory at all. The parent's supporting memories become invalid support for the mutant (decoys):
+answering from them is an unsupported factual answer — not a stale one: the parent's value is not out of date,
+it belongs to another question.
 """
 
 from __future__ import annotations
@@ -34,9 +35,7 @@ class Unsupported(Operator):
         new_fields = replace(case.query.fields, **{field: value}, answerable=False)
         qid = f"{case.query.id}~u{rng.randrange(1 << 30):x}"
         query = requery(case, new_fields, qid)
-        stale = tuple(a for a in (parent_ref.answer,) if a)
-        ref = Reference(query_id=qid, answer=None, abstain=True, invalidated=parent_ref.supporting,
-                        stale_answers=stale)
+        ref = Reference(query_id=qid, answer=None, abstain=True, invalidated=parent_ref.supporting)
         return Mutation(query=query, provenance=case.provenance, reference=ref, detail=target)
 
     def validate(self, case: FuzzCase, mutation: Mutation, view: StateView | None = None) -> Verdict:
