@@ -19,13 +19,19 @@ LME_SUBSET = REPO.parent / "shared" / "datasets" / "longmemeval" / "longmemeval_
 
 
 def assert_references_agree(suite: SeedSuite) -> None:
-    """Every stored reference is exactly what provenance derives for the seed's fields (plus the benchmark's
-    judging rubric, which provenance cannot know)."""
+    """Every stored reference is exactly what provenance derives for the seed's fields, plus what the
+    benchmark says and provenance cannot know: its judging rubric, the answer form, decoy evidence (more
+    invalidated ids) and answers it calls wrong (more stale answers)."""
     assert suite.seeds
     for seed in suite.seeds:
         cp = suite.checkpoint_of(seed)
         derived = Provenance.of(cp).reference_for(seed.query.id, seed.query.fields)
-        assert suite.reference_of(seed).with_(rubric=None) == derived, seed.id
+        ref = suite.reference_of(seed)
+        assert set(derived.invalidated) <= set(ref.invalidated), seed.id
+        assert set(derived.stale_answers) <= set(ref.stale_answers), seed.id
+        bare = ref.with_(rubric=None, answer_form=None, invalidated=derived.invalidated,
+                         stale_answers=derived.stale_answers)
+        assert bare == derived, seed.id
         assert seed.query.template is None and seed.query.form == "free"
 
 
@@ -75,11 +81,20 @@ def test_locomo_references_match_the_benchmark():
     assert set(ref.supporting) == {"D2:7", "D1:7"}  # "D2:07" repaired
     seed, ref = by_text(s, "What did Melanie realize after the charity race?")
     assert ref.abstain and not seed.query.fields.answerable and seed.descriptor.memory_ops == ("unrelated_edit",)
+    # adversarial: its evidence is a decoy, its answer stale; asked of Caroline (who said it) it has that answer
+    assert (ref.invalidated, ref.stale_answers) == (("D2:5",), ("self-care is important",))
+    assert seed.descriptor.replacement_targets["entity"] == ("Caroline",)
+    assert seed.metadata == {"category": 5, "category_name": "adversarial"}
     seed, ref = by_text(s, "What is Caroline's identity?")
     assert ref.answer == "Transgender woman"  # the first of the two conflicting items wins
-    assert "Melanie" in seed.descriptor.replacement_targets["entity"]
+    assert ref.answer_form == "extractive" and seed.descriptor.memory_ops is None
+    # Melanie has no identity: no target change to her, but asking her is a misattribution
+    assert "entity" not in seed.descriptor.replacement_targets
+    assert seed.descriptor.replacement_targets["speaker"] == ("Melanie",)
     for name in seed.descriptor.absent_targets["entity"]:
         assert not any(name.lower() in m.text.lower() for m in cp.memories)
+    seed, ref = by_text(s, "When did Caroline go to the LGBTQ support group?")
+    assert ref.answer_form == "abstractive" and seed.descriptor.memory_ops == ("unrelated_edit",)
     # conv-2: session 2 has no date; it is placed after session 1 rather than dropped
     cp2 = s.checkpoints["locomo-cp:conv-2"]
     assert cp2.memory("D2:1").timestamp > cp2.memory("D1:3").timestamp

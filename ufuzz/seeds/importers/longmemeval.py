@@ -13,6 +13,12 @@ stating the asked value (the latest for ``current`` scope, an earlier one for ``
 answer, the others evidence a superseded (or, for ``previous``, the current) value whose text the
 benchmark does not give — such facts carry ``value_type="unstated"`` and descriptors never offer a scope
 change onto them. ``single-session-preference`` questions (answers are rubrics, not values) are dropped.
+
+Abstention questions (ids ending in ``_abs``) have abstaining references; the turns the record marks
+``has_answer`` (the related fact the question twists) are decoys: invalidated ids. Each seed carries its
+``question_type`` in ``Seed.metadata``; answerable references are tagged ``extractive`` or ``abstractive``,
+and an update (delete) is offered only where the answer is verbatim in its latest evidence (written out, with
+no unstated history value).
 """
 
 from __future__ import annotations
@@ -29,9 +35,12 @@ from ufuzz.seeds.importers._common import (
     ImportResult,
     Pending,
     RecordError,
+    answer_form,
     answer_text,
     each_record,
     finish,
+    latest_text,
+    memory_ops_for,
     need,
     read_records,
     snippets,
@@ -179,7 +188,28 @@ def _record(b: Builder, rec: Any, extractor: Extractor | None) -> None:
             asked_valid = True
         facts.append(Fact(fields.entity, fields.attribute, answer, tuple(supporting), valid=asked_valid,
                           value_type=value_type_of(answer), valid_from=max(ts_of[m] for m in supporting)))
+    form, ops, decoys = None, None, ()
+    text_of = {m.id: m.text for m in memories}
+    if answerable:
+        form = answer_form(answer, [text_of[m] for m in supporting])
+        ops = _memory_ops(form, answer, memories, supporting, has_history)
+    else:  # the turns the benchmark marks for an abstention question look like evidence and are not
+        decoys = tuple(has_answer)
     pending = Pending(qid=qkey, text=question, fields=fields, answer=answer if answerable else None,
-                      supporting=tuple(supporting), facts=tuple(facts), expect_invalidated=expect_inv)
+                      supporting=tuple(supporting), facts=tuple(facts), expect_invalidated=expect_inv,
+                      answer_form=form, memory_ops=ops, decoys=decoys, metadata={"question_type": qtype})
     b.add_checkpoint(f"lme-cp:{qid}", memories, [pending], entities=[Entity("user", "user"),
                                                                       Entity("assistant", "assistant")])
+
+
+def _memory_ops(form: str, answer: str, memories: list[Memory], supporting: list[str],
+                has_history: bool) -> tuple[str, ...] | None:
+    """The memory-state operators that can carry out their move: an update where the answer is verbatim in
+    its latest evidence turn; a delete where every value of the question is written out (never with an
+    update history, whose earlier values the benchmark does not state); the unrelated edit always."""
+    if form != "extractive":
+        return ("unrelated_edit",)
+    ops = memory_ops_for(answer, latest_text(memories, supporting))
+    if has_history:
+        return ("unrelated_edit",) if ops is not None else ("update", "unrelated_edit")
+    return ops
