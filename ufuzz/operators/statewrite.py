@@ -46,3 +46,30 @@ def latest_evidence(view: StateView | None, ids) -> str:
 
 def mentions_value(text: str, value: str) -> bool:
     return re.search(r"(?<![\w])" + re.escape(value) + r"(?![\w])", text, re.IGNORECASE) is not None
+
+
+def written_in_evidence(prov, fact) -> bool:
+    """Whether ``fact``'s value is written (whole words) in its latest evidence memory (by id order, as
+    :func:`latest_evidence` without a state) — what an update rewrites."""
+    if not fact.evidence:
+        return False
+    texts = dict(prov.memory_texts)
+    text = texts.get(latest_evidence(None, fact.evidence))
+    return text is not None and mentions_value(text, fact.value)
+
+
+_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                 "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+                 "twenty")
+
+
+def value_forms(value: str) -> tuple[str, ...]:
+    """The ways a memory may write ``value``: itself, and for a small number its digits or its word."""
+    v = value.strip()
+    forms = [v]
+    low = v.lower()
+    if low.isdigit() and int(low) < len(_NUMBER_WORDS):
+        forms.append(_NUMBER_WORDS[int(low)])
+    elif low in _NUMBER_WORDS:
+        forms.append(str(_NUMBER_WORDS.index(low)))
+    return tuple(forms)

@@ -10,11 +10,13 @@ The expected behaviour is the parent's: same reference.
 from __future__ import annotations
 
 import random
+import re
 
 from ufuzz.model import FuzzCase, Memory, Reference, StateOp
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.requery import entity_pattern
 from ufuzz.operators.statewrite import later_timestamp, latest_evidence, mentions_value, substitute
+from ufuzz.seeds.speakers import ANNOTATION_TYPES
 
 #: neutral memories an ``add`` may write: they mention no person, pet, place or value of any seed
 NEUTRAL = (
@@ -39,46 +41,74 @@ class UnrelatedEdit(Operator):
         if not case.descriptor.allows(self.name):
             return []
         out = ["add"]
-        if self._update_candidates(case):
+        if next(self._iter_update_candidates(case), None) is not None:
             out.append("update")
-        if self._unrelated_memories(case):
+        if next(self._iter_unrelated_memories(case), None) is not None:
             out.append("delete")
         return out
 
+    def varies(self, case: FuzzCase, target: str) -> bool:
+        """The neutral text, the fact or the memory is drawn: another draw may be accepted."""
+        return True
+
     # -- candidates -------------------------------------------------------------------------------------
+    # Each scan below first builds, once, what makes a memory query-relevant (a set of ids, one entity
+    # pattern, the protected values), so that it costs one pass over the memories or facts; targets() stops
+    # at the first candidate. (Per-memory provenance look-ups made set-up quadratic on long conversations.)
     def _protected_values(self, case: FuzzCase) -> set[str]:
         f = case.query.fields
         return {x.value for x in case.provenance.facts_for(f.entity, f.attribute)}
 
-    def _unrelated(self, case: FuzzCase, mid: str, text: str) -> bool:
+    def _relevance(self, case: FuzzCase) -> tuple[set[str], re.Pattern[str], set[str]]:
+        """(ids that evidence the queried fact or anything about the queried entity, the entity's pattern,
+        the protected values)."""
         f = case.query.fields
-        if mid in case.provenance.relevant_ids(f.entity, f.attribute):
-            return False
-        if any(e == f.entity for e, _ in case.provenance.mentions(mid)):
-            return False
-        if entity_pattern(f.entity).search(text):
-            return False
-        return not any(mentions_value(text, v) for v in self._protected_values(case))
+        prov = case.provenance
+        blocked = set(prov.relevant_ids(f.entity, f.attribute))
+        blocked |= {m for x in prov.facts if x.entity == f.entity and not getattr(x, "deleted", False)
+                    for m in x.evidence}
+        return blocked, entity_pattern(f.entity), self._protected_values(case)
+
+    @staticmethod
+    def _free_of(rel: tuple[set[str], re.Pattern[str], set[str]], mid: str, text: str) -> bool:
+        blocked, pattern, values = rel
+        return mid not in blocked and not pattern.search(text) and not any(mentions_value(text, v) for v in values)
+
+    def _unrelated(self, case: FuzzCase, mid: str, text: str) -> bool:
+        return self._free_of(self._relevance(case), mid, text)
+
+    def _iter_unrelated_memories(self, case: FuzzCase):
+        rel = self._relevance(case)
+        return (mid for mid, text in case.provenance.memory_texts if self._free_of(rel, mid, text))
 
     def _unrelated_memories(self, case: FuzzCase) -> list[str]:
-        return sorted(mid for mid, text in case.provenance.memory_texts if self._unrelated(case, mid, text))
+        return sorted(self._iter_unrelated_memories(case))
 
-    def _update_candidates(self, case: FuzzCase):
+    def _iter_update_candidates(self, case: FuzzCase):
         f = case.query.fields
-        texts = dict(case.provenance.memory_texts)
-        out = []
-        for fact in case.provenance.facts:
-            if not fact.valid or fact.deleted or fact.entity == f.entity or not fact.evidence:
+        prov = case.provenance
+        texts = dict(prov.memory_texts)
+        rel = self._relevance(case)
+        protected = rel[2]
+        by_type: dict[str, set[str]] = {}
+        for x in prov.facts:
+            by_type.setdefault(x.value_type, set()).add(x.value)
+        for fact in prov.facts:
+            if (not fact.valid or getattr(fact, "deleted", False) or fact.entity == f.entity or not fact.evidence
+                    or fact.value_type in ANNOTATION_TYPES):
                 continue
             mid = latest_evidence(None, fact.evidence)
-            if mid not in texts or not self._unrelated(case, mid, texts[mid]):
+            text = texts.get(mid)
+            # the value must be written in the memory (substitute() rewrites it there) and the memory unrelated
+            if text is None or not mentions_value(text, fact.value) or not self._free_of(rel, mid, text):
                 continue
-            alts = sorted(case.provenance.values_of_type(fact.value_type) - {fact.value} -
-                          self._protected_values(case))
-            alts = [a for a in alts if not mentions_value(texts[mid], a)]
-            if alts and substitute(texts[mid], fact.value, alts[0]) is not None:
-                out.append((fact, mid, alts))
-        return out
+            alts = sorted(by_type[fact.value_type] - {fact.value} - protected)
+            alts = [a for a in alts if not mentions_value(text, a)]
+            if alts:
+                yield fact, mid, alts
+
+    def _update_candidates(self, case: FuzzCase):
+        return list(self._iter_update_candidates(case))
 
     # -- mutation ---------------------------------------------------------------------------------------
     def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
