@@ -5,8 +5,14 @@ oracle verdicts or failures. By construction it cannot: this module imports noth
 or ``ufuzz.corpus`` and none of its methods takes a failure or a reference (``tests/engine/test_separation.py``
 checks both).
 
-Phase 1 walks the seeds' obligations (seed × operator × target) in a seeded shuffled round-robin over
-operators; each obligation gets up to ``attempts`` tries until one produces a valid, executed mutant.
+Phase 1 walks the seeds' obligations (seed × operator × target) seed by seed, in a seeded shuffled order of
+the seeds and, within a seed, a shuffled round-robin over its operators: a seed's obligations run together,
+so its parent execution (cached per state and query) serves all of them — on a large suite, where the
+budget reaches only some of the seeds, parent executions stay a small share of it. Each obligation gets up
+to ``attempts`` tries until one produces a valid, executed mutant; a try whose rejection cannot change with
+another draw (``StepOutcome.final``: the operator's move does not depend on the rng) ends it at once.
+:meth:`Scheduler.retire` ends every remaining task of a case (the campaign retires a parent none of whose
+mutants could be judged); the scheduler is told only the id, never why.
 Phase 2 picks a pool entry (retained mutants, and the seeds themselves) with probability proportional to
 its energy — 1 + coverage gain + (for meaning-preserving mutants) ``divergence_weight`` × RBO divergence —
 divided by (1 + times picked), then a uniformly chosen (operator, target) available on it.
@@ -40,9 +46,12 @@ class StepOutcome:
 
     ``valid``: a valid mutant was executed (its obligation is covered). A retained mutant joins the pool
     as ``new_case_id`` with the ``moves`` available on it and an energy from its feedback numbers.
+    ``final``: no mutant came, and no other try of this obligation can give one (a deterministic
+    rejection) — it is not retried.
     """
 
     valid: bool
+    final: bool = False
     retained: bool = False
     new_case_id: str | None = None
     moves: tuple[tuple[str, str], ...] = ()
@@ -97,6 +106,9 @@ class Scheduler:
         self.phase2_picks = 0
         self._retained = 0
         self._pending_by_seed: list[dict[str, list[_Pending]]] = []
+        self._retired: set[str] = set()
+        self._entries: dict[str, PoolEntry] = {}  # pool entries by case id
+        self._closed: set[str] = set()  # obligations ended by a final rejection
 
     # -- input ------------------------------------------------------------------------------------------
     def _allowed(self, operator: str) -> bool:
@@ -113,23 +125,29 @@ class Scheduler:
                 continue
             self._known.add(ob.key)
             by_op.setdefault(op, []).append(_Pending(case_id, ob))
-        self._pool.append(PoolEntry(case_id, seed_id, moves, energy=1.0))
+        self._add_entry(PoolEntry(case_id, seed_id, moves, energy=1.0))
         self._pending_by_seed.append(by_op)
 
+    def _add_entry(self, entry: PoolEntry) -> None:
+        self._pool.append(entry)
+        self._entries.setdefault(entry.case_id, entry)
+
     def seal(self) -> None:
-        """Fix the phase-1 order once all seeds are added: shuffled round-robin over operators and seeds."""
-        lanes: dict[str, list[_Pending]] = {}
-        for by_op in self._pending_by_seed:
-            for op, items in by_op.items():
-                lanes.setdefault(op, []).extend(items)
-        for items in lanes.values():
-            self.rng.shuffle(items)
-        names = sorted(lanes)
+        """Fix the phase-1 order once all seeds are added: the seeds in shuffled order, each seed's obligations
+        together as a shuffled round-robin over its operators."""
+        groups = list(self._pending_by_seed)
+        self.rng.shuffle(groups)
         order: list[_Pending] = []
-        while any(lanes[n] for n in names):
-            for n in names:
-                if lanes[n]:
-                    order.append(lanes[n].pop())
+        for by_op in groups:
+            lanes = {op: list(items) for op, items in by_op.items()}
+            for items in lanes.values():
+                self.rng.shuffle(items)
+            names = sorted(lanes)
+            self.rng.shuffle(names)
+            while any(lanes[n] for n in names):
+                for n in names:
+                    if lanes[n]:
+                        order.append(lanes[n].pop())
         if not self.config.obligation_first:
             self.rng.shuffle(order)
         self._queue = deque(order)
@@ -143,7 +161,9 @@ class Scheduler:
                 return self._pick_pool()
             while self._queue:
                 p = self._queue[0]
-                if p.obligation.key in self._covered or p.tries >= self.config.attempts:
+                key = p.obligation.key
+                if (key in self._covered or key in self._closed or p.tries >= self.config.attempts
+                        or p.case_id in self._retired):
                     self._queue.popleft()
                     continue
                 p.tries += 1
@@ -151,7 +171,7 @@ class Scheduler:
         return self._pick_pool()
 
     def _pick_pool(self) -> Task | None:
-        pool = [e for e in self._pool if e.moves]
+        pool = [e for e in self._pool if e.moves and e.case_id not in self._retired]
         if not pool:
             return None
         if not self.config.obligation_first and not self.config.retain:
@@ -168,9 +188,16 @@ class Scheduler:
 
     # -- feedback ---------------------------------------------------------------------------------------
     def report(self, task: Task, outcome: StepOutcome) -> None:
-        """The outcome of a task: a valid mutant covers its obligation; a retained one joins the pool."""
+        """The outcome of a task: a valid mutant covers its obligation; a retained one joins the pool; a
+        final rejection closes the obligation (phase 1) or removes the move from its pool entry (phase 2)."""
         if outcome.valid:
             self._covered.add(task.obligation.key)
+        elif outcome.final:
+            if task.phase == 1:
+                self._closed.add(task.obligation.key)
+            entry = self._entries.get(task.case_id)
+            if entry is not None and (task.operator, task.target) in entry.moves:
+                entry.moves.remove((task.operator, task.target))
         if not (outcome.valid and outcome.retained and self.config.retain and outcome.new_case_id
                 and outcome.moves):
             return
@@ -178,8 +205,12 @@ class Scheduler:
         energy = 1.0 + float(outcome.coverage_gain)
         if outcome.meaning_preserving and outcome.divergence is not None and self.config.use_divergence:
             energy += self.config.divergence_weight * outcome.divergence
-        self._pool.append(PoolEntry(outcome.new_case_id, task.obligation.seed_id, moves, energy=energy))
+        self._add_entry(PoolEntry(outcome.new_case_id, task.obligation.seed_id, moves, energy=energy))
         self._retained += 1
+
+    def retire(self, case_id: str) -> None:
+        """No more tasks on ``case_id``: its remaining obligations are dropped, its pool entry never picked."""
+        self._retired.add(case_id)
 
     # -- introspection ------------------------------------------------------------------------------------
     @property
@@ -192,6 +223,10 @@ class Scheduler:
 
     def uncovered(self) -> int:
         return len(self._known - self._covered)
+
+    def closed(self) -> frozenset[str]:
+        """Obligations a final (deterministic) rejection ended."""
+        return frozenset(self._closed)
 
     def pool_size(self) -> int:
         return len(self._pool)
