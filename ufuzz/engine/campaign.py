@@ -350,14 +350,18 @@ class Campaign:
             attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
             use_divergence=ab.use_divergence, operators=tuple(self.operators), explore_share=cfg.explore_share))
         self.progress.coverage_total = sum(len(c.memories) for c in self.suite.checkpoints.values())
-        for cp in self.suite.checkpoints.values():
-            self.store.record_checkpoint(self.campaign_id, cp)
-        for seed in sorted(self.suite.seeds, key=lambda s: s.id):
-            cp = self.suite.checkpoint_of(seed)
-            case = FuzzCase.from_seed(seed, cp)
+        seeds = sorted(self.suite.seeds, key=lambda s: s.id)
+        cases = [FuzzCase.from_seed(seed, self.suite.checkpoint_of(seed)) for seed in seeds]
+        with self.store.batch():  # one commit for the set-up, not one per seed (the stores share the file)
+            for cp in self.suite.checkpoints.values():
+                self.store.record_checkpoint(self.campaign_id, cp)
+            for seed in seeds:
+                self.store.record_seed(self.campaign_id, seed)
+        with self.failures.batch():
+            for case, seed in zip(cases, seeds, strict=True):
+                self.oracle.add_seed(case, self.suite.reference_of(seed))
+        for case, seed in zip(cases, seeds, strict=True):
             self.cases[case.id] = case
-            self.oracle.add_seed(case, self.suite.reference_of(seed))
-            self.store.record_seed(self.campaign_id, seed)
             self.scheduler.add_seed(case.id, seed.id, self._moves(case))
         self.scheduler.seal()
         self.progress.uncovered_obligations = self.scheduler.uncovered()

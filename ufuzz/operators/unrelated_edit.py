@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import random
 import re
+from collections import OrderedDict
+from typing import Any
 
-from ufuzz.model import FuzzCase, Memory, Reference, StateOp
+from ufuzz.model import Fact, FuzzCase, Memory, Provenance, Reference, StateOp
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.requery import entity_pattern
 from ufuzz.operators.statewrite import later_timestamp, latest_evidence, mentions_value, substitute
@@ -41,7 +43,7 @@ class UnrelatedEdit(Operator):
         if not case.descriptor.allows(self.name):
             return []
         out = ["add"]
-        if next(self._iter_update_candidates(case), None) is not None:
+        if next(self._iter_update_candidates(case, first=True), None) is not None:
             out.append("update")
         if next(self._iter_unrelated_memories(case), None) is not None:
             out.append("delete")
@@ -54,7 +56,8 @@ class UnrelatedEdit(Operator):
     # -- candidates -------------------------------------------------------------------------------------
     # Each scan below first builds, once, what makes a memory query-relevant (a set of ids, one entity
     # pattern, the protected values), so that it costs one pass over the memories or facts; targets() stops
-    # at the first candidate. (Per-memory provenance look-ups made set-up quadratic on long conversations.)
+    # at the first candidate, and what depends on the state alone is indexed once per state (_StateIndex).
+    # (Per-memory provenance look-ups made the set-up of a long conversation's seeds quadratic.)
     def _protected_values(self, case: FuzzCase) -> set[str]:
         f = case.query.fields
         return {x.value for x in case.provenance.facts_for(f.entity, f.attribute)}
@@ -63,10 +66,8 @@ class UnrelatedEdit(Operator):
         """(ids that evidence the queried fact or anything about the queried entity, the entity's pattern,
         the protected values)."""
         f = case.query.fields
-        prov = case.provenance
-        blocked = set(prov.relevant_ids(f.entity, f.attribute))
-        blocked |= {m for x in prov.facts if x.entity == f.entity and not getattr(x, "deleted", False)
-                    for m in x.evidence}
+        blocked = set(case.provenance.relevant_ids(f.entity, f.attribute))
+        blocked |= _StateIndex.of(case.provenance).about.get(f.entity, set())
         return blocked, entity_pattern(f.entity), self._protected_values(case)
 
     @staticmethod
@@ -84,28 +85,21 @@ class UnrelatedEdit(Operator):
     def _unrelated_memories(self, case: FuzzCase) -> list[str]:
         return sorted(self._iter_unrelated_memories(case))
 
-    def _iter_update_candidates(self, case: FuzzCase):
+    def _iter_update_candidates(self, case: FuzzCase, first: bool = False):
+        """(fact, memory, replacement values) for each fact of another entity an update may change; with
+        ``first``, each candidate carries only its first replacement (enough to know there is one)."""
         f = case.query.fields
-        prov = case.provenance
-        texts = dict(prov.memory_texts)
+        index = _StateIndex.of(case.provenance)
         rel = self._relevance(case)
         protected = rel[2]
-        by_type: dict[str, set[str]] = {}
-        for x in prov.facts:
-            by_type.setdefault(x.value_type, set()).add(x.value)
-        for fact in prov.facts:
-            if (not fact.valid or getattr(fact, "deleted", False) or fact.entity == f.entity or not fact.evidence
-                    or fact.value_type in ANNOTATION_TYPES):
+        for fact, mid, text in index.writable:
+            if fact.entity == f.entity or not self._free_of(rel, mid, text):
                 continue
-            mid = latest_evidence(None, fact.evidence)
-            text = texts.get(mid)
-            # the value must be written in the memory (substitute() rewrites it there) and the memory unrelated
-            if text is None or not mentions_value(text, fact.value) or not self._free_of(rel, mid, text):
-                continue
-            alts = sorted(by_type[fact.value_type] - {fact.value} - protected)
-            alts = [a for a in alts if not mentions_value(text, a)]
-            if alts:
-                yield fact, mid, alts
+            alts = (a for a in sorted(index.by_type[fact.value_type] - {fact.value} - protected)
+                    if not mentions_value(text, a))
+            found = [next(alts, None)] if first else list(alts)
+            if found and found[0] is not None:
+                yield fact, mid, found
 
     def _update_candidates(self, case: FuzzCase):
         return list(self._iter_update_candidates(case))
@@ -189,3 +183,42 @@ class UnrelatedEdit(Operator):
             if view.get(wid) is None:
                 return Verdict.reject(f"written memory {wid} is not stored")
         return Verdict.accept("query-relevant evidence untouched", "edited memory unrelated")
+
+
+class _StateIndex:
+    """What the unrelated edit needs of one state, whatever the query: each entity's evidence ids, the values
+    of each type, and the facts an update could rewrite (valid, not an annotation, the value written in the
+    latest evidence memory). Built once per state and kept for the last few states."""
+
+    _cache: OrderedDict[tuple[int, int], tuple[Any, Any, _StateIndex]] = OrderedDict()
+    _size = 64
+
+    def __init__(self, prov: Provenance) -> None:
+        texts = dict(prov.memory_texts)
+        self.about: dict[str, set[str]] = {}
+        self.by_type: dict[str, set[str]] = {}
+        self.writable: list[tuple[Fact, str, str]] = []
+        for x in prov.facts:
+            self.by_type.setdefault(x.value_type, set()).add(x.value)
+            if getattr(x, "deleted", False):
+                continue
+            self.about.setdefault(x.entity, set()).update(x.evidence)
+            if not x.valid or not x.evidence or x.value_type in ANNOTATION_TYPES:
+                continue
+            mid = latest_evidence(None, x.evidence)
+            text = texts.get(mid)
+            if text is not None and mentions_value(text, x.value):  # substitute() rewrites it there
+                self.writable.append((x, mid, text))
+
+    @classmethod
+    def of(cls, prov: Provenance) -> _StateIndex:
+        key = (id(prov.facts), hash(prov.memory_texts))
+        hit = cls._cache.get(key)
+        if hit is not None and hit[0] is prov.facts and hit[1] == prov.memory_texts:
+            cls._cache.move_to_end(key)
+            return hit[2]
+        index = cls(prov)
+        cls._cache[key] = (prov.facts, prov.memory_texts, index)
+        if len(cls._cache) > cls._size:
+            cls._cache.popitem(last=False)
+        return index

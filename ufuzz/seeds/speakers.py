@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 #: ``Fact.value_type`` of a benchmark annotation about a speaker (not an answer to a question).
 ANNOTATION_TYPES = ("observation", "event")
@@ -194,10 +195,14 @@ def supports(question: str, texts: Iterable[str], names: Sequence[str], answers:
     pats = [re.compile(rf"(?<!\w){re.escape(a.strip().lower())}(?!\w)") for a in answers
             if len(a.strip()) >= 3]
     for text in texts:
-        low = text.lower()
-        if any(p.search(low) for p in pats):
+        if pats and any(p.search(text.lower()) for p in pats):
             return True
-        stems = {stem(t) for t in _WORD.findall(low)}
-        if len(terms & stems) >= need:
+        if len(terms & _stems(text)) >= need:
             return True
     return False
+
+
+@lru_cache(maxsize=1 << 16)
+def _stems(text: str) -> frozenset[str]:
+    """The stems of ``text``'s words (cached: a speaker's texts are checked against many questions)."""
+    return frozenset(stem(t) for t in _WORD.findall(text.lower()))

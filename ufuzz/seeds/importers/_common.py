@@ -316,6 +316,16 @@ class Builder:
             cache[cp.id] = "\n".join(m.text for m in cp.memories)
         return cache[cp.id]
 
+    def _absent_names(self, cp: Checkpoint, known: frozenset[str], corpus: str) -> list[str]:
+        """The person names nothing in ``cp`` mentions (once per checkpoint: the corpus is long)."""
+        cache = self.__dict__.setdefault("_absent_cache", {})
+        key = (cp.id, known)
+        if key not in cache:
+            low = corpus.lower()
+            cache.clear()
+            cache[key] = [n for n in PERSON_NAMES if n not in known and not mentions_word([low], n)]
+        return list(cache[key])
+
     # ------------------------------------------------------------------------------------------------
     def _descriptor(self, prov: Provenance, p: Pending, cp: Checkpoint) -> MutationDescriptor:
         f = p.fields
@@ -335,7 +345,7 @@ class Builder:
             replacement["entity"] = tuple(entities_with_facts)
         replacement.update({k: tuple(v) for k, v in p.extra_targets.items() if v})
         rng_key = int(hashlib.sha1(p.qid.encode()).hexdigest()[:8], 16)
-        absent_names = [n for n in PERSON_NAMES if n not in known and not mentions_word([corpus], n)]
+        absent_names = self._absent_names(cp, frozenset(known), corpus)
         if absent_names:
             k = rng_key % len(absent_names)
             absent_names = absent_names[k:] + absent_names[:k]
