@@ -179,3 +179,68 @@ def test_explore_share_zero_is_the_strict_order_and_bad_shares_are_refused():
     for bad in (-0.1, 1.0, 2):
         with pytest.raises(ValueError, match="explore_share"):
             SchedulerConfig(explore_share=bad)
+
+
+# -- large suites: a seed's obligations together, final rejections, retired cases --------------------------------
+@settings(max_examples=60, deadline=None)
+@given(seeds_strategy, st.integers(0, 20), st.lists(st.booleans(), min_size=200, max_size=200))
+def test_a_seeds_obligations_run_together(seed_moves, rng_seed, validity):
+    """Phase 1 never comes back to a seed it has left: each seed's tasks form one contiguous block."""
+    s = build(seed_moves, rng_seed, attempts=2)
+    order: list[str] = []
+    for step in range(200):
+        task = s.next()
+        if task is None or task.phase == 2:
+            break
+        if not order or order[-1] != task.case_id:
+            assert task.case_id not in order, f"came back to {task.case_id}"
+            order.append(task.case_id)
+        s.report(task, StepOutcome(validity[step]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seeds_strategy, st.integers(0, 20), st.lists(st.sampled_from(["valid", "final", "retry"]), min_size=300,
+                                                     max_size=300))
+def test_a_final_rejection_is_never_retried(seed_moves, rng_seed, outcomes):
+    """An obligation whose try was rejected deterministically is never scheduled again, in either phase."""
+    s = build(seed_moves, rng_seed, attempts=3)
+    final: set[tuple[str, str, str]] = set()
+    for step in range(300):
+        task = s.next()
+        if task is None:
+            break
+        move = (task.case_id, task.operator, task.target)
+        assert move not in final, f"retried {move} after a final rejection"
+        kind = outcomes[step]
+        s.report(task, StepOutcome(kind == "valid", final=kind == "final"))
+        if kind == "final":
+            final.add(move)
+            if task.phase == 1:
+                assert task.obligation.key in s.closed()
+
+
+@settings(max_examples=60, deadline=None)
+@given(seeds_strategy, st.integers(0, 20), st.integers(0, 5))
+def test_a_retired_case_gets_no_more_tasks(seed_moves, rng_seed, when):
+    s = build(seed_moves, rng_seed)
+    retired: set[str] = set()
+    for step in range(150):
+        task = s.next()
+        if task is None:
+            break
+        assert task.case_id not in retired
+        if step == when:
+            s.retire(task.case_id)
+            retired.add(task.case_id)
+        s.report(task, StepOutcome(step % 2 == 0, retained=step % 3 == 0, new_case_id=f"m{step}",
+                                   moves=[("paraphrase", "x")]))
+
+
+def test_large_suite_order_is_seed_blocks_in_a_seeded_shuffle():
+    moves = [[(o, t) for o in OPS for t in "ab"] for _ in range(30)]
+    a, b = build(moves, 5), build(moves, 5)
+    first = [a.next() for _ in range(12)]
+    assert [t.case_id for t in first] == [first[0].case_id] * 12  # the first seed's 12 obligations first
+    assert [(t.case_id, t.operator, t.target) for t in first] == \
+        [(t.case_id, t.operator, t.target) for t in (b.next() for _ in range(12))]
+    assert build(moves, 6).next().case_id != first[0].case_id or build(moves, 7).next().case_id != first[0].case_id

@@ -14,6 +14,10 @@ from dataclasses import replace
 from ufuzz.model import FuzzCase, Query, QueryFields
 from ufuzz.operators.base import Rejected
 from ufuzz.seeds import speakers, wording
+from ufuzz.seeds.importers.fields import find_entity
+
+#: entities a question names by its person (I/my: the user, you: the assistant), not by a name
+IMPLICIT = ("user", "assistant")
 
 
 def stable_index(n: int, *parts: str) -> int:
@@ -99,9 +103,14 @@ def fields_match(case: FuzzCase, query: Query, expected: QueryFields,
     # text already names besides its own entity ("… recommend to Melanie" keeps Melanie); a new entity must
     # not be one the parent's text already names
     m = wording.extract(query.text, ents)
-    if expected.entity not in m.entities and not entity_pattern(expected.entity).search(query.text):
-        return False, f"entity {expected.entity!r} not in text"
     parent = case.query
+    implicit = expected.entity in IMPLICIT and not entity_pattern(expected.entity).search(parent.text)
+    if implicit:  # "my cat" asks about the user, "you suggested" about the assistant: the wording says who
+        if expected.entity != parent.fields.entity or \
+                find_entity(query.text, (), user_centred=True) != find_entity(parent.text, (), user_centred=True):
+            return False, f"text no longer asks about the {expected.entity} as its parent does"
+    elif expected.entity not in m.entities and not entity_pattern(expected.entity).search(query.text):
+        return False, f"entity {expected.entity!r} not in text"
     before = set(wording.extract(parent.text, ents).entities) - {parent.fields.entity}
     if expected.entity != parent.fields.entity and expected.entity in before:
         return False, f"the parent's text already names {expected.entity!r}"

@@ -6,6 +6,10 @@ import re
 from datetime import datetime, timedelta
 
 from ufuzz.operators.base import StateView
+from ufuzz.seeds.importers.fields import value_forms
+
+__all__ = ["later_timestamp", "latest_evidence", "mentions_value", "natural_key", "substitute", "value_forms",
+           "written_in_evidence"]
 
 
 def later_timestamp(view: StateView, days: int = 1) -> str:
@@ -59,20 +63,3 @@ def written_in_evidence(prov, fact) -> bool:
     texts = dict(prov.memory_texts)
     text = texts.get(latest_evidence(None, fact.evidence))
     return text is not None and mentions_value(text, fact.value)
-
-
-_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-                 "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
-                 "twenty")
-
-
-def value_forms(value: str) -> tuple[str, ...]:
-    """The ways a memory may write ``value``: itself, and for a small number its digits or its word."""
-    v = value.strip()
-    forms = [v]
-    low = v.lower()
-    if low.isdigit() and int(low) < len(_NUMBER_WORDS):
-        forms.append(_NUMBER_WORDS[int(low)])
-    elif low in _NUMBER_WORDS:
-        forms.append(str(_NUMBER_WORDS.index(low)))
-    return tuple(forms)

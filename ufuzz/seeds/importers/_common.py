@@ -37,6 +37,7 @@ from ufuzz.model import (
 from ufuzz.seeds.importers.fields import (
     PERSON_NAMES,
     mentions_word,
+    value_forms,
     value_pool,
 )
 from ufuzz.seeds.speakers import ANNOTATION_TYPES, name_pattern
@@ -366,6 +367,8 @@ class Builder:
             ops = ("unrelated_edit",)
         else:
             ops = None  # every memory-state operator
+        if ops is not None and "update" not in ops:
+            pool = ()  # values only an update writes
         return MutationDescriptor(replacement_targets=replacement, absent_targets=absent, memory_ops=ops,
                                   value_pool=pool)
 
@@ -431,6 +434,22 @@ def _annotated(ref: Any, p: Pending) -> Any:
 #: answers that are judgements, not text a memory carries ("Yes", "Likely no")
 _JUDGEMENT = re.compile(r"^(?:(?:most\s+)?likely|probably|possibly|maybe|definitely|not)?[\s,]*(?:yes|no|not|"
                         r"true|false)\b", re.I)
+
+
+def state_ops_for(answer: str, evidence_texts: Sequence[str], latest: str | None) -> tuple[str, ...] | None:
+    """The memory-state operators that can carry out their move on an answer: an update where it is written
+    verbatim in its latest evidence (it rewrites that text), a delete where it is written at all, as digits or
+    word, in its evidence (so that every memory carrying it can be found), the unrelated edit always; None
+    when all of them can (every state operator)."""
+    a = answer.strip()
+    if not a or _JUDGEMENT.match(a):
+        return ("unrelated_edit",)
+    ops = []
+    if any(mentions_word([t], v) for t in evidence_texts for v in value_forms(a)):
+        ops.append("delete")
+    if memory_ops_for(a, latest) is None:
+        ops.append("update")
+    return None if len(ops) == 2 else (*ops, "unrelated_edit")
 
 
 def answer_form(answer: str, evidence_texts: Sequence[str]) -> str:

@@ -335,6 +335,23 @@ GENERIC_ATTRIBUTES = ("blood type", "shoe size", "licence plate number", "favour
                       "passport number", "childhood nickname", "allergy")
 
 
+_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                 "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+                 "twenty")
+
+
+def value_forms(value: str) -> tuple[str, ...]:
+    """The ways a memory may write ``value``: itself, and for a small number its digits or its word."""
+    v = value.strip()
+    forms = [v]
+    low = v.lower()
+    if low.isdigit() and int(low) < len(_NUMBER_WORDS):
+        forms.append(_NUMBER_WORDS[int(low)])
+    elif low in _NUMBER_WORDS:
+        forms.append(str(_NUMBER_WORDS.index(low)))
+    return tuple(forms)
+
+
 def mentions_word(texts: Sequence[str], word: str) -> bool:
     """True when ``word`` occurs as a whole word (case-insensitive) in any of ``texts``.
 

@@ -53,10 +53,10 @@ from ufuzz.seeds.importers._common import (
     each_record,
     finish,
     latest_text,
-    memory_ops_for,
     need,
     read_records,
     snippets,
+    state_ops_for,
 )
 from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_type_of
 from ufuzz.seeds.speakers import name_pattern, pronoun_of, reword_about, supports
@@ -221,7 +221,7 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
             taken.add((fields.entity, fields.attribute))
             pending.append(Pending(qid=qid, text=item["question"], fields=fields, answer=answer,
                                    supporting=tuple(evidence), facts=(fact,), answer_form=form, metadata=meta,
-                                   memory_ops=_memory_ops(form, answer, memories, evidence)))
+                                   memory_ops=_memory_ops(answer, memories, evidence)))
             continue
         stale = answer_text(item.get("adversarial_answer"))
         facts: tuple[Fact, ...] = ()
@@ -236,7 +236,9 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
             taken.add((owner, fields.attribute))
         pending.append(Pending(qid=qid, text=item["question"], fields=fields, answer=None, facts=facts,
                                decoys=tuple(evidence), stale=(stale,) if stale else (), metadata=meta))
-    keys = {(f.entity, f.attribute) for p in pending for f in p.facts}
+    # (entity, attribute) the state has a fact for, or the benchmark asks about (its own adversarial questions)
+    keys = {(f.entity, f.attribute) for p in pending for f in p.facts} | \
+        {(p.fields.entity, p.fields.attribute) for p in pending}
     said_by = {s: notes_of[s] + [m.text for m in memories if m.metadata["speaker"] == s] for s in speakers}
     for p in pending:
         if p.answer is not None and p.metadata.get("category") in SWAP_CATEGORIES:
@@ -248,20 +250,18 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
                      entities=[Entity(s, "person", pronouns.get(s)) for s in speakers], base_facts=notes)
 
 
-def _memory_ops(form: str, answer: str, memories: list[Memory], evidence: list[str]) -> tuple[str, ...] | None:
-    """The memory-state operators that can carry out their move on this question: an update only where the
-    value is written verbatim in its latest evidence (it rewrites that text), a delete only where the answer
-    is written out at all (it must find every memory carrying it); the unrelated edit always."""
-    if form != "extractive":
-        return ("unrelated_edit",)
-    return memory_ops_for(answer, latest_text(memories, evidence))
+def _memory_ops(answer: str, memories: list[Memory], evidence: list[str]) -> tuple[str, ...] | None:
+    """See :func:`state_ops_for`: what the update, delete and unrelated edit can carry out on this answer."""
+    texts = [m.text for m in memories if m.id in set(evidence)]
+    return state_ops_for(answer, texts, latest_text(memories, evidence))
 
 
 def _swap_target(question: str, entity: str, attribute: str, speakers: list[str], said_by: dict[str, list[str]],
                  pronouns: dict[str, str | None], answer: str, keys: set[tuple[str, str]]) -> tuple[str, ...]:
     """The other speaker, when asking them the same question is a misattribution: the question names one
-    speaker only, no question of the benchmark asks it of them, nothing of theirs (observations, events, their
-    own turns) supports it, and it can be worded about them."""
+    speaker only, the state has no answer for them and the benchmark does not ask it of them (then it is
+    that question's seed), nothing of theirs (observations, events, their own turns) supports it, and it can
+    be worded about them."""
     if entity not in speakers or len(speakers) != 2 or sum(bool(name_pattern(s).search(question))
                                                            for s in speakers) != 1:
         return ()

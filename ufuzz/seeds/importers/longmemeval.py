@@ -40,10 +40,10 @@ from ufuzz.seeds.importers._common import (
     each_record,
     finish,
     latest_text,
-    memory_ops_for,
     need,
     read_records,
     snippets,
+    state_ops_for,
 )
 from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_type_of
 
@@ -192,7 +192,7 @@ def _record(b: Builder, rec: Any, extractor: Extractor | None) -> None:
     text_of = {m.id: m.text for m in memories}
     if answerable:
         form = answer_form(answer, [text_of[m] for m in supporting])
-        ops = _memory_ops(form, answer, memories, supporting, has_history)
+        ops = _memory_ops(answer, memories, supporting, has_history)
     else:  # the turns the benchmark marks for an abstention question look like evidence and are not
         decoys = tuple(has_answer)
     pending = Pending(qid=qkey, text=question, fields=fields, answer=answer if answerable else None,
@@ -202,14 +202,12 @@ def _record(b: Builder, rec: Any, extractor: Extractor | None) -> None:
                                                                       Entity("assistant", "assistant")])
 
 
-def _memory_ops(form: str, answer: str, memories: list[Memory], supporting: list[str],
+def _memory_ops(answer: str, memories: list[Memory], supporting: list[str],
                 has_history: bool) -> tuple[str, ...] | None:
-    """The memory-state operators that can carry out their move: an update where the answer is verbatim in
-    its latest evidence turn; a delete where every value of the question is written out (never with an
-    update history, whose earlier values the benchmark does not state); the unrelated edit always."""
-    if form != "extractive":
-        return ("unrelated_edit",)
-    ops = memory_ops_for(answer, latest_text(memories, supporting))
+    """See :func:`state_ops_for`; with an update history no delete (its earlier values are not stated, so
+    their carriers cannot be found)."""
+    texts = [m.text for m in memories if m.id in set(supporting)]
+    ops = state_ops_for(answer, texts, latest_text(memories, supporting))
     if has_history:
-        return ("unrelated_edit",) if ops is not None else ("update", "unrelated_edit")
+        ops = tuple(o for o in (ops or ("delete", "update", "unrelated_edit")) if o != "delete")
     return ops
