@@ -1,10 +1,17 @@
 """Paraphrase: four meaning-preserving query transformations.
 
-``reword`` (another wording template or lexical rewrite), ``shorten`` (drop removable context),
-``add_context`` (prepend non-restrictive context), ``change_form`` (question ↔ imperative ↔ indirect).
+``reword`` (another wording template, or for free text a rewrite of the question's wh-phrase),
+``shorten`` (drop removable context), ``add_context`` (prepend non-restrictive context), ``change_form``
+(question ↔ imperative ↔ indirect; for free text a wrapper such as "Quick question: …").
 A paraphrase is accepted only when the answer-affecting fields re-extracted from the new text equal the
 parent's and the text mentions no entity, attribute, time scope or value that the parent did not (no added
 condition). The reference is the parent's, unchanged.
+
+Free-text questions (imported benchmarks) are validated as strictly as templated ones: the new question
+must be the parent's, or exactly one rewrite of it from :data:`ufuzz.seeds.wording.FREE_REWRITES` (per
+question type: when / where / who / why / how many / how much / how often / how long / how / what time /
+what kind / which / what / what is / would), behind context sentences and at most one wrapper — as a
+templated paraphrase must be a template's wording. ``reword`` is offered only where a rewrite applies.
 
 An optional LLM realizer (``realizer``: an object with ``realize(text, transformation) -> str``) may word
 the candidate instead of the templates; the same validator decides.

@@ -18,9 +18,10 @@ the seed, never into memory text:
 * each seed carries its ``category`` in ``Seed.metadata``; each answerable reference is tagged
   ``extractive`` (the answer is written in an evidence turn) or ``abstractive``;
 * an answerable question contributes the fact (entity = the speaker it asks about, attribute = the
-  question's head noun phrase, value = the answer, evidence = its dia_ids). Asked of the *other* speaker it
-  is a misattribution (``replacement_targets["speaker"]``, the speaker-swap operator) where none of that
-  speaker's annotations supports it;
+  question's head noun phrase, value = the answer, evidence = its dia_ids). A temporal or single-hop
+  question asked of the *other* speaker is a misattribution (``replacement_targets["speaker"]``, the
+  speaker-swap operator) where nothing of that speaker's (annotations, own turns) supports it and the
+  benchmark does not ask it of them itself;
 * a category-5 (adversarial) question is an abstention whose evidence ids are decoys (invalidated) and whose
   ``adversarial_answer`` is a stale answer. When its evidence is the other speaker's turns, the question
   asked of that speaker has the benchmark's answer: a fact of theirs, so the swap back is a target change
