@@ -168,7 +168,7 @@ def test_explore_share_does_interleave_on_a_fixed_example():
 
 def test_explore_share_zero_is_the_strict_order_and_bad_shares_are_refused():
     moves = [[(o, t) for o in OPS for t in "abcd"]]
-    a, b = build(moves, 3), build(moves, 3, explore_share=0.0)
+    a, b = build(moves, 3, burst=0.0), build(moves, 3, explore_share=0.0, burst=0.0)
     for _ in range(len(moves[0])):  # every obligation, with retained mutants piling up: never a phase-2 pick
         ta, tb = a.next(), b.next()
         assert ta == tb and ta.phase == 1
@@ -244,3 +244,32 @@ def test_large_suite_order_is_seed_blocks_in_a_seeded_shuffle():
     assert [(t.case_id, t.operator, t.target) for t in first] == \
         [(t.case_id, t.operator, t.target) for t in (b.next() for _ in range(12))]
     assert build(moves, 6).next().case_id != first[0].case_id or build(moves, 7).next().case_id != first[0].case_id
+
+
+@settings(max_examples=60, deadline=None)
+@given(seeds_strategy, st.integers(0, 20), st.sampled_from([0.5, 1.0, 2.0]))
+def test_follow_up_on_a_seeds_retained_mutants_comes_before_the_next_seed_and_is_bounded(seed_moves, rng_seed,
+                                                                                       burst):
+    """Follow-up tasks (phase 2 on retained mutants) come only for the seed phase 1 is leaving, never once
+    another seed has started, and at most ``burst`` × (its obligations) of them."""
+    s = build(seed_moves, rng_seed, burst=burst)
+    n_obs = {f"s{i}": len(set(moves)) for i, moves in enumerate(seed_moves)}
+    family: dict[str, str] = {}  # retained case -> seed
+    seeds_seen: list[str] = []
+    follow: dict[str, int] = {}
+    for step in range(400):
+        task = s.next()
+        if task is None or (task.phase == 2 and s.uncovered() == 0):
+            break
+        seed = task.obligation.seed_id
+        if task.phase == 1:
+            if not seeds_seen or seeds_seen[-1] != seed:
+                assert seed not in seeds_seen
+                seeds_seen.append(seed)
+        else:
+            assert task.case_id in family and family[task.case_id] == seeds_seen[-1], "follow-up of another seed"
+            follow[seed] = follow.get(seed, 0) + 1
+            assert follow[seed] <= int(burst * n_obs[seed])
+        new = f"m{step}"
+        family[new] = seed
+        s.report(task, StepOutcome(True, retained=True, new_case_id=new, moves=[("paraphrase", "x"), ("delete", "y")]))

@@ -348,7 +348,8 @@ class Campaign:
         self.feedback = FeedbackState(ab, p=cfg.p)
         self.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
             attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
-            use_divergence=ab.use_divergence, operators=tuple(self.operators), explore_share=cfg.explore_share))
+            use_divergence=ab.use_divergence, operators=tuple(self.operators), explore_share=cfg.explore_share,
+            use_effect=cfg.retain))
         self.progress.coverage_total = sum(len(c.memories) for c in self.suite.checkpoints.values())
         seeds = sorted(self.suite.seeds, key=lambda s: s.id)
         cases = [FuzzCase.from_seed(seed, self.suite.checkpoint_of(seed)) for seed in seeds]
