@@ -45,7 +45,7 @@ from ufuzz.seeds.importers._common import (
     snippets,
     state_ops_for,
 )
-from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_type_of
+from ufuzz.seeds.importers.fields import Extractor, establish_fields, mentions_word, value_type_of
 
 _DATE = re.compile(r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}):(\d{2})\s*$")
 
@@ -159,6 +159,8 @@ def _record(b: Builder, rec: Any, extractor: Extractor | None) -> None:
         if len(groups) < 2:
             b.warnings["update_without_history"] += 1
             groups = []
+    if answerable:  # a marked session's other turns that write the answer support it too
+        supporting, groups = _completed(b, memories, supporting, groups, answer)
     has_history = bool(groups)
     fields = establish_fields(question, snippets(memories, supporting), extractor=extractor,
                               warnings=b.warnings, user_centred=True, answerable=answerable,
@@ -211,3 +213,24 @@ def _memory_ops(answer: str, memories: list[Memory], supporting: list[str],
     if has_history:
         ops = tuple(o for o in (ops or ("delete", "update", "unrelated_edit")) if o != "delete")
     return ops
+
+
+def _completed(b: Builder, memories: list[Memory], supporting: list[str], groups: list[list[str]],
+               answer: str) -> tuple[list[str], list[list[str]]]:
+    """``supporting`` (and, with an update history, its latest group) plus the other turns of the same sessions
+    that write the answer verbatim — the records mark the user's statement ``has_answer``, not the assistant's
+    reply repeating it ("Wow, 20 dozen eggs is a lot!"), and using that reply is no less right. Only for an
+    answer written in a marked turn (an extractive one) of two characters or more."""
+    text = {m.id: m.text for m in memories}
+    asked = groups[-1] if groups else supporting
+    if len(answer.strip()) < 2 or not any(mentions_word([text[m]], answer) for m in asked):
+        return supporting, groups
+    sessions = {m.rsplit(":", 1)[0] for m in asked}
+    extra = [m.id for m in memories if m.id not in supporting and m.id.rsplit(":", 1)[0] in sessions
+             and mentions_word([m.text], answer)]
+    if not extra:
+        return supporting, groups
+    b.warnings["supporting_completed"] += 1
+    if groups:
+        return supporting + extra, groups[:-1] + [groups[-1] + extra]
+    return supporting + extra, groups
