@@ -78,6 +78,9 @@ def main() -> None:
     ap.add_argument("--s-sized", type=int, default=0, help="pad LongMemEval haystacks to this many sessions")
     ap.add_argument("--replicate", type=int, default=1, help="repeat LoCoMo conversations (large suites)")
     ap.add_argument("--setup-only", action="store_true", help="stop after the campaign's set-up")
+    ap.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
+                    help="embedded backend option, e.g. relevance_threshold=0.4")
+    ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = ap.parse_args()
 
     from ufuzz.engine import campaign as cmod
@@ -120,7 +123,8 @@ def main() -> None:
                     on_progress(progress)
             return super()._loop(first)
 
-    cfg = cmod.CampaignConfig(budget=args.budget, seed=args.seed, out=str(tmp / "campaign"), k=args.k)
+    cfg = cmod.CampaignConfig(budget=args.budget, seed=args.seed, out=str(tmp / "campaign"), k=args.k,
+                              backend_options=dict(o.split("=", 1) for o in args.opt))
     apply_strategy(cfg, args.strategy)
     c = Measured(cfg, suite=suite)
     w1, c1 = time.perf_counter(), cpu()
@@ -142,8 +146,19 @@ def main() -> None:
     print(f"  executions on parents {stats['parent']}/{execs} = {100 * stats['parent'] / max(execs, 1):.1f}%")
     print(f"  executed mutants judgeable {stats['judgeable']}/{judged} = "
           f"{100 * stats['judgeable'] / max(judged, 1):.1f}%")
-    print(f"  unique failures {summary['unique_failures']}  by operator {summary['failures_by_operator']}  "
-          f"by kind {summary['failures_by_kind']}")
+    print(f"  unique failures {summary['unique_failures']} ({summary.get('causes')} causes; "
+          f"{summary.get('baseline_failures')} seeds fail their own reference)  by operator "
+          f"{summary['failures_by_operator']}  by kind {summary['failures_by_kind']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "seeds": len(suite.seeds), "strategy": args.strategy, "seed": args.seed, "options": args.opt,
+            "import_wall": w_imp, "import_cpu": c_imp, "setup_wall": setup, "run_wall": w_run, "run_cpu": c_run,
+            "valid_pct": 100 * p.mutants_valid / max(attempted, 1), "unjudged": getattr(p, "mutants_unjudged", 0),
+            "parent_pct": 100 * stats["parent"] / max(execs, 1),
+            "judgeable_pct": 100 * stats["judgeable"] / max(judged, 1), "summary": {
+                k: summary.get(k) for k in ("unique_failures", "causes", "baseline_failures", "failures_by_operator",
+                                            "failures_by_kind", "executions", "obligations", "coverage")},
+            "campaign_dir": str(tmp / "campaign")}, indent=1))
 
 
 if __name__ == "__main__":

@@ -252,7 +252,7 @@ def test_follow_up_on_a_seeds_retained_mutants_comes_before_the_next_seed_and_is
                                                                                        burst):
     """Follow-up tasks (phase 2 on retained mutants) come only for the seed phase 1 is leaving, never once
     another seed has started, and at most ``burst`` × (its obligations) of them."""
-    s = build(seed_moves, rng_seed, burst=burst)
+    s = build(seed_moves, rng_seed, burst=burst, parent_share=1.0)  # follow-ups whenever a seed has some
     n_obs = {f"s{i}": len(set(moves)) for i, moves in enumerate(seed_moves)}
     family: dict[str, str] = {}  # retained case -> seed
     seeds_seen: list[str] = []
@@ -273,3 +273,23 @@ def test_follow_up_on_a_seeds_retained_mutants_comes_before_the_next_seed_and_is
         new = f"m{step}"
         family[new] = seed
         s.report(task, StepOutcome(True, retained=True, new_case_id=new, moves=[("paraphrase", "x"), ("delete", "y")]))
+
+
+def test_follow_ups_only_while_parents_would_cost_more_than_their_share():
+    """Retained mutants everywhere, two obligations a seed (parents a third of the executions): a share above
+    that leaves no follow-up, one below it brings follow-ups."""
+    moves = [[("paraphrase", "a"), ("delete", "b")] for _ in range(6)]
+
+    def trace(share: float) -> list[int]:
+        s = build(moves, 1, parent_share=share)
+        phases = []
+        for step in range(40):
+            task = s.next()
+            if task is None or s.uncovered() == 0:
+                break
+            phases.append(task.phase)
+            s.report(task, StepOutcome(True, retained=True, new_case_id=f"m{step}", moves=[("paraphrase", "x")]))
+        return phases
+
+    assert 2 not in trace(0.9)  # 2 mutants a seed: parents are 1/3 of executions, below 0.9
+    assert 2 in trace(0.2)  # ... above 0.2 when a seed is left: follow-ups come

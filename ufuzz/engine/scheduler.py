@@ -12,7 +12,8 @@ budget reaches only some of the seeds, parent executions stay a small share of i
 to ``attempts`` tries until one produces a valid, executed mutant; a try whose rejection cannot change with
 another draw (``StepOutcome.final``: the operator's move does not depend on the rng) ends it at once. Before
 phase 1 leaves a seed it spends up to ``burst`` × (the seed's obligations) follow-up tasks on the seed's
-retained mutants (phase-2 picks among them, whose parent executions are cached).
+retained mutants (phase-2 picks among them, whose parent executions are cached) — while the seeds started
+are more than ``parent_share`` of the seeds started plus the mutants executed.
 :meth:`Scheduler.retire` ends every remaining task of a case (the campaign retires a parent none of whose
 mutants could be judged); the scheduler is told only the id, never why.
 Phase 2 picks a pool entry (retained mutants, and the seeds themselves) with probability proportional to
@@ -91,12 +92,18 @@ class SchedulerConfig:
     #: that were retained (their parent executions are cached): on a suite larger than the budget, parent
     #: executions stay a small share of it. 0: strictly obligations first.
     burst: float = 1.0
+    #: ... and only while the seeds started (one parent execution each) are more than this share of the
+    #: seeds started plus the mutants executed, so follow-ups replace new seeds only where parents would cost
+    #: more than this share of the executions
+    parent_share: float = 0.2
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.explore_share < 1.0:
             raise ValueError(f"explore_share must be in [0, 1), not {self.explore_share}")
         if self.burst < 0:
             raise ValueError(f"burst must be >= 0, not {self.burst}")
+        if not 0.0 < self.parent_share <= 1.0:
+            raise ValueError(f"parent_share must be in (0, 1], not {self.parent_share}")
 
 
 @dataclass
@@ -125,6 +132,8 @@ class Scheduler:
         self._family: dict[str, list[PoolEntry]] = {}  # retained mutants by seed id
         self._burst_left: dict[str, int] = {}  # follow-up tasks a seed may still get (see SchedulerConfig.burst)
         self._current: str | None = None  # the seed phase 1 is on
+        self._started = 0  # seeds phase 1 has started (each costs a parent execution)
+        self._executed = 0  # mutants executed (valid outcomes)
 
     # -- input ------------------------------------------------------------------------------------------
     def _allowed(self, operator: str) -> bool:
@@ -189,6 +198,7 @@ class Scheduler:
                     if burst is not None:
                         return burst
                     self._current = seed
+                    self._started += 1
                 p.tries += 1
                 return Task(p.case_id, p.obligation.operator, p.obligation.target, p.obligation, 1)
             burst = self._burst_task()
@@ -202,6 +212,8 @@ class Scheduler:
         seed = self._current
         if seed is None or self._burst_left.get(seed, 0) <= 0:
             return None
+        if self._started <= self.config.parent_share * (self._started + self._executed):
+            return None  # parents are a small enough share already: a new seed is the better use
         family = [e for e in self._family.get(seed, ()) if e.moves and e.case_id not in self._retired]
         if not family:
             return None
@@ -241,6 +253,7 @@ class Scheduler:
         final rejection closes the obligation (phase 1) or removes the move from its pool entry (phase 2)."""
         if outcome.valid:
             self._covered.add(task.obligation.key)
+            self._executed += 1
             self._tries[task.operator] += 1
             if outcome.retained or outcome.coverage_gain > 0 or (outcome.divergence or 0.0) > 0.0:
                 self._effects[task.operator] += 1
