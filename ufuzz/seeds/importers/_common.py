@@ -230,6 +230,8 @@ class Builder:
 
     def __post_init__(self) -> None:
         self.suite = SeedSuite(name=self.name)
+        # (entity, attribute, scope) of the current checkpoint's answerable questions
+        self._asked: set[tuple[str, str, str]] = set()
 
     # ------------------------------------------------------------------------------------------------
     def add_checkpoint(self, cp_id: str, memories: Sequence[Memory], pending: Sequence[Pending],
@@ -336,7 +338,7 @@ class Builder:
         # an imported question is free text: a target change can only swap an entity written out in it, to an
         # entity the state has a value for under the same attribute; no attribute or scope can be re-worded,
         # so none is offered (an obligation no operator can carry out only wastes the budget)
-        asked = self.__dict__.get("_asked", set())
+        asked = self._asked
         entities_with_facts = sorted(e for e in {x.entity for x in prov.facts if not _annotation(x)} - {f.entity}
                                      if spelled and not entity_pattern(e).search(p.text)
                                      and (e, f.attribute, f.scope) not in asked
@@ -411,10 +413,7 @@ def _annotation(f: Fact) -> bool:
 
 def _supported(prov: Provenance, fields: QueryFields) -> bool:
     """Whether ``fields`` has an answer on the state (a target change needs one)."""
-    defines = getattr(prov, "defines", None)
-    if defines is not None and not defines(fields):
-        return False
-    return not prov.reference_for("", fields).abstain
+    return prov.defines(fields) and not prov.reference_for("", fields).abstain
 
 
 def _annotated(ref: Any, p: Pending) -> Any:
