@@ -423,7 +423,13 @@ class Campaign:
         if parent_ex.error is not None or self.progress.executions >= self.config.budget:
             self.scheduler.report(task, NO_MUTANT)
             return
-        if not self.oracle.testable(parent, parent_ex):
+        try:
+            testable = self.oracle.testable(parent, parent_ex)
+        except LLMError as exc:  # the LLM judge failed on the parent: no verdict, an error record, no mutant now
+            self._error(parent.id, "judge", exc)
+            self.scheduler.report(task, NO_MUTANT)
+            return
+        if not testable:
             # the parent fails every level it is judged at: no mutant of it could show a failure the mutation
             # caused, so none is made (the scheduler learns only that the case is done, not why)
             self.scheduler.retire(parent.id)
