@@ -92,7 +92,7 @@ def test_speaker_swap_mutant_and_its_validator():
     m = op.mutate(case, ref, "speaker=Ana", random.Random(0))
     assert m.query.text == "What did Ana sell at the flea market?" and not m.query.fields.answerable
     assert m.reference.abstain and set(ref.supporting) <= set(m.reference.invalidated)
-    assert "three bicycles" in m.reference.stale_answers
+    assert m.reference.stale_answers == ()  # Ben's answer is not out of date: it is someone else's
     assert op.validate(case, m).ok
 
 

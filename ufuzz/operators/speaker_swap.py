@@ -3,8 +3,9 @@
 In a two-person conversation (LoCoMo) most questions are about one speaker. Asked of the other speaker —
 where nothing of theirs (their observations and event summaries in provenance, their own turns) supports
 the question and no fact of theirs answers it — the right behaviour is to abstain: the original speaker's
-evidence is a decoy (invalidated) and the original answer is a stale answer. Answering from it is the
-misattribution LoCoMo's adversarial questions test; this operator makes such questions from every
+evidence is a decoy (invalidated); answering with the original answer is an unsupported answer (not a stale
+one: that value is not out of date, it belongs to another person's question). That is the misattribution
+LoCoMo's adversarial questions test; this operator makes such questions from every
 answerable one the importer found swappable (``replacement_targets["speaker"]``).
 
 The new text names the other speaker wherever the old one was written out and switches pronouns where the
@@ -58,10 +59,8 @@ class SpeakerSwap(Operator):
         if text is None:
             raise Rejected(f"cannot word the question about {other!r} (name not written out, or pronouns unknown)")
         qid = f"{case.query.id}~s{rng.randrange(1 << 30):x}"
-        wrong = {parent_ref.answer, *parent_ref.aliases, *parent_ref.stale_answers} - {None}
         ref = Reference(query_id=qid, answer=None, abstain=True,
-                        invalidated=tuple(sorted(set(parent_ref.supporting) | set(parent_ref.invalidated))),
-                        stale_answers=tuple(sorted(wrong)))
+                        invalidated=tuple(sorted(set(parent_ref.supporting) | set(parent_ref.invalidated))))
         query = replace(case.query, id=qid, text=text, fields=replace(f, entity=other, answerable=False))
         return Mutation(query=query, provenance=case.provenance, reference=ref, detail=f"{f.entity} -> {other}")
 
@@ -80,8 +79,9 @@ class SpeakerSwap(Operator):
         if prov.facts_for(child.entity, child.attribute):
             return Verdict.reject(f"provenance records {child.attribute!r} for {child.entity!r}")
         names = prov.entity_names()
-        if speakers.supports(mutation.query.text, said_by(prov, child.entity), names,
-                             mutation.reference.stale_answers):
+        original = prov.reference_for("", parent)
+        answers = [a for a in (original.answer, *original.aliases) if a]
+        if speakers.supports(mutation.query.text, said_by(prov, child.entity), names, answers):
             return Verdict.reject(f"something {child.entity!r} said or did may support the question")
         src, dst = pronoun(case, parent.entity), pronoun(case, child.entity)
         if speakers.has_gendered_pronoun(mutation.query.text) and (src is None or dst is None):
@@ -89,7 +89,7 @@ class SpeakerSwap(Operator):
         ref = mutation.reference
         if not ref.abstain:
             return Verdict.reject("reference must be abstention")
-        parent_support = set(prov.reference_for("", parent).supporting)
+        parent_support = set(original.supporting)
         if not parent_support <= set(ref.invalidated):
             return Verdict.reject("the original speaker's evidence must be invalidated")
         if not set(ref.invalidated) <= prov.memory_ids:
