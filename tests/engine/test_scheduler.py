@@ -168,7 +168,7 @@ def test_explore_share_does_interleave_on_a_fixed_example():
 
 def test_explore_share_zero_is_the_strict_order_and_bad_shares_are_refused():
     moves = [[(o, t) for o in OPS for t in "abcd"]]
-    a, b = build(moves, 3), build(moves, 3, explore_share=0.0)
+    a, b = build(moves, 3, burst=0.0), build(moves, 3, explore_share=0.0, burst=0.0)
     for _ in range(len(moves[0])):  # every obligation, with retained mutants piling up: never a phase-2 pick
         ta, tb = a.next(), b.next()
         assert ta == tb and ta.phase == 1
@@ -179,3 +179,117 @@ def test_explore_share_zero_is_the_strict_order_and_bad_shares_are_refused():
     for bad in (-0.1, 1.0, 2):
         with pytest.raises(ValueError, match="explore_share"):
             SchedulerConfig(explore_share=bad)
+
+
+# -- large suites: a seed's obligations together, final rejections, retired cases --------------------------------
+@settings(max_examples=60, deadline=None)
+@given(seeds_strategy, st.integers(0, 20), st.lists(st.booleans(), min_size=200, max_size=200))
+def test_a_seeds_obligations_run_together(seed_moves, rng_seed, validity):
+    """Phase 1 never comes back to a seed it has left: each seed's tasks form one contiguous block."""
+    s = build(seed_moves, rng_seed, attempts=2)
+    order: list[str] = []
+    for step in range(200):
+        task = s.next()
+        if task is None or task.phase == 2:
+            break
+        if not order or order[-1] != task.case_id:
+            assert task.case_id not in order, f"came back to {task.case_id}"
+            order.append(task.case_id)
+        s.report(task, StepOutcome(validity[step]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seeds_strategy, st.integers(0, 20), st.lists(st.sampled_from(["valid", "final", "retry"]), min_size=300,
+                                                     max_size=300))
+def test_a_final_rejection_is_never_retried(seed_moves, rng_seed, outcomes):
+    """An obligation whose try was rejected deterministically is never scheduled again, in either phase."""
+    s = build(seed_moves, rng_seed, attempts=3)
+    final: set[tuple[str, str, str]] = set()
+    for step in range(300):
+        task = s.next()
+        if task is None:
+            break
+        move = (task.case_id, task.operator, task.target)
+        assert move not in final, f"retried {move} after a final rejection"
+        kind = outcomes[step]
+        s.report(task, StepOutcome(kind == "valid", final=kind == "final"))
+        if kind == "final":
+            final.add(move)
+            if task.phase == 1:
+                assert task.obligation.key in s.closed()
+
+
+@settings(max_examples=60, deadline=None)
+@given(seeds_strategy, st.integers(0, 20), st.integers(0, 5))
+def test_a_retired_case_gets_no_more_tasks(seed_moves, rng_seed, when):
+    s = build(seed_moves, rng_seed)
+    retired: set[str] = set()
+    for step in range(150):
+        task = s.next()
+        if task is None:
+            break
+        assert task.case_id not in retired
+        if step == when:
+            s.retire(task.case_id)
+            retired.add(task.case_id)
+        s.report(task, StepOutcome(step % 2 == 0, retained=step % 3 == 0, new_case_id=f"m{step}",
+                                   moves=[("paraphrase", "x")]))
+
+
+def test_large_suite_order_is_seed_blocks_in_a_seeded_shuffle():
+    moves = [[(o, t) for o in OPS for t in "ab"] for _ in range(30)]
+    a, b = build(moves, 5), build(moves, 5)
+    first = [a.next() for _ in range(12)]
+    assert [t.case_id for t in first] == [first[0].case_id] * 12  # the first seed's 12 obligations first
+    assert [(t.case_id, t.operator, t.target) for t in first] == \
+        [(t.case_id, t.operator, t.target) for t in (b.next() for _ in range(12))]
+    assert build(moves, 6).next().case_id != first[0].case_id or build(moves, 7).next().case_id != first[0].case_id
+
+
+@settings(max_examples=60, deadline=None)
+@given(seeds_strategy, st.integers(0, 20), st.sampled_from([0.5, 1.0, 2.0]))
+def test_follow_up_on_a_seeds_retained_mutants_comes_before_the_next_seed_and_is_bounded(seed_moves, rng_seed,
+                                                                                       burst):
+    """Follow-up tasks (phase 2 on retained mutants) come only for the seed phase 1 is leaving, never once
+    another seed has started, and at most ``burst`` × (its obligations) of them."""
+    s = build(seed_moves, rng_seed, burst=burst, parent_share=1.0)  # follow-ups whenever a seed has some
+    n_obs = {f"s{i}": len(set(moves)) for i, moves in enumerate(seed_moves)}
+    family: dict[str, str] = {}  # retained case -> seed
+    seeds_seen: list[str] = []
+    follow: dict[str, int] = {}
+    for step in range(400):
+        task = s.next()
+        if task is None or (task.phase == 2 and s.uncovered() == 0):
+            break
+        seed = task.obligation.seed_id
+        if task.phase == 1:
+            if not seeds_seen or seeds_seen[-1] != seed:
+                assert seed not in seeds_seen
+                seeds_seen.append(seed)
+        else:
+            assert task.case_id in family and family[task.case_id] == seeds_seen[-1], "follow-up of another seed"
+            follow[seed] = follow.get(seed, 0) + 1
+            assert follow[seed] <= int(burst * n_obs[seed])
+        new = f"m{step}"
+        family[new] = seed
+        s.report(task, StepOutcome(True, retained=True, new_case_id=new, moves=[("paraphrase", "x"), ("delete", "y")]))
+
+
+def test_follow_ups_only_while_parents_would_cost_more_than_their_share():
+    """Retained mutants everywhere, two obligations a seed (parents a third of the executions): a share above
+    that leaves no follow-up, one below it brings follow-ups."""
+    moves = [[("paraphrase", "a"), ("delete", "b")] for _ in range(6)]
+
+    def trace(share: float) -> list[int]:
+        s = build(moves, 1, parent_share=share)
+        phases = []
+        for step in range(40):
+            task = s.next()
+            if task is None or s.uncovered() == 0:
+                break
+            phases.append(task.phase)
+            s.report(task, StepOutcome(True, retained=True, new_case_id=f"m{step}", moves=[("paraphrase", "x")]))
+        return phases
+
+    assert 2 not in trace(0.9)  # 2 mutants a seed: parents are 1/3 of executions, below 0.9
+    assert 2 in trace(0.2)  # ... above 0.2 when a seed is left: follow-ups come

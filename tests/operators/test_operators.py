@@ -13,6 +13,7 @@ import pytest
 from tests.support.operator_kit import case_of, cases, embedded, operators, reference, rng, snapshot, suite
 from ufuzz.model import FuzzCase, MutationDescriptor
 from ufuzz.operators import Rejected, StateView
+from ufuzz.operators.delete import carriers
 
 QUERY_OPS = ("paraphrase", "target_change", "unsupported")
 STATE_OPS = ("update", "delete", "unrelated_edit")
@@ -217,11 +218,15 @@ def _check_state_reference(c: FuzzCase, ref, name: str, target: str, m, view: St
     elif name == "delete":
         deleted = {op.target for op in m.ops}
         assert all(op.op == "delete" for op in m.ops)
-        assert deleted <= set(m.reference.invalidated)
+        # the deleted evidence is invalid (the other deleted carriers are gone: the delete itself is judged)
+        evidence = {e for x in c.provenance.facts_for(f.entity, f.attribute) for e in x.evidence}
+        assert deleted & evidence <= set(m.reference.invalidated)
         assert deleted.isdisjoint(m.reference.supporting)
         if target == "all":
             assert m.reference.abstain and m.reference.answer is None
-            assert deleted == c.provenance.relevant_ids(f.entity, f.attribute)
+            # the evidence and every other memory writing a value (else the value would still be in memory)
+            facts = c.provenance.facts_for(f.entity, f.attribute)
+            assert deleted == c.provenance.relevant_ids(f.entity, f.attribute) | carriers(c.provenance, facts)
             assert {x.value for x in c.provenance.facts_for(f.entity, f.attribute)} <= \
                 set(m.reference.stale_answers)
         for mid in deleted:

@@ -15,17 +15,24 @@ from ufuzz.seeds.io import SeedFileError, load_suite, write_suite
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
 REPO = Path(__file__).resolve().parents[2]
-LME_SUBSET = REPO.parent / "shared" / "datasets" / "longmemeval" / "longmemeval_oracle_subset.json"
+SHARED = next((p / "shared" for p in (REPO.parent, REPO.parent.parent) if (p / "shared").is_dir()), REPO / "shared")
+LME_SUBSET = SHARED / "datasets" / "longmemeval" / "longmemeval_oracle_subset.json"
 
 
 def assert_references_agree(suite: SeedSuite) -> None:
-    """Every stored reference is exactly what provenance derives for the seed's fields (plus the benchmark's
-    judging rubric, which provenance cannot know)."""
+    """Every stored reference is exactly what provenance derives for the seed's fields, plus what the
+    benchmark says and provenance cannot know: its judging rubric, the answer form, decoy evidence (more
+    invalidated ids) and answers it calls wrong (more stale answers)."""
     assert suite.seeds
     for seed in suite.seeds:
         cp = suite.checkpoint_of(seed)
         derived = Provenance.of(cp).reference_for(seed.query.id, seed.query.fields)
-        assert suite.reference_of(seed).with_(rubric=None) == derived, seed.id
+        ref = suite.reference_of(seed)
+        assert set(derived.invalidated) <= set(ref.invalidated), seed.id
+        assert set(derived.stale_answers) <= set(ref.stale_answers), seed.id
+        bare = ref.with_(rubric=None, answer_form=None, invalidated=derived.invalidated,
+                         stale_answers=derived.stale_answers)
+        assert bare == derived, seed.id
         assert seed.query.template is None and seed.query.form == "free"
 
 
@@ -70,16 +77,26 @@ def test_locomo_references_match_the_benchmark():
     seed, ref = by_text(s, "How many children does Melanie have?")
     assert (ref.answer, ref.supporting) == ("3", ("D2:3",))  # int answer, bare "D" dropped
     assert seed.query.fields.entity == "Melanie" and seed.query.fields.attribute == "number of children"
-    assert seed.descriptor.value_pool and "3" not in seed.descriptor.value_pool
+    # "three" in the turn: no update (it would have to rewrite "3"), but a delete finds every carrier
+    assert ref.answer_form == "abstractive" and seed.descriptor.memory_ops == ("delete", "unrelated_edit")
     seed, ref = by_text(s, "Would Caroline likely pursue writing as a career option?")
     assert set(ref.supporting) == {"D2:7", "D1:7"}  # "D2:07" repaired
     seed, ref = by_text(s, "What did Melanie realize after the charity race?")
     assert ref.abstain and not seed.query.fields.answerable and seed.descriptor.memory_ops == ("unrelated_edit",)
+    # adversarial: its evidence is a decoy, its answer stale; asked of Caroline (who said it) it has that answer
+    assert (ref.invalidated, ref.stale_answers) == (("D2:5",), ("self-care is important",))
+    assert seed.descriptor.replacement_targets["entity"] == ("Caroline",)
+    assert seed.metadata == {"category": 5, "category_name": "adversarial"}
     seed, ref = by_text(s, "What is Caroline's identity?")
     assert ref.answer == "Transgender woman"  # the first of the two conflicting items wins
-    assert "Melanie" in seed.descriptor.replacement_targets["entity"]
+    assert ref.answer_form == "extractive" and seed.descriptor.memory_ops is None
+    # Melanie has no identity: no target change to her, but asking her is a misattribution
+    assert "entity" not in seed.descriptor.replacement_targets
+    assert seed.descriptor.replacement_targets["speaker"] == ("Melanie",)
     for name in seed.descriptor.absent_targets["entity"]:
         assert not any(name.lower() in m.text.lower() for m in cp.memories)
+    seed, ref = by_text(s, "When did Caroline go to the LGBTQ support group?")
+    assert ref.answer_form == "abstractive" and seed.descriptor.memory_ops == ("unrelated_edit",)
     # conv-2: session 2 has no date; it is placed after session 1 rather than dropped
     cp2 = s.checkpoints["locomo-cp:conv-2"]
     assert cp2.memory("D2:1").timestamp > cp2.memory("D1:3").timestamp
@@ -145,15 +162,20 @@ def test_longmemeval_real_subset_imports_and_roundtrips(tmp_path):
         assert ref.answer == str(r["answer"])
         marked = {f"{sid}:{t}" for sid, sess in zip(r["haystack_session_ids"], r["haystack_sessions"], strict=True)
                   for t, turn in enumerate(sess) if turn.get("has_answer")}
-        # knowledge updates split the has_answer turns by session date: the asked value supports, a current
-        # question's older value is a decoy (invalidated), a previous question's newer value is just history
+        # the has_answer turns, plus the other turns of the answer's sessions that write the answer verbatim
+        # (the assistant repeating it); knowledge updates split them by session date: the asked value supports,
+        # a current question's older value is a decoy (invalidated), a previous question's newer value history
+        texts = {m.id: m.text for m in s.checkpoint_of(seed).memories}
+        extra = set(ref.supporting) - marked
+        assert all(ref.answer.lower() in texts[m].lower() and m.rsplit(":", 1)[0] in
+                   {x.rsplit(":", 1)[0] for x in ref.supporting if x in marked} for m in extra)
         if r["question_type"] == "knowledge-update" and seed.query.fields.scope == "previous":
-            assert set(ref.supporting) < marked and not ref.invalidated
+            assert set(ref.supporting) - extra < marked and not ref.invalidated
         elif r["question_type"] == "knowledge-update":
-            assert set(ref.supporting) | set(ref.invalidated) == marked
+            assert (set(ref.supporting) - extra) | set(ref.invalidated) == marked
             assert ref.invalidated and seed.query.fields.scope == "current"
         else:
-            assert set(ref.supporting) == marked
+            assert set(ref.supporting) - extra == marked
     prev = s.references["lme:50635ada"]  # "What was my previous frequent flyer status ..."
     assert prev.answer == "Premier Silver" and all(i.startswith("answer_dcd74827_1:") for i in prev.supporting)
     back = roundtrip(s, tmp_path)

@@ -217,3 +217,64 @@ def test_split_context():
     assert split_context("Where does Lena live?") == ("", "Where does Lena live?")
     assert split_context("Quick question.") == ("", "Quick question.")
     assert split_context("Something else. Where does Lena live?") == ("", "Something else. Where does Lena live?")
+
+
+# -- free-text rewrites (imported questions) --------------------------------------------------------------------
+from hypothesis import given as _given  # noqa: E402
+from hypothesis import settings as _settings  # noqa: E402
+from hypothesis import strategies as _st  # noqa: E402
+
+from ufuzz.seeds.wording import FREE_REWRITES, free_rewrites, split_contexts  # noqa: E402
+
+_OPENINGS = ["When did", "When is", "Where did", "Where is", "Who did", "Who is", "Why did", "Why does",
+             "How many", "How often does", "How long did", "How did", "What kind of", "What type of",
+             "Which song", "What did", "What is", "What's", "What time does", "How much money did", "Would",
+             "How old was", "What books has"]
+_REST = _st.lists(_st.sampled_from(["Caroline", "go", "the", "park", "paint", "dogs", "with", "her", "kids",
+                                    "in", "May", "2023", "have", "for", "from", "to"]), min_size=1, max_size=7)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[A-Za-z0-9']+", text)
+
+
+#: the words the table's rewrites may add or remove (the wh-phrase), nothing else
+_TABLE_WORDS = {w.lower() for _, pat, rep in FREE_REWRITES for w in _words(pat + " " + rep)}
+
+
+@_settings(max_examples=200, deadline=None)
+@_given(_st.sampled_from(_OPENINGS), _REST)
+def test_free_rewrites_change_only_the_wh_phrase(opening, rest):
+    q = f"{opening} {' '.join(rest)}?"
+    for new in free_rewrites(q):
+        assert new != q and new.endswith("?")
+        a, b = _words(q), _words(new)
+        changed = {w.lower() for w in a if a.count(w) != b.count(w)} | {w.lower() for w in b if a.count(w) != b.count(w)}
+        assert changed <= _TABLE_WORDS, changed
+        assert [w for w in b if w.lower() not in _TABLE_WORDS] == [w for w in a if w.lower() not in _TABLE_WORDS]
+
+
+def test_free_rewrites_per_question_type_and_their_inverses():
+    cases = {
+        "When did Caroline go to the park?": "At what point in time did Caroline go to the park?",
+        "Where did Caroline move from?": "What place did Caroline move from?",
+        "Where has Melanie camped?": "In what place has Melanie camped?",
+        "Who is Caroline a fan of?": "Which person is Caroline a fan of?",
+        "Why did Jon quit?": "For what reason did Jon quit?",
+        "How many kids does Mel have?": "What number of kids does Mel have?",
+        "How often does Mel swim?": "How frequently does Mel swim?",
+        "Would Caroline move back?": "Do you think Caroline would move back?",
+        "What kind of dog does Mel have?": "What type of dog does Mel have?",
+        "What book is Jon reading?": "Which book is Jon reading?",
+    }
+    for q, expected in cases.items():
+        assert expected in free_rewrites(q), (q, free_rewrites(q))
+        assert q in free_rewrites(expected), (expected, free_rewrites(expected))  # and back
+    assert free_rewrites("How long ago was Caroline's birthday?") == []  # "for how long ago" is not English
+    assert free_rewrites("Any tips for my garden?") == []
+
+
+def test_split_contexts_takes_every_leading_context_sentence():
+    assert split_contexts("Quick question. Just a small thing. When did Ana go?") == \
+        ("Quick question. Just a small thing.", "When did Ana go?")
+    assert split_contexts("When did Ana go?") == ("", "When did Ana go?")

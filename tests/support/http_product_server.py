@@ -16,7 +16,7 @@ API (JSON in and out; the product assigns its own memory ids, ``mem-<n>``, so cl
     DELETE /v1/ns/{ns}                     -> 204
 
 Search is BM25 over lower-cased word tokens with a crude suffix stemmer; only memories sharing a term with
-the query are returned, best first, equal scores by id. ``fail_next`` and ``delay`` inject faults for tests.
+the query are returned, best first, equal scores by the client's ``external_id`` (then by id). ``fail_next`` and ``delay`` inject faults for tests.
 
 ``delete_bug`` plants the defect of the triage walkthrough: DELETE only hides a memory from list and get (a
 soft-delete flag the search index never learns about), so search keeps returning deleted memories. Setting it
@@ -164,7 +164,11 @@ class ProductServer:
                 k = body.get("top_k", 10)
                 if not isinstance(k, int) or k < 1:
                     return 400, {"error": "top_k must be a positive integer"}
-                hits = bm25(body["query"], {i: m["text"] for i, m in store.items()})[:k]
+                # equal scores by the client's own id where it gave one: product ids count across namespaces, so
+                # ordering by them would make a campaign's results depend on what ran on the server before it
+                order = {i: (m.get("external_id") or "", i) for i, m in store.items()}
+                ranked = bm25(body["query"], {i: m["text"] for i, m in store.items()})
+                hits = sorted(ranked, key=lambda x: (-x[1], order[x[0]]))[:k]
                 return 200, {"results": [{"id": i, "text": store[i]["text"], "score": s} for i, s in hits]}
             if rest == ["snapshot"] and method == "POST":
                 target = body.get("target") if isinstance(body, dict) else None

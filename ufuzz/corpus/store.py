@@ -567,6 +567,7 @@ class SqlStore:
         self.readonly = readonly
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
         self.url = make_url(url).render_as_string(hide_password=True)
+        self._batch: Session | None = None
 
     def close(self) -> None:
         self._engine.dispose()
@@ -579,9 +580,28 @@ class SqlStore:
 
     @contextmanager
     def _tx(self) -> Iterator[Session]:
-        """One transaction, committed on exit: every public write is one of these."""
+        """One transaction, committed on exit: every public write is one of these (inside :meth:`batch`, the
+        batch's transaction)."""
+        if self._batch is not None:
+            yield self._batch
+            return
         with self._sessions() as s, s.begin():
             yield s
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Make the writes inside one transaction, committed at the end (a campaign's set-up writes thousands
+        of rows: one commit each took most of the set-up time). Hold no other store's write transaction on
+        the same database meanwhile."""
+        if self._batch is not None:
+            yield
+            return
+        with self._sessions() as s, s.begin(), s.no_autoflush:  # one flush at the commit, not one per row
+            self._batch = s
+            try:
+                yield
+            finally:
+                self._batch = None
 
 
 class CorpusStore(SqlStore):

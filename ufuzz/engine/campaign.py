@@ -126,6 +126,7 @@ class Progress:
     budget: int = 0
     mutants_valid: int = 0
     mutants_rejected: int = 0
+    mutants_unjudged: int = 0  # valid, not executed: none of their checks can fail on this backend
     retained: int = 0
     coverage: int = 0
     coverage_total: int = 0
@@ -145,6 +146,7 @@ class Proposal:
     mutant: FuzzCase | None = None  # set only when the mutation was produced and validated
     mutation: Mutation | None = None
     adopted: bool = False  # the fork became a retained mutant's live state: not released
+    final: bool = False  # rejected, and no other try can go otherwise (the operator's move is deterministic)
 
 
 def resolve_seeds(path: str | None) -> Path:
@@ -346,16 +348,21 @@ class Campaign:
         self.feedback = FeedbackState(ab, p=cfg.p)
         self.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
             attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
-            use_divergence=ab.use_divergence, operators=tuple(self.operators), explore_share=cfg.explore_share))
+            use_divergence=ab.use_divergence, operators=tuple(self.operators), explore_share=cfg.explore_share,
+            use_effect=cfg.retain))
         self.progress.coverage_total = sum(len(c.memories) for c in self.suite.checkpoints.values())
-        for cp in self.suite.checkpoints.values():
-            self.store.record_checkpoint(self.campaign_id, cp)
-        for seed in sorted(self.suite.seeds, key=lambda s: s.id):
-            cp = self.suite.checkpoint_of(seed)
-            case = FuzzCase.from_seed(seed, cp)
+        seeds = sorted(self.suite.seeds, key=lambda s: s.id)
+        cases = [FuzzCase.from_seed(seed, self.suite.checkpoint_of(seed)) for seed in seeds]
+        with self.store.batch():  # one commit for the set-up, not one per seed (the stores share the file)
+            for cp in self.suite.checkpoints.values():
+                self.store.record_checkpoint(self.campaign_id, cp)
+            for seed in seeds:
+                self.store.record_seed(self.campaign_id, seed)
+        with self.failures.batch():
+            for case, seed in zip(cases, seeds, strict=True):
+                self.oracle.add_seed(case, self.suite.reference_of(seed))
+        for case, seed in zip(cases, seeds, strict=True):
             self.cases[case.id] = case
-            self.oracle.add_seed(case, self.suite.reference_of(seed))
-            self.store.record_seed(self.campaign_id, seed)
             self.scheduler.add_seed(case.id, seed.id, self._moves(case))
         self.scheduler.seal()
         self.progress.uncovered_obligations = self.scheduler.uncovered()
@@ -416,10 +423,29 @@ class Campaign:
         if parent_ex.error is not None or self.progress.executions >= self.config.budget:
             self.scheduler.report(task, NO_MUTANT)
             return
-        proposal = self._propose(task, parent, counter)
-        outcome = NO_MUTANT
         try:
-            if proposal.mutant is not None:
+            testable = self.oracle.testable(parent, parent_ex)
+        except LLMError as exc:  # the LLM judge failed on the parent: no verdict, an error record, no mutant now
+            self._error(parent.id, "judge", exc)
+            self.scheduler.report(task, NO_MUTANT)
+            return
+        if not testable:
+            # the parent fails every level it is judged at: no mutant of it could show a failure the mutation
+            # caused, so none is made (the scheduler learns only that the case is done, not why)
+            self.scheduler.retire(parent.id)
+            self.scheduler.report(task, NO_MUTANT)
+            return
+        proposal = self._propose(task, parent, counter)
+        outcome = StepOutcome(valid=False, final=True) if proposal.final else NO_MUTANT
+        try:
+            responds = self.executor.answers or self.executor.responder is not None
+            if proposal.mutant is not None and not self.oracle.can_fail(proposal.mutant, proposal.mutation.reference,
+                                                                        responds):
+                # e.g. an abstaining mutant where retrieval is judged without a relevance threshold and nothing
+                # responds: executing it would spend budget on a test that cannot fail
+                self.progress.mutants_unjudged += 1
+                outcome = StepOutcome(valid=False, final=True)
+            elif proposal.mutant is not None:
                 outcome = self._execute(task, proposal, parent, parent_ex, hidden)
         finally:
             if proposal.handle is not None and not proposal.adopted:
@@ -457,6 +483,7 @@ class Campaign:
                                  created_seq=self.progress.executions)
         if not ok or mutation is None:
             self.progress.mutants_rejected += 1
+            proposal.final = not op.varies(parent, task.target)
             return proposal
         self.progress.mutants_valid += 1
         proposal.mutant, proposal.mutation = mutant, mutation
@@ -510,6 +537,7 @@ class Campaign:
         return {
             "campaign": self.campaign_id, "status": status, "executions": p.executions,
             "budget": p.budget, "mutants_valid": p.mutants_valid, "mutants_rejected": p.mutants_rejected,
+            "mutants_unjudged": p.mutants_unjudged,
             "retained": p.retained, "coverage": p.coverage, "coverage_total": p.coverage_total,
             "obligations": len(self.scheduler.obligations) if self.scheduler is not None else 0,
             # seed obligations covered (a phase-2 pick also covers its own seed x operator x target, counted

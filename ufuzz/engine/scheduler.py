@@ -5,11 +5,22 @@ oracle verdicts or failures. By construction it cannot: this module imports noth
 or ``ufuzz.corpus`` and none of its methods takes a failure or a reference (``tests/engine/test_separation.py``
 checks both).
 
-Phase 1 walks the seeds' obligations (seed × operator × target) in a seeded shuffled round-robin over
-operators; each obligation gets up to ``attempts`` tries until one produces a valid, executed mutant.
+Phase 1 walks the seeds' obligations (seed × operator × target) seed by seed, in a seeded shuffled order of
+the seeds and, within a seed, a shuffled round-robin over its operators: a seed's obligations run together,
+so its parent execution (cached per state and query) serves all of them — on a large suite, where the
+budget reaches only some of the seeds, parent executions stay a small share of it. Each obligation gets up
+to ``attempts`` tries until one produces a valid, executed mutant; a try whose rejection cannot change with
+another draw (``StepOutcome.final``: the operator's move does not depend on the rng) ends it at once. Before
+phase 1 leaves a seed it spends up to ``burst`` × (the seed's obligations) follow-up tasks on the seed's
+retained mutants (phase-2 picks among them, whose parent executions are cached) — while the seeds started
+are more than ``parent_share`` of the seeds started plus the mutants executed.
+:meth:`Scheduler.retire` ends every remaining task of a case (the campaign retires a parent none of whose
+mutants could be judged); the scheduler is told only the id, never why.
 Phase 2 picks a pool entry (retained mutants, and the seeds themselves) with probability proportional to
 its energy — 1 + coverage gain + (for meaning-preserving mutants) ``divergence_weight`` × RBO divergence —
-divided by (1 + times picked), then a uniformly chosen (operator, target) available on it.
+divided by (1 + times picked), then an (operator, target) available on it, drawn in proportion to the
+operator's effect rate (how often its mutants changed the ranking or reached new memories; see
+:meth:`Scheduler.effect_rate`) — an edit that never changes what the system does is drawn less.
 
 ``explore_share`` (default 0: strictly obligations first) lets retained mutants compete before phase 1 ends:
 once the pool holds a retained mutant, each task is a phase-2 pick with that probability. With many
@@ -19,7 +30,7 @@ obligations and a small budget phase 1 never ends, so without it the feedback ca
 from __future__ import annotations
 
 import random
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 
 from ufuzz.model import Obligation
@@ -40,9 +51,12 @@ class StepOutcome:
 
     ``valid``: a valid mutant was executed (its obligation is covered). A retained mutant joins the pool
     as ``new_case_id`` with the ``moves`` available on it and an energy from its feedback numbers.
+    ``final``: no mutant came, and no other try of this obligation can give one (a deterministic
+    rejection) — it is not retried.
     """
 
     valid: bool
+    final: bool = False
     retained: bool = False
     new_case_id: str | None = None
     moves: tuple[tuple[str, str], ...] = ()
@@ -73,10 +87,23 @@ class SchedulerConfig:
     use_divergence: bool = True
     operators: tuple[str, ...] | None = None  # None = all
     explore_share: float = 0.0  # chance that a task is a phase-2 pick while obligations remain (0 <= x < 1)
+    use_effect: bool = True  # phase 2 draws a case's moves by their operator's effect rate (else uniformly)
+    #: before phase 1 leaves a seed, up to ``burst`` × (its obligations) follow-up tasks on the mutants of it
+    #: that were retained (their parent executions are cached): on a suite larger than the budget, parent
+    #: executions stay a small share of it. 0: strictly obligations first.
+    burst: float = 1.0
+    #: ... and only while the seeds started (one parent execution each) are more than this share of the
+    #: seeds started plus the mutants executed, so follow-ups replace new seeds only where parents would cost
+    #: more than this share of the executions
+    parent_share: float = 0.2
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.explore_share < 1.0:
             raise ValueError(f"explore_share must be in [0, 1), not {self.explore_share}")
+        if self.burst < 0:
+            raise ValueError(f"burst must be >= 0, not {self.burst}")
+        if not 0.0 < self.parent_share <= 1.0:
+            raise ValueError(f"parent_share must be in (0, 1], not {self.parent_share}")
 
 
 @dataclass
@@ -97,6 +124,16 @@ class Scheduler:
         self.phase2_picks = 0
         self._retained = 0
         self._pending_by_seed: list[dict[str, list[_Pending]]] = []
+        self._retired: set[str] = set()
+        self._entries: dict[str, PoolEntry] = {}  # pool entries by case id
+        self._tries: Counter[str] = Counter()  # executed mutants per operator
+        self._effects: Counter[str] = Counter()  # ... that changed what the system did (see effect_rate)
+        self._closed: set[str] = set()  # obligations ended by a final rejection
+        self._family: dict[str, list[PoolEntry]] = {}  # retained mutants by seed id
+        self._burst_left: dict[str, int] = {}  # follow-up tasks a seed may still get (see SchedulerConfig.burst)
+        self._current: str | None = None  # the seed phase 1 is on
+        self._started = 0  # seeds phase 1 has started (each costs a parent execution)
+        self._executed = 0  # mutants executed (valid outcomes)
 
     # -- input ------------------------------------------------------------------------------------------
     def _allowed(self, operator: str) -> bool:
@@ -113,23 +150,30 @@ class Scheduler:
                 continue
             self._known.add(ob.key)
             by_op.setdefault(op, []).append(_Pending(case_id, ob))
-        self._pool.append(PoolEntry(case_id, seed_id, moves, energy=1.0))
+        self._add_entry(PoolEntry(case_id, seed_id, moves, energy=1.0))
         self._pending_by_seed.append(by_op)
+        self._burst_left[seed_id] = int(self.config.burst * sum(len(v) for v in by_op.values()))
+
+    def _add_entry(self, entry: PoolEntry) -> None:
+        self._pool.append(entry)
+        self._entries.setdefault(entry.case_id, entry)
 
     def seal(self) -> None:
-        """Fix the phase-1 order once all seeds are added: shuffled round-robin over operators and seeds."""
-        lanes: dict[str, list[_Pending]] = {}
-        for by_op in self._pending_by_seed:
-            for op, items in by_op.items():
-                lanes.setdefault(op, []).extend(items)
-        for items in lanes.values():
-            self.rng.shuffle(items)
-        names = sorted(lanes)
+        """Fix the phase-1 order once all seeds are added: the seeds in shuffled order, each seed's obligations
+        together as a shuffled round-robin over its operators."""
+        groups = list(self._pending_by_seed)
+        self.rng.shuffle(groups)
         order: list[_Pending] = []
-        while any(lanes[n] for n in names):
-            for n in names:
-                if lanes[n]:
-                    order.append(lanes[n].pop())
+        for by_op in groups:
+            lanes = {op: list(items) for op, items in by_op.items()}
+            for items in lanes.values():
+                self.rng.shuffle(items)
+            names = sorted(lanes)
+            self.rng.shuffle(names)
+            while any(lanes[n] for n in names):
+                for n in names:
+                    if lanes[n]:
+                        order.append(lanes[n].pop())
         if not self.config.obligation_first:
             self.rng.shuffle(order)
         self._queue = deque(order)
@@ -143,15 +187,41 @@ class Scheduler:
                 return self._pick_pool()
             while self._queue:
                 p = self._queue[0]
-                if p.obligation.key in self._covered or p.tries >= self.config.attempts:
+                key = p.obligation.key
+                if (key in self._covered or key in self._closed or p.tries >= self.config.attempts
+                        or p.case_id in self._retired):
                     self._queue.popleft()
                     continue
+                seed = p.obligation.seed_id
+                if seed != self._current:  # leaving a seed: first its follow-up on its retained mutants
+                    burst = self._burst_task()
+                    if burst is not None:
+                        return burst
+                    self._current = seed
+                    self._started += 1
                 p.tries += 1
                 return Task(p.case_id, p.obligation.operator, p.obligation.target, p.obligation, 1)
+            burst = self._burst_task()
+            if burst is not None:
+                return burst
         return self._pick_pool()
 
+    def _burst_task(self) -> Task | None:
+        """A follow-up task on a retained mutant of the seed phase 1 is leaving, while its share lasts: its
+        parent's execution is cached, so it costs the budget one mutant execution and no parent execution."""
+        seed = self._current
+        if seed is None or self._burst_left.get(seed, 0) <= 0:
+            return None
+        if self._started <= self.config.parent_share * (self._started + self._executed):
+            return None  # parents are a small enough share already: a new seed is the better use
+        family = [e for e in self._family.get(seed, ()) if e.moves and e.case_id not in self._retired]
+        if not family:
+            return None
+        self._burst_left[seed] -= 1
+        return self._pick_from(family)
+
     def _pick_pool(self) -> Task | None:
-        pool = [e for e in self._pool if e.moves]
+        pool = [e for e in self._pool if e.moves and e.case_id not in self._retired]
         if not pool:
             return None
         if not self.config.obligation_first and not self.config.retain:
@@ -159,8 +229,19 @@ class Scheduler:
             moves = [(e, m) for e in pool for m in e.moves]
             entry, (op, target) = moves[self.rng.randrange(len(moves))]
         else:
-            weights = [e.energy / (1.0 + e.picks) for e in pool]
-            entry = self.rng.choices(pool, weights=weights, k=1)[0]
+            return self._pick_from(pool)
+        entry.picks += 1
+        self.phase2_picks += 1
+        return Task(entry.case_id, op, target, Obligation(entry.seed_id, op, target), 2)
+
+    def _pick_from(self, pool: list[PoolEntry]) -> Task:
+        """An entry by energy / (1 + picks), then one of its moves (by effect rate, or uniformly)."""
+        weights = [e.energy / (1.0 + e.picks) for e in pool]
+        entry = self.rng.choices(pool, weights=weights, k=1)[0]
+        if self.config.use_effect:
+            op, target = self.rng.choices(entry.moves, weights=[self.effect_rate(o) for o, _ in entry.moves],
+                                          k=1)[0]
+        else:
             op, target = entry.moves[self.rng.randrange(len(entry.moves))]
         entry.picks += 1
         self.phase2_picks += 1
@@ -168,9 +249,20 @@ class Scheduler:
 
     # -- feedback ---------------------------------------------------------------------------------------
     def report(self, task: Task, outcome: StepOutcome) -> None:
-        """The outcome of a task: a valid mutant covers its obligation; a retained one joins the pool."""
+        """The outcome of a task: a valid mutant covers its obligation; a retained one joins the pool; a
+        final rejection closes the obligation (phase 1) or removes the move from its pool entry (phase 2)."""
         if outcome.valid:
             self._covered.add(task.obligation.key)
+            self._executed += 1
+            self._tries[task.operator] += 1
+            if outcome.retained or outcome.coverage_gain > 0 or (outcome.divergence or 0.0) > 0.0:
+                self._effects[task.operator] += 1
+        elif outcome.final:
+            if task.phase == 1:
+                self._closed.add(task.obligation.key)
+            entry = self._entries.get(task.case_id)
+            if entry is not None and (task.operator, task.target) in entry.moves:
+                entry.moves.remove((task.operator, task.target))
         if not (outcome.valid and outcome.retained and self.config.retain and outcome.new_case_id
                 and outcome.moves):
             return
@@ -178,8 +270,21 @@ class Scheduler:
         energy = 1.0 + float(outcome.coverage_gain)
         if outcome.meaning_preserving and outcome.divergence is not None and self.config.use_divergence:
             energy += self.config.divergence_weight * outcome.divergence
-        self._pool.append(PoolEntry(outcome.new_case_id, task.obligation.seed_id, moves, energy=energy))
+        entry = PoolEntry(outcome.new_case_id, task.obligation.seed_id, moves, energy=energy)
+        self._add_entry(entry)
+        self._family.setdefault(entry.seed_id, []).append(entry)
         self._retained += 1
+
+    def effect_rate(self, operator: str) -> float:
+        """How often ``operator``'s executed mutants changed what the system did — a new ranking (divergence),
+        memories reached for the first time, or a retained novelty — smoothed so that an untried operator
+        starts at 1/2 and no operator ever drops to zero. A mutant that changes nothing cannot fail, so phase 2
+        draws a pool entry's moves in proportion to it."""
+        return (self._effects[operator] + 1.0) / (self._tries[operator] + 2.0)
+
+    def retire(self, case_id: str) -> None:
+        """No more tasks on ``case_id``: its remaining obligations are dropped, its pool entry never picked."""
+        self._retired.add(case_id)
 
     # -- introspection ------------------------------------------------------------------------------------
     @property
@@ -192,6 +297,10 @@ class Scheduler:
 
     def uncovered(self) -> int:
         return len(self._known - self._covered)
+
+    def closed(self) -> frozenset[str]:
+        """Obligations a final (deterministic) rejection ended."""
+        return frozenset(self._closed)
 
     def pool_size(self) -> int:
         return len(self._pool)

@@ -68,15 +68,24 @@ class Fact:
 
 @dataclass(frozen=True)
 class Entity:
+    """A named entity of a checkpoint. ``pronoun`` (``he``/``she``/``they``) is how the benchmark refers to a
+    person, where an importer can tell (so a question can be re-worded about another person without
+    mixing up pronouns); optional, and absent from the JSON when unknown."""
+
     name: str
     type: str  # person, pet, place, ...
+    pronoun: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "type": self.type}
+        d = {"name": self.name, "type": self.type}
+        if self.pronoun is not None:
+            d["pronoun"] = self.pronoun
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Entity:
-        return cls(name=str(d["name"]), type=str(d["type"]))
+        pronoun = d.get("pronoun")
+        return cls(name=str(d["name"]), type=str(d["type"]), pronoun=None if pronoun is None else str(pronoun))
 
 
 @dataclass(frozen=True)

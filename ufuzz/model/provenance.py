@@ -11,6 +11,7 @@ campaign reaches has its own provenance and references can be derived from it al
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -100,8 +101,13 @@ class Provenance:
         return {(f.entity, f.attribute) for f in self.facts if not f.deleted and memory_id in f.evidence}
 
     def text_mentions(self, needle: str) -> list[str]:
-        n = needle.lower()
-        return [mid for mid, text in self.memory_texts if n in text.lower()]
+        """Ids of the memories whose text mentions ``needle`` as a whole word, case-insensitively ("Wen" is
+        not in "went"; a needle starting or ending with punctuation still matches at a word boundary)."""
+        n = needle.strip().lower()
+        if not n:
+            return []
+        pat = re.compile(rf"(?<!\w){re.escape(n)}(?!\w)")
+        return [mid for mid, text in self.memory_texts if n in text.lower() and pat.search(text.lower())]
 
     def values_of_type(self, value_type: str) -> set[str]:
         return {f.value for f in self.facts if f.value_type == value_type}

@@ -7,6 +7,8 @@ from typing import Any
 
 #: The keys of a judge rubric (the MemOps ``judge_rubric`` and :meth:`ufuzz.llm.uses.Judge.judge`'s).
 RUBRIC_KEYS = ("must_include", "must_not_include")
+#: How a reference's answer relates to its evidence (None: not known).
+ANSWER_FORMS = (None, "extractive", "abstractive")
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,9 @@ class Reference:
     ``aliases`` are accepted alternative surface forms of the answer; ``stale_answers`` are values that are
     wrong *because* they are out of date or deleted (their appearance in a response is a stale answer).
     ``rubric`` is the benchmark's own judging rubric, when it has one (MemOps); only an LLM judge uses it,
-    the offline matching ignores it.
+    the offline matching ignores it. ``answer_form`` says how the benchmark's answer relates to its
+    evidence, where an importer knows: ``extractive`` (written verbatim in a supporting memory, so text
+    matching can judge it) or ``abstractive`` (a summary or inference: only a judge can); None otherwise.
     """
 
     query_id: str
@@ -61,12 +65,15 @@ class Reference:
     aliases: tuple[str, ...] = ()
     stale_answers: tuple[str, ...] = ()
     rubric: Rubric | None = None
+    answer_form: str | None = None  # "extractive" | "abstractive" | None (unknown)
 
     def __post_init__(self) -> None:
         if self.abstain and self.answer is not None:
             raise ValueError("a reference either abstains or has an answer, not both")
         if not self.abstain and not self.answer:
             raise ValueError("a non-abstaining reference needs an answer")
+        if self.answer_form not in ANSWER_FORMS:
+            raise ValueError(f"answer_form must be one of {ANSWER_FORMS}, got {self.answer_form!r}")
 
     def to_dict(self) -> dict[str, Any]:
         d = {"query_id": self.query_id, "answer": self.answer, "abstain": self.abstain,
@@ -74,6 +81,8 @@ class Reference:
              "aliases": list(self.aliases), "stale_answers": list(self.stale_answers)}
         if self.rubric is not None:  # optional: references without one serialize as before
             d["rubric"] = self.rubric.to_dict()
+        if self.answer_form is not None:  # optional likewise
+            d["answer_form"] = self.answer_form
         return d
 
     @classmethod
@@ -84,7 +93,8 @@ class Reference:
                    invalidated=tuple(str(x) for x in d.get("invalidated", ())),
                    aliases=tuple(str(x) for x in d.get("aliases", ())),
                    stale_answers=tuple(str(x) for x in d.get("stale_answers", ())),
-                   rubric=None if rubric is None else Rubric.from_dict(rubric))
+                   rubric=None if rubric is None else Rubric.from_dict(rubric),
+                   answer_form=d.get("answer_form"))
 
     def with_(self, **kw: Any) -> Reference:
         return replace(self, **kw)

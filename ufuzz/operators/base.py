@@ -93,6 +93,12 @@ class Operator(ABC):
         that do not word text ignore it."""
         return cls()
 
+    def varies(self, case: FuzzCase, target: str) -> bool:
+        """Whether the mutant for ``target`` on ``case`` depends on the rng (beyond its new ids): only then can
+        another try go otherwise after a rejection. By default a move is deterministic, so a rejection is
+        final and the scheduler never retries it."""
+        return False
+
     @abstractmethod
     def targets(self, case: FuzzCase) -> list[str]:
         """Obligation targets this operator has on ``case`` (deterministic order)."""

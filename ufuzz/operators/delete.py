@@ -1,7 +1,9 @@
 """Delete: remove the queried fact's evidence through the backend's native delete.
 
-Targets: ``all`` (every memory evidencing any value of the queried entity–attribute) or ``active`` (only the
-current value's evidence, leaving superseded history behind). Deletion is verified independently through
+Targets: ``all`` (every memory carrying any value of the queried entity–attribute) or ``active`` (only the
+current value's carriers, leaving superseded history behind). A value's carriers are its evidence and every
+other memory that writes it; a value not written in its own evidence (an abstractive answer) has carriers no
+text search can find, so delete is not offered for it. Deletion is verified independently through
 get/list: each deleted id is gone or inactive, and exactly those ids left the active set. The reference is
 derived from the provenance after deletion (usually abstention); deleted values stay there as deleted
 history, so their evidence is invalidated and their values are stale answers.
@@ -11,8 +13,9 @@ from __future__ import annotations
 
 import random
 
-from ufuzz.model import FuzzCase, Reference, StateOp, UndefinedReference
+from ufuzz.model import Fact, FuzzCase, Provenance, Reference, StateOp, UndefinedReference
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
+from ufuzz.operators.statewrite import mentions_value, value_forms
 
 
 class Delete(Operator):
@@ -25,23 +28,32 @@ class Delete(Operator):
             return []
         f = case.query.fields
         facts = [x for x in case.provenance.facts_for(f.entity, f.attribute) if not x.deleted]
-        if not facts:
+        if not facts or carriers(case.provenance, facts) is None:
             return []
         out = ["all"]
         active = case.provenance.active(f.entity, f.attribute)
-        if active is not None and any(not x.valid for x in facts) and \
-                case.provenance.with_deletion(active.evidence).defines(f):  # a right answer remains
+        if (active is not None and any(not x.valid for x in facts) and carriers(case.provenance, [active]) is not None
+                and case.provenance.with_deletion(self._ids(case, "active")).defines(f)):  # a right answer remains
             out.append("active")
         return out
 
     def _ids(self, case: FuzzCase, target: str) -> list[str]:
+        """Every memory carrying a deleted value: its evidence and any other memory that writes the value
+        (otherwise the value would still be in memory and abstaining would be wrong)."""
         f = case.query.fields
+        prov = case.provenance
         if target == "all":
-            return sorted(case.provenance.relevant_ids(f.entity, f.attribute))
-        if target == "active":
-            fact = case.provenance.active(f.entity, f.attribute)
-            return sorted(fact.evidence) if fact else []
-        raise Rejected(f"unknown delete target {target!r}")
+            facts = [x for x in prov.facts_for(f.entity, f.attribute) if not getattr(x, "deleted", False)]
+            base = prov.relevant_ids(f.entity, f.attribute)
+        elif target == "active":
+            fact = prov.active(f.entity, f.attribute)
+            facts, base = ([fact], set(fact.evidence)) if fact else ([], set())
+        else:
+            raise Rejected(f"unknown delete target {target!r}")
+        found = carriers(prov, facts) if facts else None
+        if found is None:
+            raise Rejected("a value to delete is not written in its evidence: its other carriers cannot be found")
+        return sorted((set(base) | found) & prov.memory_ids)
 
     def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
                view: StateView | None = None) -> Mutation:
@@ -95,3 +107,19 @@ class Delete(Operator):
         if any(i in mutation.reference.supporting for i in ids):
             return Verdict.reject("reference is supported by deleted memory")
         return Verdict.accept("deleted ids gone from get and list", "no collateral deletion")
+
+
+def carriers(prov: Provenance, facts: list[Fact]) -> set[str] | None:
+    """The memories that carry the values of ``facts``: their evidence plus every memory writing a value
+    (whole words, a small number as digits or word). None when a value is not written in any of its own
+    evidence — an abstractive value whose other carriers no text search can find."""
+    texts = dict(prov.memory_texts)
+    out: set[str] = set()
+    for fact in facts:
+        forms = value_forms(fact.value)
+        if not any(mentions_value(texts.get(m, ""), v) for m in fact.evidence for v in forms):
+            return None
+        out |= set(fact.evidence) & prov.memory_ids
+        for v in forms:
+            out |= set(prov.text_mentions(v))
+    return out

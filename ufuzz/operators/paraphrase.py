@@ -1,10 +1,17 @@
 """Paraphrase: four meaning-preserving query transformations.
 
-``reword`` (another wording template or lexical rewrite), ``shorten`` (drop removable context),
-``add_context`` (prepend non-restrictive context), ``change_form`` (question ↔ imperative ↔ indirect).
+``reword`` (another wording template, or for free text a rewrite of the question's wh-phrase),
+``shorten`` (drop removable context), ``add_context`` (prepend non-restrictive context), ``change_form``
+(question ↔ imperative ↔ indirect; for free text a wrapper such as "Quick question: …").
 A paraphrase is accepted only when the answer-affecting fields re-extracted from the new text equal the
 parent's and the text mentions no entity, attribute, time scope or value that the parent did not (no added
 condition). The reference is the parent's, unchanged.
+
+Free-text questions (imported benchmarks) are validated as strictly as templated ones: the new question
+must be the parent's, or exactly one rewrite of it from :data:`ufuzz.seeds.wording.FREE_REWRITES` (per
+question type: when / where / who / why / how many / how much / how often / how long / how / what time /
+what kind / which / what / what is / would), behind context sentences and at most one wrapper — as a
+templated paraphrase must be a template's wording. ``reword`` is offered only where a rewrite applies.
 
 An optional LLM realizer (``realizer``: an object with ``realize(text, transformation) -> str``) may word
 the candidate instead of the templates; the same validator decides.
@@ -19,26 +26,31 @@ from dataclasses import replace
 from ufuzz.model import FuzzCase, Query, Reference
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.requery import fields_match, known_entities, stable_index
-from ufuzz.seeds import wording
+from ufuzz.seeds import speakers, wording
 
 TRANSFORMATIONS = ("reword", "shorten", "add_context", "change_form")
 
-#: meaning-preserving lexical rewrites for free-text queries (both directions are applied)
-LEXICAL = (
-    (r"\bWhat's\b", "What is"), (r"\bwhat's\b", "what is"), (r"\bWhere's\b", "Where is"),
-    (r"\bfavorite\b", "favourite"), (r"\bCan you\b", "Could you"), (r"\bdo you know\b", "can you recall"),
-    (r"\bHow many\b", "What number of"), (r"\bI've\b", "I have"), (r"\bI'm\b", "I am"), (r"\bdidn't\b", "did not"),
-)
 FREE_FORMS = (("Please tell me: ", ""), ("I'd like to know: ", ""), ("Quick question: ", ""))
-
-_WORD = re.compile(r"[A-Za-z0-9']+")
-_FUNCTION = {"please", "tell", "me", "i'd", "like", "to", "know", "quick", "question", "could", "can", "you",
-             "what", "is", "number", "of", "how", "many", "i", "have", "am", "i've", "i'm", "did", "not",
-             "didn't", "what's", "where's", "where", "favourite", "favorite", "recall", "do"}
+#: first words a wrapper may lower-case ("Quick question: when did …"); anything else (a name) keeps its case
+_LOWERABLE = re.compile(r"^(?:What|When|Where|Who|Whom|Whose|Why|Which|How|Would|Did|Does|Do|Is|Are|Was|Were|"
+                        r"Has|Have|Had|Can|Could|Will|In|At|For|On)\b")
 
 
-def _content_words(text: str) -> list[str]:
-    return sorted(w.lower() for w in _WORD.findall(text) if w.lower() not in _FUNCTION)
+def unwrap(core: str) -> tuple[str, str]:
+    """``(wrapper, question)``: the :data:`FREE_FORMS` prefix of ``core`` (or ``""``) and the question with
+    its first letter restored to upper case."""
+    for prefix, _ in FREE_FORMS:
+        if core.startswith(prefix):
+            q = core[len(prefix):]
+            return prefix, q[:1].upper() + q[1:]
+    return "", core
+
+
+def wrap(prefix: str, question: str) -> str:
+    if not prefix:
+        return question
+    body = question[:1].lower() + question[1:] if _LOWERABLE.match(question) else question
+    return prefix + body
 
 
 #: restrictive conditions the wording lexicon does not know: dates, numbers, time expressions (other than
@@ -85,10 +97,29 @@ class Paraphrase(Operator):
     def targets(self, case: FuzzCase) -> list[str]:
         q = case.query
         out = ["reword", "add_context", "change_form"]
-        ctx = q.context if q.template is not None else wording.split_context(q.text)[0]
+        ctx = q.context if q.template is not None else wording.split_contexts(q.text)[0]
         if ctx:
             out.insert(1, "shorten")
+        if q.template is None and self.realizer is None:  # free text: only what the rewrite table can word
+            ctx, core = wording.split_contexts(q.text)
+            wrapper, question = unwrap(core)
+            if not wording.free_rewrites(question):
+                out.remove("reword")
+            if wrapper:
+                out.remove("change_form")
         return out
+
+    def varies(self, case: FuzzCase, target: str) -> bool:
+        """An LLM wording, a drawn context or wrapper, a drawn template or rewrite may go otherwise; removing
+        the context, or the one rewrite there is, may not."""
+        if self.realizer is not None:
+            return True
+        if target == "shorten":
+            return False
+        if target == "reword" and case.query.template is None:
+            _, core = wording.split_contexts(case.query.text)
+            return len(wording.free_rewrites(unwrap(core)[1])) > 1
+        return True
 
     # -- mutation ---------------------------------------------------------------------------------------
     def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
@@ -139,34 +170,27 @@ class Paraphrase(Operator):
 
     def _free(self, case: FuzzCase, target: str, rng: random.Random) -> Query:
         q = case.query
-        ctx, core = wording.split_context(q.text)
+        ctx, core = wording.split_contexts(q.text)
+        wrapper, question = unwrap(core)
         if target == "reword":
-            choices = []
-            for pat, rep in LEXICAL:
-                if re.search(pat, core):
-                    choices.append((pat, rep))
-                back = r"\b" + re.escape(rep) + r"\b"
-                if re.search(back, core):
-                    choices.append((back, pat.replace(r"\b", "").replace("\\'", "'")))
+            choices = wording.free_rewrites(question)
             if not choices:
-                raise Rejected("no lexical rewrite applies to this free-text query")
-            pat, rep = choices[stable_index(len(choices), q.text, str(rng.random()))]
-            core = re.sub(pat, rep, core, count=1)
+                raise Rejected("no rewrite of the question's wh-phrase applies to this free-text query")
+            core = wrap(wrapper, choices[stable_index(len(choices), q.text, str(rng.random()))])
             text = f"{ctx} {core}".strip()
         elif target == "shorten":
             if not ctx:
                 raise Rejected("no removable context")
             text, ctx = core, ""
         elif target == "add_context":
-            pool = [c for c in wording.CONTEXTS if c != ctx]
+            pool = [c for c in wording.CONTEXTS if c not in ctx]
             ctx = rng.choice(pool) if not ctx else f"{ctx} {rng.choice(pool)}"
             text = f"{ctx} {core}"
         else:
-            prefix, _ = rng.choice(FREE_FORMS)
-            body = core[0].lower() + core[1:] if core[:2] not in ("I ", "I'") else core
-            if any(core.startswith(p) for p, _ in FREE_FORMS):
+            if wrapper:
                 raise Rejected("already in a wrapped form")
-            text = f"{ctx} {prefix}{body}".strip()
+            prefix, _ = rng.choice(FREE_FORMS)
+            text = f"{ctx} {wrap(prefix, question)}".strip()
         return replace(q, text=text, context=ctx, form="free")
 
     # -- validation -------------------------------------------------------------------------------------
@@ -182,7 +206,7 @@ class Paraphrase(Operator):
         if not ok:
             return Verdict.reject(why)
         ents = known_entities(case)
-        values = sorted({f.value for f in case.provenance.facts})
+        values = sorted({f.value for f in case.provenance.facts if f.value_type not in speakers.ANNOTATION_TYPES})
         pm = wording.extract(parent.text, ents, values)
         cm = wording.extract(child.text, ents, values)
         for part in ("entities", "attributes", "scopes", "values"):
@@ -195,7 +219,7 @@ class Paraphrase(Operator):
         added = _restrictions(child.text) - _restrictions(parent.text)
         if added:
             return Verdict.reject(f"adds a condition the lexicon does not know: {sorted(added)}")
-        ctx, core = wording.split_context(child.text)
+        ctx, core = wording.split_contexts(child.text)
         if ctx and any(getattr(wording.extract(ctx, ents, values), p) for p in
                        ("entities", "attributes", "scopes", "values")):
             return Verdict.reject("context is restrictive")
@@ -205,16 +229,27 @@ class Paraphrase(Operator):
             if why:
                 return Verdict.reject(why)
         if not lexicon and child.template is None and not mutation.detail.startswith("llm:"):
-            # free text: the core keeps its content words (only function words / wrappers may change)
-            _, pcore = wording.split_context(parent.text)
-            strip = tuple(p for p, _ in FREE_FORMS)
-            ccore = core
-            for p in strip:
-                if ccore.startswith(p):
-                    ccore = ccore[len(p):]
-            if _content_words(ccore) != _content_words(pcore):
-                return Verdict.reject("content words of the question changed")
+            why = self._not_a_free_rewording(parent.text, child.text)
+            if why:
+                return Verdict.reject(why)
         return Verdict.accept("fields unchanged", "no added condition")
+
+    @staticmethod
+    def _not_a_free_rewording(parent: str, child: str) -> str:
+        """Why ``child`` is not a free-text paraphrase of ``parent`` ("" when it is): it must be the parent's
+        question, or one rewrite of it from :data:`wording.FREE_REWRITES`, behind context sentences from
+        :data:`wording.CONTEXTS` and at most one :data:`FREE_FORMS` wrapper — nothing else may change."""
+        cctx, ccore = wording.split_contexts(child)
+        if wording.split_context(ccore)[0] or any(c in ccore for c in wording.CONTEXTS):
+            return "context sentences must lead the question"
+        _, pcore = wording.split_contexts(parent)
+        _, pq = unwrap(pcore)
+        cwrap, cq = unwrap(ccore)
+        if wrap(cwrap, cq) != ccore:
+            return "the wrapper changed the question's case"
+        if cq != pq and cq not in wording.free_rewrites(pq):
+            return "content words of the question changed: not a rewrite of its wh-phrase"
+        return ""
 
     @staticmethod
     def _not_a_realization(case: FuzzCase, child: Query) -> str:

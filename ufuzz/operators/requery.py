@@ -1,7 +1,8 @@
 """Re-wording a query for new field values (shared by target-change and unsupported).
 
 Templated queries are re-realized from their template; free-text queries (imported benchmarks) allow only
-an entity substitution where the entity is written out in the text.
+an entity substitution where the entity is written out in the text (its pronouns follow where the
+checkpoint knows both entities' pronouns).
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ from dataclasses import replace
 
 from ufuzz.model import FuzzCase, Query, QueryFields
 from ufuzz.operators.base import Rejected
-from ufuzz.seeds import wording
+from ufuzz.seeds import speakers, wording
+from ufuzz.seeds.importers.fields import find_entity
+
+#: entities a question names by its person (I/my: the user, you: the assistant), not by a name
+IMPLICIT = ("user", "assistant")
 
 
 def stable_index(n: int, *parts: str) -> int:
@@ -51,15 +56,28 @@ def requery(case: FuzzCase, new_fields: QueryFields, query_id: str) -> Query:
         except (KeyError, ValueError) as exc:  # ValueError: the attribute does not apply to the entity type
             raise Rejected(f"cannot realize {new_fields} with template {template!r}: {exc}") from None
         return replace(q, id=query_id, text=text, fields=new_fields, template=template)
-    # free text: only an entity written out in the text can be swapped
+    # free text: only an entity written out in the text can be swapped (with its pronouns, where the
+    # checkpoint knows how both entities are referred to)
     changed = [f for f in ("entity", "attribute", "scope") if getattr(new_fields, f) != getattr(q.fields, f)]
     if changed != ["entity"]:
         raise Rejected(f"free-text query: cannot re-word field(s) {changed}")
-    pat = entity_pattern(q.fields.entity)
-    if not pat.search(q.text):
+    if not entity_pattern(q.fields.entity).search(q.text):
         raise Rejected(f"free-text query does not spell out entity {q.fields.entity!r}")
-    text = pat.sub(new_fields.entity, q.text)
+    if entity_pattern(new_fields.entity).search(q.text):
+        raise Rejected(f"free-text query already names {new_fields.entity!r}")
+    text = speakers.reword_about(q.text, q.fields.entity, new_fields.entity, pronoun(case, q.fields.entity),
+                                 pronoun(case, new_fields.entity), strict=False)
+    if text is None:
+        raise Rejected(f"cannot re-word the query about {new_fields.entity!r}")
     return replace(q, id=query_id, text=text, fields=new_fields)
+
+
+def pronoun(case: FuzzCase, name: str) -> str | None:
+    """How the checkpoint refers to entity ``name`` (``he``/``she``), where the importer could tell."""
+    for e in case.provenance.entities:
+        if e.name == name:
+            return getattr(e, "pronoun", None)
+    return None
 
 
 def fields_match(case: FuzzCase, query: Query, expected: QueryFields,
@@ -81,11 +99,22 @@ def fields_match(case: FuzzCase, query: Query, expected: QueryFields,
             if getattr(got, f) != getattr(expected, f):
                 return False, f"text expresses {f}={getattr(got, f)!r}, expected {getattr(expected, f)!r}"
         return True, "fields re-extracted from text"
-    # free text: the expected entity is spelled out and no other known entity is
+    # free text: the expected entity is spelled out and no other known entity is, beyond those the parent's
+    # text already names besides its own entity ("… recommend to Melanie" keeps Melanie); a new entity must
+    # not be one the parent's text already names
     m = wording.extract(query.text, ents)
-    if expected.entity not in m.entities and not entity_pattern(expected.entity).search(query.text):
+    parent = case.query
+    implicit = expected.entity in IMPLICIT and not entity_pattern(expected.entity).search(parent.text)
+    if implicit:  # "my cat" asks about the user, "you suggested" about the assistant: the wording says who
+        if expected.entity != parent.fields.entity or \
+                find_entity(query.text, (), user_centred=True) != find_entity(parent.text, (), user_centred=True):
+            return False, f"text no longer asks about the {expected.entity} as its parent does"
+    elif expected.entity not in m.entities and not entity_pattern(expected.entity).search(query.text):
         return False, f"entity {expected.entity!r} not in text"
-    others = set(m.entities) - {expected.entity}
+    before = set(wording.extract(parent.text, ents).entities) - {parent.fields.entity}
+    if expected.entity != parent.fields.entity and expected.entity in before:
+        return False, f"the parent's text already names {expected.entity!r}"
+    others = set(m.entities) - {expected.entity} - before
     if others:
         return False, f"text mentions other entities {sorted(others)}"
     return True, "entity spelled out, no other entity"

@@ -6,6 +6,10 @@ import re
 from datetime import datetime, timedelta
 
 from ufuzz.operators.base import StateView
+from ufuzz.seeds.importers.fields import value_forms
+
+__all__ = ["later_timestamp", "latest_evidence", "mentions_value", "natural_key", "substitute", "value_forms",
+           "written_in_evidence"]
 
 
 def later_timestamp(view: StateView, days: int = 1) -> str:
@@ -45,4 +49,17 @@ def latest_evidence(view: StateView | None, ids) -> str:
 
 
 def mentions_value(text: str, value: str) -> bool:
+    """``value`` written in ``text`` as whole words, in any case."""
+    if text.isascii() and value.isascii() and value.lower() not in text.lower():
+        return False  # the common case, without a regex (the same answer for ASCII text)
     return re.search(r"(?<![\w])" + re.escape(value) + r"(?![\w])", text, re.IGNORECASE) is not None
+
+
+def written_in_evidence(prov, fact) -> bool:
+    """Whether ``fact``'s value is written (whole words) in its latest evidence memory (by id order, as
+    :func:`latest_evidence` without a state) — what an update rewrites."""
+    if not fact.evidence:
+        return False
+    texts = dict(prov.memory_texts)
+    text = texts.get(latest_evidence(None, fact.evidence))
+    return text is not None and mentions_value(text, fact.value)

@@ -10,11 +10,15 @@ The expected behaviour is the parent's: same reference.
 from __future__ import annotations
 
 import random
+import re
+from collections import OrderedDict
+from typing import Any
 
-from ufuzz.model import FuzzCase, Memory, Reference, StateOp
+from ufuzz.model import Fact, FuzzCase, Memory, Provenance, Reference, StateOp
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.requery import entity_pattern
 from ufuzz.operators.statewrite import later_timestamp, latest_evidence, mentions_value, substitute
+from ufuzz.seeds.speakers import ANNOTATION_TYPES
 
 #: neutral memories an ``add`` may write: they mention no person, pet, place or value of any seed
 NEUTRAL = (
@@ -39,46 +43,66 @@ class UnrelatedEdit(Operator):
         if not case.descriptor.allows(self.name):
             return []
         out = ["add"]
-        if self._update_candidates(case):
+        if next(self._iter_update_candidates(case, first=True), None) is not None:
             out.append("update")
-        if self._unrelated_memories(case):
+        if next(self._iter_unrelated_memories(case), None) is not None:
             out.append("delete")
         return out
 
+    def varies(self, case: FuzzCase, target: str) -> bool:
+        """The neutral text, the fact or the memory is drawn: another draw may be accepted."""
+        return True
+
     # -- candidates -------------------------------------------------------------------------------------
+    # Each scan below first builds, once, what makes a memory query-relevant (a set of ids, one entity
+    # pattern, the protected values), so that it costs one pass over the memories or facts; targets() stops
+    # at the first candidate, and what depends on the state alone is indexed once per state (_StateIndex).
+    # (Per-memory provenance look-ups made the set-up of a long conversation's seeds quadratic.)
     def _protected_values(self, case: FuzzCase) -> set[str]:
         f = case.query.fields
         return {x.value for x in case.provenance.facts_for(f.entity, f.attribute)}
 
-    def _unrelated(self, case: FuzzCase, mid: str, text: str) -> bool:
+    def _relevance(self, case: FuzzCase) -> tuple[set[str], re.Pattern[str], set[str]]:
+        """(ids that evidence the queried fact or anything about the queried entity, the entity's pattern,
+        the protected values)."""
         f = case.query.fields
-        if mid in case.provenance.relevant_ids(f.entity, f.attribute):
-            return False
-        if any(e == f.entity for e, _ in case.provenance.mentions(mid)):
-            return False
-        if entity_pattern(f.entity).search(text):
-            return False
-        return not any(mentions_value(text, v) for v in self._protected_values(case))
+        blocked = set(case.provenance.relevant_ids(f.entity, f.attribute))
+        blocked |= _StateIndex.of(case.provenance).about.get(f.entity, set())
+        return blocked, entity_pattern(f.entity), self._protected_values(case)
+
+    @staticmethod
+    def _free_of(rel: tuple[set[str], re.Pattern[str], set[str]], mid: str, text: str) -> bool:
+        blocked, pattern, values = rel
+        return mid not in blocked and not pattern.search(text) and not any(mentions_value(text, v) for v in values)
+
+    def _unrelated(self, case: FuzzCase, mid: str, text: str) -> bool:
+        return self._free_of(self._relevance(case), mid, text)
+
+    def _iter_unrelated_memories(self, case: FuzzCase):
+        rel = self._relevance(case)
+        return (mid for mid, text in case.provenance.memory_texts if self._free_of(rel, mid, text))
 
     def _unrelated_memories(self, case: FuzzCase) -> list[str]:
-        return sorted(mid for mid, text in case.provenance.memory_texts if self._unrelated(case, mid, text))
+        return sorted(self._iter_unrelated_memories(case))
+
+    def _iter_update_candidates(self, case: FuzzCase, first: bool = False):
+        """(fact, memory, replacement values) for each fact of another entity an update may change; with
+        ``first``, each candidate carries only its first replacement (enough to know there is one)."""
+        f = case.query.fields
+        index = _StateIndex.of(case.provenance)
+        rel = self._relevance(case)
+        protected = rel[2]
+        for fact, mid, text in index.writable:
+            if fact.entity == f.entity or not self._free_of(rel, mid, text):
+                continue
+            alts = (a for a in sorted(index.by_type[fact.value_type] - {fact.value} - protected)
+                    if not mentions_value(text, a))
+            found = [next(alts, None)] if first else list(alts)
+            if found and found[0] is not None:
+                yield fact, mid, found
 
     def _update_candidates(self, case: FuzzCase):
-        f = case.query.fields
-        texts = dict(case.provenance.memory_texts)
-        out = []
-        for fact in case.provenance.facts:
-            if not fact.valid or fact.deleted or fact.entity == f.entity or not fact.evidence:
-                continue
-            mid = latest_evidence(None, fact.evidence)
-            if mid not in texts or not self._unrelated(case, mid, texts[mid]):
-                continue
-            alts = sorted(case.provenance.values_of_type(fact.value_type) - {fact.value} -
-                          self._protected_values(case))
-            alts = [a for a in alts if not mentions_value(texts[mid], a)]
-            if alts and substitute(texts[mid], fact.value, alts[0]) is not None:
-                out.append((fact, mid, alts))
-        return out
+        return list(self._iter_update_candidates(case))
 
     # -- mutation ---------------------------------------------------------------------------------------
     def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
@@ -159,3 +183,42 @@ class UnrelatedEdit(Operator):
             if view.get(wid) is None:
                 return Verdict.reject(f"written memory {wid} is not stored")
         return Verdict.accept("query-relevant evidence untouched", "edited memory unrelated")
+
+
+class _StateIndex:
+    """What the unrelated edit needs of one state, whatever the query: each entity's evidence ids, the values
+    of each type, and the facts an update could rewrite (valid, not an annotation, the value written in the
+    latest evidence memory). Built once per state and kept for the last few states."""
+
+    _cache: OrderedDict[tuple[int, int], tuple[Any, Any, _StateIndex]] = OrderedDict()
+    _size = 64
+
+    def __init__(self, prov: Provenance) -> None:
+        texts = dict(prov.memory_texts)
+        self.about: dict[str, set[str]] = {}
+        self.by_type: dict[str, set[str]] = {}
+        self.writable: list[tuple[Fact, str, str]] = []
+        for x in prov.facts:
+            self.by_type.setdefault(x.value_type, set()).add(x.value)
+            if getattr(x, "deleted", False):
+                continue
+            self.about.setdefault(x.entity, set()).update(x.evidence)
+            if not x.valid or not x.evidence or x.value_type in ANNOTATION_TYPES:
+                continue
+            mid = latest_evidence(None, x.evidence)
+            text = texts.get(mid)
+            if text is not None and mentions_value(text, x.value):  # substitute() rewrites it there
+                self.writable.append((x, mid, text))
+
+    @classmethod
+    def of(cls, prov: Provenance) -> _StateIndex:
+        key = (id(prov.facts), hash(prov.memory_texts))
+        hit = cls._cache.get(key)
+        if hit is not None and hit[0] is prov.facts and hit[1] == prov.memory_texts:
+            cls._cache.move_to_end(key)
+            return hit[2]
+        index = cls(prov)
+        cls._cache[key] = (prov.facts, prov.memory_texts, index)
+        if len(cls._cache) > cls._size:
+            cls._cache.popitem(last=False)
+        return index

@@ -2,7 +2,8 @@
 
 The target is a fresh type-compatible value from the descriptor's ``value_pool``. The operator rewrites the
 latest evidence memory of the active fact with the new value and hands it to ``backend.update`` with a
-timestamp later than anything in the state. The validator checks through get/list only — never retrieval —
+timestamp later than anything in the state. It is offered only where the value is written in that memory,
+and rejects rather than invent text where it is not. The validator checks through get/list only — never retrieval —
 that the written memory exists, is active, carries the new value and is the latest evidence; that whatever
 the backend reported as superseded or removed is as reported. The reference (new value; new evidence
 supports it; superseded evidence is invalidated; the old value is a stale answer) is derived from the
@@ -15,7 +16,13 @@ import random
 
 from ufuzz.model import FuzzCase, Memory, Reference, StateOp, UndefinedReference
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
-from ufuzz.operators.statewrite import later_timestamp, latest_evidence, mentions_value, substitute
+from ufuzz.operators.statewrite import (
+    later_timestamp,
+    latest_evidence,
+    mentions_value,
+    substitute,
+    written_in_evidence,
+)
 
 
 class Update(Operator):
@@ -27,10 +34,10 @@ class Update(Operator):
         if not case.descriptor.allows(self.name):
             return []
         f = case.query.fields
-        if case.provenance.active(f.entity, f.attribute) is None:
+        fact = case.provenance.active(f.entity, f.attribute)
+        if fact is None or not written_in_evidence(case.provenance, fact):
             return []
-        current = case.provenance.active(f.entity, f.attribute).value
-        return [f"value={v}" for v in case.descriptor.value_pool if v != current][:3]
+        return [f"value={v}" for v in case.descriptor.value_pool if v != fact.value][:3]
 
     def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
                view: StateView | None = None) -> Mutation:
@@ -45,8 +52,9 @@ class Update(Operator):
         old_text = view.get(old_id)
         if old_text is None:
             raise Rejected(f"evidence {old_id} not stored")
-        new_text = substitute(old_text.text, fact.value, value) or \
-            f"Update: {f.entity}'s {f.attribute.replace('_', ' ')} is now {value}."
+        new_text = substitute(old_text.text, fact.value, value)
+        if new_text is None:  # the value is not written in the memory: rewriting it would mean inventing text
+            raise Rejected(f"the value {fact.value!r} is not written in its latest evidence {old_id}")
         ts = later_timestamp(view)
         new_id = f"{old_id}~u{case.depth + 1}{rng.randrange(1 << 16):04x}"
         new = Memory(id=new_id, text=new_text, timestamp=ts, metadata={"ufuzz_op": "update", "of": old_id})

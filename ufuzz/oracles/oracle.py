@@ -22,6 +22,7 @@ from ufuzz.oracles.verdict import (
     Failure,
     baseline_failure,
     caused,
+    deleted_by,
     failure,
     first_failure,
     judge_case,
@@ -80,6 +81,24 @@ class Oracle:
                 self._sink(baseline_failure(case, bad, ex, "the seed fails its own reference"),
                            self._refs[case.id])
         return self._levels[key]
+
+    def testable(self, parent: FuzzCase, parent_ex: Execution) -> bool:
+        """Whether a mutant of ``parent`` could show a failure its mutation caused: the parent passes at least
+        one level it is judged at (a mutant failure is reported only where the parent passes). A seed that
+        fails is recorded as a baseline failure (by :meth:`levels_of`)."""
+        if parent_ex.error is not None:
+            return False
+        return any(o.passed for o in self.levels_of(parent, parent_ex).values())
+
+    def can_fail(self, mutant: FuzzCase, reference: Reference, responds: bool) -> bool:
+        """Whether some check of ``mutant`` with ``reference`` can fail: a response is judged when the system
+        responds (``responds``); at the selection level an answerable reference always can, an abstaining one
+        only against the backend's own relevance threshold or when the mutant deleted memories."""
+        if responds:
+            return True
+        if not self.context.visible:
+            return False
+        return not reference.abstain or self.context.threshold is not None or bool(deleted_by(mutant))
 
     def _twin(self, mutant: FuzzCase, parent: FuzzCase) -> FuzzCase | None:
         """The seed asking ``mutant``'s question on the same unmutated state, if any (and not its parent)."""

@@ -126,9 +126,10 @@ class FactModel(StrictModel):
 class EntityModel(StrictModel):
     name: Name
     type: Name
+    pronoun: Literal["he", "she", "they"] | None = None  # how the benchmark refers to a person, where known
 
     def to_model(self) -> Entity:
-        return Entity(name=self.name, type=self.type)
+        return Entity(name=self.name, type=self.type, pronoun=self.pronoun)
 
 
 class CheckpointBody(StrictModel):
@@ -218,10 +219,12 @@ class SeedRecord(StrictModel):
     checkpoint_id: Id
     query: QueryModel
     descriptor: DescriptorModel = Field(default_factory=DescriptorModel)
+    #: the benchmark's labels for the question (LoCoMo's category, LongMemEval's question_type)
+    metadata: dict[Name, str | int | float | bool | None] = Field(default_factory=dict)
 
     def to_model(self) -> Seed:
         return Seed(id=self.id, checkpoint_id=self.checkpoint_id, query=self.query.to_model(),
-                    descriptor=self.descriptor.to_model())
+                    descriptor=self.descriptor.to_model(), metadata=dict(self.metadata))
 
 
 # ====================================================================== reference side
@@ -248,6 +251,8 @@ class ReferenceBody(StrictModel):
     aliases: list[Value] = Field(default_factory=list)
     stale_answers: list[Value] = Field(default_factory=list)
     rubric: RubricModel | None = None
+    #: extractive: the answer is written in a supporting memory; abstractive: a summary or inference
+    answer_form: Literal["extractive", "abstractive"] | None = None
 
     def check(self) -> None:
         if self.abstain and self.answer is not None:
@@ -268,7 +273,8 @@ class ReferenceBody(StrictModel):
         return Reference(query_id=self.query_id, answer=self.answer, abstain=self.abstain,
                          supporting=tuple(self.supporting), invalidated=tuple(self.invalidated),
                          aliases=tuple(self.aliases), stale_answers=tuple(self.stale_answers),
-                         rubric=None if self.rubric is None else self.rubric.to_model())
+                         rubric=None if self.rubric is None else self.rubric.to_model(),
+                         answer_form=self.answer_form)
 
 
 class ReferenceRecord(ReferenceBody):

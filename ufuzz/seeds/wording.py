@@ -406,3 +406,79 @@ def split_context(text: str) -> tuple[str, str]:
         if stripped.startswith(c + " ") and stripped[len(c):].strip():
             return c, stripped[len(c):].strip()
     return "", stripped
+
+
+# -- free text (imported benchmark questions) -----------------------------------------------------------------
+_AUXES = r"(?:did|does|do|is|was|were|are|has|have|had|will|would|can|could|should)"
+
+#: Meaning-preserving rewrites of a free-text question's opening, per question type (when / where / who / why
+#: / how many / how much / how often / how long / how (manner) / what time / what kind / which / what / what is
+#: / would). Each is a
+#: ``(name, pattern, replacement)`` applied once at the start of the question; every rewrite only swaps
+#: function words of the wh-phrase (or expands a contraction), so content words, names, values and
+#: conditions stay exactly as they were. Most have their inverse, so a re-worded question can be re-worded
+#: back. Both the paraphrase operator and its validator use this table: a free-text paraphrase is accepted
+#: only when it is one of these rewrites of its parent (as a templated one must be a template's wording).
+FREE_REWRITES: tuple[tuple[str, str, str], ...] = (
+    ("when", rf"^When (?={_AUXES}\b)", "At what point in time "),
+    ("when<", r"^At what point in time ", "When "),
+    ("where+prep", rf"^Where ({_AUXES}\b.*) (from|to|at|in)\?$", r"What place \1 \2?"),
+    ("where+prep<", rf"^What place ({_AUXES}\b.*) (from|to|at|in)\?$", r"Where \1 \2?"),
+    ("where", rf"^Where (?={_AUXES}\b)(?!.*\b(?:from|to|at|in)\?$)", "In what place "),
+    ("where<", r"^In what place ", "Where "),
+    ("who", r"^Who (?!are\b|were\b|have\b|do\b)", "Which person "),
+    ("who<", r"^Which person ", "Who "),
+    ("why", r"^Why ", "For what reason "),
+    ("why<", r"^For what reason ", "Why "),
+    ("how many", r"^How many ", "What number of "),
+    ("how many<", r"^What number of ", "How many "),
+    ("how often", r"^How often ", "How frequently "),
+    ("how often<", r"^How frequently ", "How often "),
+    ("how long", rf"^How long (?={_AUXES}\b)(?!.*\bfor\?$)", "For how long "),
+    ("how long<", r"^For how long ", "How long "),
+    ("how", r"^How (?=(?:did|does|do)\b)", "In what way "),
+    ("how<", r"^In what way ", "How "),
+    ("kind", r"^(What|Which) kind of ", r"\1 type of "),
+    ("type", r"^(What|Which) type of ", r"\1 kind of "),
+    ("sort", r"^(What|Which) sort of ", r"\1 kind of "),
+    ("which", r"^Which (?!person\b|one\b|kind\b|type\b|sort\b)(?=[a-z])", "What "),
+    ("what time", rf"^What time (?={_AUXES}\b)", "At what time "),
+    ("what time<", r"^At what time ", "What time "),
+    ("how much", rf"^How much (?!more\b|less\b|longer\b|{_AUXES}\b)(?=[a-z]+ {_AUXES}\b)", "What amount of "),
+    ("how much<", r"^What amount of ", "How much "),
+    ("what", rf"^What (?=(?!is\b){_AUXES}\b|[a-z]+ed\b|made\b|happened\b)", "What exactly "),
+    ("what np", rf"^What (?!exactly\b|{_AUXES}\b)(?=(?:[A-Za-z][\w+'/-]* ){{1,3}}{_AUXES}\b)", "Which "),
+    ("how old", rf"^How old (?={_AUXES}\b)", "At what age "),
+    ("how old<", r"^At what age ", "How old "),
+    ("what<", r"^What exactly ", "What "),
+    ("what is", r"^What is ", "What's "),
+    ("what's", r"^What's ", "What is "),
+    ("would", r"^Would (?!you\b)(\S+) ", r"Do you think \1 would "),
+    ("would<", r"^Do you think (\S+) would ", r"Would \1 "),
+)
+_FREE_RES = tuple((name, re.compile(p), r) for name, p, r in FREE_REWRITES)
+
+
+def free_rewrites(question: str) -> list[str]:
+    """Every distinct rewrite of ``question`` (a free-text question starting with its wh-word) that
+    :data:`FREE_REWRITES` gives, in table order; empty when none applies."""
+    out: list[str] = []
+    q = question.strip()
+    for _, pat, rep in _FREE_RES:
+        new, n = pat.subn(rep, q, count=1)
+        if n and new != q and new not in out:
+            out.append(new)
+    return out
+
+
+def split_contexts(text: str) -> tuple[str, str]:
+    """``(contexts, core)``: every leading context sentence from :data:`CONTEXTS` (``""`` when none) and
+    the rest."""
+    ctx: list[str] = []
+    rest = text.strip()
+    while True:
+        c, core = split_context(rest)
+        if not c:
+            return " ".join(ctx), rest
+        ctx.append(c)
+        rest = core

@@ -35,11 +35,12 @@ from ufuzz.model import (
     SeedSuite,
 )
 from ufuzz.seeds.importers.fields import (
-    GENERIC_ATTRIBUTES,
     PERSON_NAMES,
     mentions_word,
+    value_forms,
     value_pool,
 )
+from ufuzz.seeds.speakers import ANNOTATION_TYPES, name_pattern
 
 #: value_type of a history fact whose value the benchmark does not state (only that it was superseded).
 UNSTATED = "unstated"
@@ -212,6 +213,12 @@ class Pending:
     extra_targets: dict[str, tuple[str, ...]] = field(default_factory=dict)
     memory_ops: tuple[str, ...] | None = None
     rubric: Rubric | None = None  # the benchmark's judging rubric, carried on the reference
+    #: memories a right response must not come from although they look like evidence (LoCoMo's adversarial
+    #: evidence, LongMemEval's abstention turns): added to the reference's invalidated ids
+    decoys: tuple[str, ...] = ()
+    stale: tuple[str, ...] = ()  # answers the benchmark calls wrong (LoCoMo's adversarial_answer)
+    answer_form: str | None = None  # extractive | abstractive (see answer_form())
+    metadata: dict[str, Any] = field(default_factory=dict)  # the benchmark's labels (category …) for the seed
 
 
 @dataclass
@@ -223,6 +230,8 @@ class Builder:
 
     def __post_init__(self) -> None:
         self.suite = SeedSuite(name=self.name)
+        # (entity, attribute, scope) of the current checkpoint's answerable questions
+        self._asked: set[tuple[str, str, str]] = set()
 
     # ------------------------------------------------------------------------------------------------
     def add_checkpoint(self, cp_id: str, memories: Sequence[Memory], pending: Sequence[Pending],
@@ -268,6 +277,8 @@ class Builder:
         mems = tuple(sorted(memories, key=lambda m: m.timestamp))
         cp = Checkpoint(id=cp_id, memories=mems, facts=facts, entities=tuple(ents))
         prov = Provenance.of(cp)
+        # questions the benchmark itself asks: a target change onto one of them only repeats that seed
+        self._asked = {(p.fields.entity, p.fields.attribute, p.fields.scope) for p in kept if p.answer is not None}
         added = 0
         seeds: list[tuple[Seed, Any]] = []
         for p in kept:
@@ -278,8 +289,9 @@ class Builder:
             query = Query(id=p.qid, text=p.text, fields=p.fields, context="", form="free", template=None)
             if p.rubric:
                 ref = ref.with_(rubric=p.rubric)
+            ref = _annotated(ref, p)
             seeds.append((Seed(id=p.qid, checkpoint_id=cp_id, query=query,
-                               descriptor=self._descriptor(prov, p, cp)), ref))
+                               descriptor=self._descriptor(prov, p, cp), metadata=dict(p.metadata)), ref))
         if not seeds:
             return 0
         self.suite.checkpoints[cp_id] = cp
@@ -307,48 +319,42 @@ class Builder:
             cache[cp.id] = "\n".join(m.text for m in cp.memories)
         return cache[cp.id]
 
+    def _absent_names(self, cp: Checkpoint, known: frozenset[str], corpus: str) -> list[str]:
+        """The person names nothing in ``cp`` mentions (once per checkpoint: the corpus is long)."""
+        cache = self.__dict__.setdefault("_absent_cache", {})
+        key = (cp.id, known)
+        if key not in cache:
+            low = corpus.lower()
+            cache.clear()
+            cache[key] = [n for n in PERSON_NAMES if n not in known and not mentions_word([low], n)]
+        return list(cache[key])
+
     # ------------------------------------------------------------------------------------------------
     def _descriptor(self, prov: Provenance, p: Pending, cp: Checkpoint) -> MutationDescriptor:
         f = p.fields
         corpus = self._corpus(cp)
         known = set(prov.entity_names())
-        entities_with_facts = sorted({x.entity for x in prov.facts} - {f.entity})
-        attrs = [a for a in prov.attributes_of(f.entity) if a != f.attribute]
+        spelled = entity_pattern(f.entity).search(p.text) is not None
+        # an imported question is free text: a target change can only swap an entity written out in it, to an
+        # entity the state has a value for under the same attribute; no attribute or scope can be re-worded,
+        # so none is offered (an obligation no operator can carry out only wastes the budget)
+        asked = self._asked
+        entities_with_facts = sorted(e for e in {x.entity for x in prov.facts if not _annotation(x)} - {f.entity}
+                                     if spelled and not entity_pattern(e).search(p.text)
+                                     and (e, f.attribute, f.scope) not in asked
+                                     and _supported(prov, QueryFields(e, f.attribute, f.scope)))
         replacement: dict[str, tuple[str, ...]] = {}
         if entities_with_facts:
             replacement["entity"] = tuple(entities_with_facts)
-        if attrs:
-            replacement["attribute"] = tuple(attrs)
-        scopes = []
-        for s in ("current", "previous", "any"):
-            if s == f.scope:
-                continue
-            scoped = QueryFields(f.entity, f.attribute, s, f.answerable)
-            if not prov.defines(scoped):  # no right answer on this state (e.g. previous of a deleted value)
-                continue
-            r = prov.reference_for(p.qid, scoped)
-            fact = prov.previous(f.entity, f.attribute) if s == "previous" else prov.active(f.entity, f.attribute)
-            # never offer a scope whose answer is a value the benchmark does not state, or one that never
-            # held (a retracted value is an invalid fact without valid_from)
-            if (not r.abstain and fact is not None and fact.value_type != UNSTATED
-                    and (s != "previous" or fact.valid_from is not None)):
-                scopes.append(s)
-        if scopes:
-            replacement["scope"] = tuple(scopes)
         replacement.update({k: tuple(v) for k, v in p.extra_targets.items() if v})
         rng_key = int(hashlib.sha1(p.qid.encode()).hexdigest()[:8], 16)
-        absent_names = [n for n in PERSON_NAMES if n not in known and not mentions_word([corpus], n)]
+        absent_names = self._absent_names(cp, frozenset(known), corpus)
         if absent_names:
             k = rng_key % len(absent_names)
             absent_names = absent_names[k:] + absent_names[:k]
         absent: dict[str, tuple[str, ...]] = {}
-        if absent_names:
+        if absent_names and spelled:  # the unsupported operator swaps the written-out entity for one of them
             absent["entity"] = tuple(absent_names[:3])
-        all_attrs = {x.attribute for x in prov.facts}
-        absent_attrs = sorted(a for a in all_attrs - set(prov.attributes_of(f.entity)))
-        absent_attrs += [a for a in GENERIC_ATTRIBUTES if a not in all_attrs and not mentions_word([corpus], a)][:3]
-        if absent_attrs:
-            absent["attribute"] = tuple(absent_attrs[:6])
         pool: tuple[str, ...] = ()
         active = prov.active(f.entity, f.attribute)
         if active is not None and f.answerable:
@@ -363,6 +369,8 @@ class Builder:
             ops = ("unrelated_edit",)
         else:
             ops = None  # every memory-state operator
+        if ops is not None and "update" not in ops:
+            pool = ()  # values only an update writes
         return MutationDescriptor(replacement_targets=replacement, absent_targets=absent, memory_ops=ops,
                                   value_pool=pool)
 
@@ -392,3 +400,62 @@ def finish(builder: Builder) -> ImportResult:
 def snippets(memories: Sequence[Memory], ids: Sequence[str], limit: int = 6, width: int = 400) -> list[str]:
     by_id = {m.id: m for m in memories}
     return [by_id[i].text[:width] for i in list(ids)[:limit] if i in by_id]
+
+
+def entity_pattern(name: str) -> re.Pattern[str]:
+    return name_pattern(name)
+
+
+def _annotation(f: Fact) -> bool:
+    """A benchmark annotation about an entity (an observation, an event summary), not an answer."""
+    return f.value_type in ANNOTATION_TYPES
+
+
+def _supported(prov: Provenance, fields: QueryFields) -> bool:
+    """Whether ``fields`` has an answer on the state (a target change needs one)."""
+    return prov.defines(fields) and not prov.reference_for("", fields).abstain
+
+
+def _annotated(ref: Any, p: Pending) -> Any:
+    """``ref`` with what the benchmark says beyond provenance: decoy evidence (invalidated), wrong answers the
+    benchmark names (stale) and the answer form."""
+    if p.decoys:
+        inv = tuple(sorted((set(ref.invalidated) | set(p.decoys)) - set(ref.supporting)))
+        ref = ref.with_(invalidated=inv)
+    if p.stale:
+        accepted = {ref.answer, *ref.aliases} if not ref.abstain else set()
+        ref = ref.with_(stale_answers=tuple(sorted((set(ref.stale_answers) | set(p.stale)) - accepted)))
+    if p.answer_form is not None and not ref.abstain:
+        ref = ref.with_(answer_form=p.answer_form)
+    return ref
+
+
+#: answers that are judgements, not text a memory carries ("Yes", "Likely no")
+_JUDGEMENT = re.compile(r"^(?:(?:most\s+)?likely|probably|possibly|maybe|definitely|not)?[\s,]*(?:yes|no|not|"
+                        r"true|false)\b", re.I)
+
+
+def state_ops_for(answer: str, evidence_texts: Sequence[str], latest: str | None) -> tuple[str, ...] | None:
+    """The memory-state operators that can carry out their move on an answer: an update where it is written
+    verbatim in its latest evidence (it rewrites that text), a delete where it is written at all, as digits or
+    word, in its evidence (so that every memory carrying it can be found), the unrelated edit always; None
+    when all of them can (every state operator)."""
+    a = answer.strip()
+    if not a or _JUDGEMENT.match(a):
+        return ("unrelated_edit",)
+    ops = []
+    if any(mentions_word([t], v) for t in evidence_texts for v in value_forms(a)):
+        ops.append("delete")
+    if memory_ops_for(a, latest) is None:
+        ops.append("update")
+    return None if len(ops) == 2 else (*ops, "unrelated_edit")
+
+
+def answer_form(answer: str, evidence_texts: Sequence[str]) -> str:
+    """``extractive`` when ``answer`` is written verbatim (whole words, any case) in one of the evidence
+    texts and is not a yes/no judgement; ``abstractive`` otherwise (a summary, a computed date, an
+    inference)."""
+    a = answer.strip()
+    if not a or _JUDGEMENT.match(a) or not any(mentions_word([t], a) for t in evidence_texts):
+        return "abstractive"
+    return "extractive"

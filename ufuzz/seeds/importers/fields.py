@@ -116,6 +116,16 @@ def _noun_phrase(tokens: list[str], start: int) -> tuple[list[str], int]:
     return np, i
 
 
+def _months(tokens: list[str]) -> list[str]:
+    """Tokens with the month "may" (next to a number: "7 may 2023", "may 2023") written "May", so that it is
+    neither read as the modal verb (which ends a noun phrase) nor dropped as a function word."""
+    out = list(tokens)
+    for i, t in enumerate(tokens):
+        if t == "may" and any(0 <= j < len(tokens) and tokens[j].rstrip(",").isdigit() for j in (i - 1, i + 1)):
+            out[i] = "May"
+    return out
+
+
 def _drop_scope_words(words: list[str]) -> list[str]:
     singles = {w for w in CURRENT_WORDS + PREVIOUS_WORDS if " " not in w}
     return [w for w in words if w not in singles]
@@ -127,7 +137,7 @@ def head_attribute(question: str, names: Sequence[str] = (), *, has_history: boo
     Returns ``None`` when the question has no recognisable asking form (e.g. "Any tips?").
     """
     clause = _question_clause(question)
-    toks = _strip_names(_tokens(clause), names)
+    toks = _months(_strip_names(_tokens(clause), names))
     if not toks:
         return None
     # find the first wh-word / asking form in the clause
@@ -323,6 +333,23 @@ PERSON_NAMES = ("Alice", "Bruno", "Chiara", "Dmitri", "Esme", "Farid", "Greta", 
 #: mentions them).
 GENERIC_ATTRIBUTES = ("blood type", "shoe size", "licence plate number", "favourite opera", "middle name",
                       "passport number", "childhood nickname", "allergy")
+
+
+_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                 "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+                 "twenty")
+
+
+def value_forms(value: str) -> tuple[str, ...]:
+    """The ways a memory may write ``value``: itself, and for a small number its digits or its word."""
+    v = value.strip()
+    forms = [v]
+    low = v.lower()
+    if low.isdigit() and int(low) < len(_NUMBER_WORDS):
+        forms.append(_NUMBER_WORDS[int(low)])
+    elif low in _NUMBER_WORDS:
+        forms.append(str(_NUMBER_WORDS.index(low)))
+    return tuple(forms)
 
 
 def mentions_word(texts: Sequence[str], word: str) -> bool:

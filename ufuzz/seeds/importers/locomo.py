@@ -2,18 +2,38 @@
 
 A sample has ``sample_id``, ``conversation`` (``speaker_a``, ``speaker_b``, ``session_N`` turn lists of
 ``{speaker, dia_id "D<s>:<t>", text, blip_caption?}``, ``session_N_date_time`` like ``"1:56 pm on 8 May,
-2023"``) and ``qa`` items ``{question, answer | adversarial_answer, evidence [dia_id], category}``
-(1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial). ``event_summary``,
-``observation`` and ``session_summary`` are accepted and not imported (they are derived annotations,
-not memories).
+2023"``), ``qa`` items ``{question, answer | adversarial_answer, evidence [dia_id], category}``
+(1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial), ``observation``
+(``{session_N_observation: {speaker: [[fact, dia_id], ...]}}``), ``event_summary``
+(``{events_session_N: {speaker: [event, ...], date}}``) and ``session_summary`` (not used: it restates the
+observations).
 
 Memories are the turns (id = ``dia_id``, timestamp = session date plus the turn index in seconds, text
-``"Speaker: text"`` plus ``" [image: caption]"``). Each answerable QA item contributes the fact (entity =
-the speaker it asks about, attribute = the question's head noun phrase, value = the answer, evidence = its
-dia_ids); category 5 questions are abstentions. Real-file quirks are repaired or skipped with a counted
-warning: evidence strings holding several ids (``"D8:6; D9:17"``) are split, zero-padded or spaced ids
-(``"D30:05"``) normalised, ids with no turn (``"D"``, ``"D99:1"``) dropped; date keys without a session,
-sessions without a (parseable) date, malformed and duplicate turns.
+``"Speaker: text"`` plus ``" [image: caption]"``). What the benchmark knows goes into the checkpoint and
+the seed, never into memory text:
+
+* observations and event summaries are facts of the speaker they describe (``value_type`` ``observation`` /
+  ``event``, see :mod:`ufuzz.seeds.speakers`), observations evidenced by their turns; the pronoun the
+  annotations use for each speaker is kept on the speaker's entity;
+* each seed carries its ``category`` in ``Seed.metadata``; each answerable reference is tagged
+  ``extractive`` (the answer is written in an evidence turn) or ``abstractive``;
+* an answerable question contributes the fact (entity = the speaker it asks about, attribute = the
+  question's head noun phrase, value = the answer, evidence = its dia_ids). A temporal or single-hop
+  question asked of the *other* speaker is a misattribution (``replacement_targets["speaker"]``, the
+  speaker-swap operator) where nothing of that speaker's (annotations, own turns) supports it and the
+  benchmark does not ask it of them itself;
+* a category-5 (adversarial) question is an abstention whose evidence ids are decoys (invalidated) and whose
+  ``adversarial_answer`` is a stale answer. When its evidence is the other speaker's turns, the question
+  asked of that speaker has the benchmark's answer: a fact of theirs, so the swap back is a target change
+  with the benchmark's own answer and evidence.
+
+Only moves an operator can carry out are offered: an update where the answer is verbatim in its latest
+evidence turn, a delete where it is written out at all (abstractive answers get the unrelated edit only).
+
+Real-file quirks are repaired or skipped with a counted warning: evidence strings holding several ids
+(``"D8:6; D9:17"``) are split, zero-padded or spaced ids (``"D30:05"``) normalised, ids with no turn
+(``"D"``, ``"D99:1"``) dropped; date keys without a session, sessions without a (parseable) date,
+malformed and duplicate turns, malformed observations and events.
 """
 
 from __future__ import annotations
@@ -29,14 +49,18 @@ from ufuzz.seeds.importers._common import (
     ImportResult,
     Pending,
     RecordError,
+    answer_form,
     answer_text,
     each_record,
     finish,
+    latest_text,
     need,
     read_records,
     snippets,
+    state_ops_for,
 )
 from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_type_of
+from ufuzz.seeds.speakers import name_pattern, pronoun_of, reword_about, supports
 
 _DATE = re.compile(r"^\s*(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$",
                    re.I)
@@ -46,6 +70,10 @@ _DIA = re.compile(r"^D\s*(\d+)\s*:\s*(\d+)$", re.I)
 _MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july",
                                        "august", "september", "october", "november", "december"), start=1)}
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+#: categories whose questions ask one specific thing a speaker did or said, so that nobody having said it of
+#: the other speaker makes the swapped question unanswerable; multi-hop questions ask for lists that anyone
+#: may have ("What activities …"), open-domain ones for inferences nothing lexical can rule out
+SWAP_CATEGORIES = (2, 4)
 
 
 def parse_date(raw: Any) -> datetime | None:
@@ -157,13 +185,22 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
         return
     known = {m.id for m in memories}
     ts_of = {m.id: m.timestamp for m in memories}
-    pending: list[Pending] = []
+    text_of = {m.id: m.text for m in memories}
+    speaker_of = {m.id: m.metadata["speaker"] for m in memories}
+    notes = _observations(b, rec.get("observation"), known, ts_of, speakers) + \
+        _events(b, rec.get("event_summary"), conv, speakers)
+    notes_of = {s: [f.value for f in notes if f.entity == s] for s in speakers}
+    pronouns = {s: pronoun_of(notes_of[s], s, speakers) for s in speakers}
+    items: list[tuple[int, dict[str, Any], Any, bool, list[str]]] = []
     for j, item in enumerate(qa):
         if not isinstance(item, dict) or not isinstance(item.get("question"), str) or not item["question"].strip():
             raise RecordError(f"qa[{j}] must be an object with a non-empty 'question'")
         cat = item.get("category")
         adversarial = cat == 5 or ("answer" not in item and "adversarial_answer" in item)
-        evidence = clean_evidence(item.get("evidence"), known, b.warnings)
+        items.append((j, item, cat, adversarial, clean_evidence(item.get("evidence"), known, b.warnings)))
+    pending: list[Pending] = []
+    taken: set[tuple[str, str]] = set()  # (entity, attribute) of answerable questions
+    for j, item, cat, adversarial, evidence in sorted(items, key=lambda x: x[3]):  # answerable first
         answer = None if adversarial else answer_text(item.get("answer"))
         if not adversarial and answer is None:
             b.dropped["no_answer"] += 1
@@ -176,11 +213,113 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
         if fields is None:
             b.dropped["no_fields"] += 1
             continue
-        facts: tuple[Fact, ...] = ()
+        meta = {"category": cat, "category_name": CATEGORIES[cat]} if cat in CATEGORIES else {}
+        qid = f"locomo:{sid}:q{j}"
         if answer is not None:
-            facts = (Fact(fields.entity, fields.attribute, answer, tuple(evidence),
-                          value_type=value_type_of(answer, speakers),
+            form = answer_form(answer, [text_of[e] for e in evidence])
+            fact = Fact(fields.entity, fields.attribute, answer, tuple(evidence),
+                        value_type=value_type_of(answer, speakers), valid_from=max(ts_of[e] for e in evidence))
+            taken.add((fields.entity, fields.attribute))
+            pending.append(Pending(qid=qid, text=item["question"], fields=fields, answer=answer,
+                                   supporting=tuple(evidence), facts=(fact,), answer_form=form, metadata=meta,
+                                   memory_ops=_memory_ops(answer, memories, evidence)))
+            continue
+        stale = answer_text(item.get("adversarial_answer"))
+        facts: tuple[Fact, ...] = ()
+        owners = {speaker_of[e] for e in evidence}
+        # the adversarial question names one speaker but its evidence is the other's: asked of the speaker who
+        # said it, the benchmark's own answer holds (the swap back is a target change with that answer)
+        if (stale and len(owners) == 1 and fields.entity in speakers and next(iter(owners)) != fields.entity
+                and next(iter(owners)) in speakers and (next(iter(owners)), fields.attribute) not in taken):
+            owner = next(iter(owners))
+            facts = (Fact(owner, fields.attribute, stale, tuple(evidence), value_type=value_type_of(stale, speakers),
                           valid_from=max(ts_of[e] for e in evidence)),)
-        pending.append(Pending(qid=f"locomo:{sid}:q{j}", text=item["question"], fields=fields, answer=answer,
-                               supporting=tuple(evidence), facts=facts))
-    b.add_checkpoint(f"locomo-cp:{sid}", memories, pending, entities=[Entity(s, "person") for s in speakers])
+            taken.add((owner, fields.attribute))
+        pending.append(Pending(qid=qid, text=item["question"], fields=fields, answer=None, facts=facts,
+                               decoys=tuple(evidence), stale=(stale,) if stale else (), metadata=meta))
+    # (entity, attribute) the state has a fact for, or the benchmark asks about (its own adversarial questions)
+    keys = {(f.entity, f.attribute) for p in pending for f in p.facts} | \
+        {(p.fields.entity, p.fields.attribute) for p in pending}
+    said_by = {s: notes_of[s] + [m.text for m in memories if m.metadata["speaker"] == s] for s in speakers}
+    for p in pending:
+        if p.answer is not None and p.metadata.get("category") in SWAP_CATEGORIES:
+            other = _swap_target(p.text, p.fields.entity, p.fields.attribute, speakers, said_by, pronouns,
+                                 p.answer, keys)
+            if other:
+                p.extra_targets["speaker"] = other
+    b.add_checkpoint(f"locomo-cp:{sid}", memories, pending,
+                     entities=[Entity(s, "person", pronouns.get(s)) for s in speakers], base_facts=notes)
+
+
+def _memory_ops(answer: str, memories: list[Memory], evidence: list[str]) -> tuple[str, ...] | None:
+    """See :func:`state_ops_for`: what the update, delete and unrelated edit can carry out on this answer."""
+    texts = [m.text for m in memories if m.id in set(evidence)]
+    return state_ops_for(answer, texts, latest_text(memories, evidence))
+
+
+def _swap_target(question: str, entity: str, attribute: str, speakers: list[str], said_by: dict[str, list[str]],
+                 pronouns: dict[str, str | None], answer: str, keys: set[tuple[str, str]]) -> tuple[str, ...]:
+    """The other speaker, when asking them the same question is a misattribution: the question names one
+    speaker only, the state has no answer for them and the benchmark does not ask it of them (then it is
+    that question's seed), nothing of theirs (observations, events, their own turns) supports it, and it can
+    be worded about them."""
+    if entity not in speakers or len(speakers) != 2 or sum(bool(name_pattern(s).search(question))
+                                                           for s in speakers) != 1:
+        return ()
+    other = next(s for s in speakers if s != entity)
+    if (other, attribute) in keys:
+        return ()
+    if supports(question, said_by.get(other, ()), speakers, (answer,)):
+        return ()
+    if reword_about(question, entity, other, pronouns.get(entity), pronouns.get(other), strict=True) is None:
+        return ()
+    return (other,)
+
+
+def _observations(b: Builder, raw: Any, known: set[str], ts_of: dict[str, str], speakers: list[str]) -> list[Fact]:
+    """LoCoMo's per-session observations as facts of the speaker they describe, evidenced by their turns."""
+    out: list[Fact] = []
+    if not isinstance(raw, dict):
+        return out
+    for key in sorted(raw, key=lambda k: int(m.group(1)) if (m := re.search(r"(\d+)", k)) else 0):
+        by_speaker = raw[key]
+        if not isinstance(by_speaker, dict):
+            b.warnings["observation_malformed"] += 1
+            continue
+        for speaker, items in by_speaker.items():
+            if speaker not in speakers or not isinstance(items, list):
+                b.warnings["observation_malformed"] += 1
+                continue
+            for item in items:
+                if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and item[0].strip()):
+                    b.warnings["observation_malformed"] += 1
+                    continue
+                ids = clean_evidence(item[1], known, b.warnings)
+                if not ids:
+                    b.warnings["observation_without_turn"] += 1
+                    continue
+                out.append(Fact(speaker, f"observation {len(out) + 1}", item[0].strip(), tuple(ids),
+                                value_type="observation", valid_from=max(ts_of[i] for i in ids)))
+    return out
+
+
+def _events(b: Builder, raw: Any, conv: dict[str, Any], speakers: list[str]) -> list[Fact]:
+    """LoCoMo's event summaries as facts of their speaker (no turn evidences them: they have no evidence)."""
+    out: list[Fact] = []
+    if not isinstance(raw, dict):
+        return out
+    for key in sorted(raw, key=lambda k: int(m.group(1)) if (m := re.search(r"(\d+)", k)) else 0):
+        sess = raw[key]
+        if not isinstance(sess, dict):
+            b.warnings["event_malformed"] += 1
+            continue
+        m = re.search(r"(\d+)", key)
+        when = parse_date(conv.get(f"session_{m.group(1)}_date_time")) if m else None
+        for speaker in speakers:
+            for text in sess.get(speaker) or []:
+                if not isinstance(text, str) or not text.strip():
+                    b.warnings["event_malformed"] += 1
+                    continue
+                out.append(Fact(speaker, f"event {len(out) + 1}", text.strip(), (), value_type="event",
+                                valid_from=when.isoformat() if when else None))
+    return out

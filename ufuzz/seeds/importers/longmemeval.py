@@ -13,6 +13,12 @@ stating the asked value (the latest for ``current`` scope, an earlier one for ``
 answer, the others evidence a superseded (or, for ``previous``, the current) value whose text the
 benchmark does not give — such facts carry ``value_type="unstated"`` and descriptors never offer a scope
 change onto them. ``single-session-preference`` questions (answers are rubrics, not values) are dropped.
+
+Abstention questions (ids ending in ``_abs``) have abstaining references; the turns the record marks
+``has_answer`` (the related fact the question twists) are decoys: invalidated ids. Each seed carries its
+``question_type`` in ``Seed.metadata``; answerable references are tagged ``extractive`` or ``abstractive``,
+and an update (delete) is offered only where the answer is verbatim in its latest evidence (written out, with
+no unstated history value).
 """
 
 from __future__ import annotations
@@ -29,14 +35,17 @@ from ufuzz.seeds.importers._common import (
     ImportResult,
     Pending,
     RecordError,
+    answer_form,
     answer_text,
     each_record,
     finish,
+    latest_text,
     need,
     read_records,
     snippets,
+    state_ops_for,
 )
-from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_type_of
+from ufuzz.seeds.importers.fields import Extractor, establish_fields, mentions_word, value_type_of
 
 _DATE = re.compile(r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}):(\d{2})\s*$")
 
@@ -150,6 +159,8 @@ def _record(b: Builder, rec: Any, extractor: Extractor | None) -> None:
         if len(groups) < 2:
             b.warnings["update_without_history"] += 1
             groups = []
+    if answerable:  # a marked session's other turns that write the answer support it too
+        supporting, groups = _completed(b, memories, supporting, groups, answer)
     has_history = bool(groups)
     fields = establish_fields(question, snippets(memories, supporting), extractor=extractor,
                               warnings=b.warnings, user_centred=True, answerable=answerable,
@@ -179,7 +190,47 @@ def _record(b: Builder, rec: Any, extractor: Extractor | None) -> None:
             asked_valid = True
         facts.append(Fact(fields.entity, fields.attribute, answer, tuple(supporting), valid=asked_valid,
                           value_type=value_type_of(answer), valid_from=max(ts_of[m] for m in supporting)))
+    form, ops, decoys = None, None, ()
+    text_of = {m.id: m.text for m in memories}
+    if answerable:
+        form = answer_form(answer, [text_of[m] for m in supporting])
+        ops = _memory_ops(answer, memories, supporting, has_history)
+    else:  # the turns the benchmark marks for an abstention question look like evidence and are not
+        decoys = tuple(has_answer)
     pending = Pending(qid=qkey, text=question, fields=fields, answer=answer if answerable else None,
-                      supporting=tuple(supporting), facts=tuple(facts), expect_invalidated=expect_inv)
+                      supporting=tuple(supporting), facts=tuple(facts), expect_invalidated=expect_inv,
+                      answer_form=form, memory_ops=ops, decoys=decoys, metadata={"question_type": qtype})
     b.add_checkpoint(f"lme-cp:{qid}", memories, [pending], entities=[Entity("user", "user"),
                                                                       Entity("assistant", "assistant")])
+
+
+def _memory_ops(answer: str, memories: list[Memory], supporting: list[str],
+                has_history: bool) -> tuple[str, ...] | None:
+    """See :func:`state_ops_for`; with an update history no delete (its earlier values are not stated, so
+    their carriers cannot be found)."""
+    texts = [m.text for m in memories if m.id in set(supporting)]
+    ops = state_ops_for(answer, texts, latest_text(memories, supporting))
+    if has_history:
+        ops = tuple(o for o in (ops or ("delete", "update", "unrelated_edit")) if o != "delete")
+    return ops
+
+
+def _completed(b: Builder, memories: list[Memory], supporting: list[str], groups: list[list[str]],
+               answer: str) -> tuple[list[str], list[list[str]]]:
+    """``supporting`` (and, with an update history, its latest group) plus the other turns of the same sessions
+    that write the answer verbatim — the records mark the user's statement ``has_answer``, not the assistant's
+    reply repeating it ("Wow, 20 dozen eggs is a lot!"), and using that reply is no less right. Only for an
+    answer written in a marked turn (an extractive one) of two characters or more."""
+    text = {m.id: m.text for m in memories}
+    asked = groups[-1] if groups else supporting
+    if len(answer.strip()) < 2 or not any(mentions_word([text[m]], answer) for m in asked):
+        return supporting, groups
+    sessions = {m.rsplit(":", 1)[0] for m in asked}
+    extra = [m.id for m in memories if m.id not in supporting and m.id.rsplit(":", 1)[0] in sessions
+             and mentions_word([m.text], answer)]
+    if not extra:
+        return supporting, groups
+    b.warnings["supporting_completed"] += 1
+    if groups:
+        return supporting + extra, groups[:-1] + [groups[-1] + extra]
+    return supporting + extra, groups

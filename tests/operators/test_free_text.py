@@ -1,0 +1,173 @@
+"""Operators on free-text (imported) questions: paraphrase by the rewrite table only, update that never invents
+text, delete of every memory carrying the value, whole-word mentions, the unrelated edit's index, and which
+rejections are final."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.support.operator_kit import cases, embedded, operators
+from ufuzz.model import Fact, FuzzCase, Provenance, Query, QueryFields, Reference
+from ufuzz.operators import Mutation, Rejected, StateView
+from ufuzz.operators.delete import carriers
+from ufuzz.operators.unrelated_edit import UnrelatedEdit
+from ufuzz.seeds.importers import import_file
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
+
+
+def _locomo():
+    return import_file("locomo", FIX / "locomo_annotated.json").suite
+
+
+def _case(s, text: str) -> tuple[FuzzCase, Reference]:
+    [seed] = [x for x in s.seeds if x.query.text == text]
+    return FuzzCase.from_seed(seed, s.checkpoint_of(seed)), s.reference_of(seed)
+
+
+def _para(c: FuzzCase, ref: Reference, text: str, detail: str = "reword") -> Mutation:
+    return Mutation(query=replace(c.query, id=c.query.id + "~p", text=text), provenance=c.provenance,
+                    reference=ref, detail=detail)
+
+
+def test_free_text_paraphrase_targets_and_acceptance():
+    s = _locomo()
+    op = operators()["paraphrase"]
+    c, ref = _case(s, "Where did Ben go hiking last weekend?")
+    assert op.targets(c) == ["reword", "add_context", "change_form"]
+    seen = set()
+    for t in op.targets(c):
+        for r in range(6):
+            m = op.mutate(c, ref, t, random.Random(r))
+            assert op.validate(c, m).ok, (t, m.query.text)
+            seen.add(m.query.text)
+    assert "In what place did Ben go hiking last weekend?" in seen
+    assert any(x.startswith("Quick question: where did Ben") or x.startswith("Please tell me: where did Ben")
+               or x.startswith("I'd like to know: where did Ben") for x in seen)
+    # a wrapped question offers no second wrapper; a question no rewrite fits offers no reword
+    wrapped = replace(c, query=replace(c.query, text="Quick question: where did Ben go hiking last weekend?"))
+    assert "change_form" not in op.targets(wrapped)
+    odd = replace(c, query=replace(c.query, text="Ben went hiking where last weekend?"))
+    assert "reword" not in op.targets(odd)
+
+
+@pytest.mark.parametrize("text", [
+    "Where did Ben go hiking this weekend?",  # a changed word
+    "Where exactly did Ben go hiking last weekend?",  # a word the table does not add here
+    "In which place did Ben go hiking last weekend?",  # not a rewrite of the table
+    "Where did Ben go hiking last weekend? Quick question.",  # context after the question
+    "Quick question: Where did Ben go hiking last weekend?",  # the wrapper changed the case
+])
+def test_free_text_paraphrase_outside_the_table_is_rejected(text):
+    s = _locomo()
+    c, ref = _case(s, "Where did Ben go hiking last weekend?")
+    assert not operators()["paraphrase"].validate(c, _para(c, ref, text)).ok
+
+
+def test_free_text_paraphrase_keeps_another_named_entity_of_the_parent():
+    s = _locomo()
+    c, ref = _case(s, "What did Ben sell at the flea market?")
+    c2 = replace(c, query=replace(c.query, text="What did Ben sell to Ana at the flea market?"))
+    op = operators()["paraphrase"]
+    assert op.validate(c2, _para(c2, ref, "What exactly did Ben sell to Ana at the flea market?")).ok
+
+
+def test_update_never_invents_text(tmp_path):
+    s = _locomo()
+    op = operators()["update"]
+    c, ref = _case(s, "How many dogs does Ben have?")
+    assert op.targets(c)  # "2" is written in D1:2
+    # the same state where the turn writes "two": the value is not written, so no update is offered, and a
+    # forced one is rejected rather than writing "Update: Ben's number of dogs is now 3."
+    cp = s.checkpoint_of(s.seeds[0])
+    mems = tuple(replace(m, text=m.text.replace(" 2 ", " two ")) for m in cp.memories)
+    cp2 = replace(cp, memories=mems)
+    unwritten = replace(c, provenance=Provenance.of(cp2))
+    assert op.targets(unwritten) == []
+    backend = embedded(tmp_path)
+    try:
+        view = StateView(backend, backend.fork(backend.build(cp2)))
+        with pytest.raises(Rejected, match="not written"):
+            op.mutate(unwritten, ref, "value=3", random.Random(0), view)
+    finally:
+        backend.close()
+
+
+def test_delete_carriers_and_abstractive_values():
+    prov = Provenance(facts=(Fact("Mel", "number of kids", "3", ("m1",)), Fact("Mel", "city", "Rome", ("m3",))),
+                      entities=(), memory_ids=frozenset({"m1", "m2", "m3", "m4"}),
+                      memory_texts=(("m1", "Mel: I have 3 kids."), ("m2", "Mel: all three kids love it"),
+                                    ("m3", "Mel: we live near the coast"), ("m4", "Mel: 33 degrees today")))
+    # the evidence and every memory writing the value, digits or word; not "33"
+    assert carriers(prov, [prov.facts[0]]) == {"m1", "m2"}
+    assert carriers(prov, [prov.facts[1]]) is None  # "Rome" is not written in its evidence: abstractive
+    s = _locomo()
+    op = operators()["delete"]
+    abstractive, _ = _case(s, "When did Ben get his second dog?")
+    extractive, _ = _case(s, "What did Ana paint for her mother?")
+    assert op.targets(abstractive) == [] and op.targets(extractive) == ["all"]
+
+
+def test_text_mentions_is_whole_word():
+    prov = Provenance(facts=(), entities=(), memory_ids=frozenset({"a", "b"}),
+                      memory_texts=(("a", "I went home."), ("b", "Wen said hi")))
+    assert prov.text_mentions("Wen") == ["b"]
+    assert prov.text_mentions("went") == ["a"] and prov.text_mentions("") == []
+
+
+def _naive_update_candidates(op: UnrelatedEdit, case: FuzzCase):
+    """The unrelated edit's update candidates as the operator first computed them (per fact, no index)."""
+    from ufuzz.operators.statewrite import latest_evidence, mentions_value, substitute
+
+    f = case.query.fields
+    texts = dict(case.provenance.memory_texts)
+    out = []
+    for fact in case.provenance.facts:
+        if not fact.valid or fact.entity == f.entity or not fact.evidence or fact.value_type in ("observation", "event"):
+            continue
+        mid = latest_evidence(None, fact.evidence)
+        if mid not in texts or not op._unrelated(case, mid, texts[mid]):
+            continue
+        alts = sorted(case.provenance.values_of_type(fact.value_type) - {fact.value} - op._protected_values(case))
+        alts = [a for a in alts if not mentions_value(texts[mid], a)]
+        if alts and substitute(texts[mid], fact.value, alts[0]) is not None:
+            out.append((fact, mid, alts))
+    return out
+
+
+def test_unrelated_edit_index_gives_what_a_scan_per_fact_gives():
+    op = UnrelatedEdit()
+    s = _locomo()
+    all_cases = list(cases()) + [FuzzCase.from_seed(x, s.checkpoint_of(x)) for x in s.seeds]
+    for c in all_cases:
+        assert op._update_candidates(c) == _naive_update_candidates(op, c), c.id
+        naive = sorted(mid for mid, text in c.provenance.memory_texts if op._unrelated(c, mid, text))
+        assert op._unrelated_memories(c) == naive
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(range(len(cases()))), st.sampled_from(["Dario", "Lisbon", "the", "2"]))
+def test_unrelated_edit_index_follows_the_state(i, word):
+    """A state with one more memory (the index is cached per state) gets its own answer."""
+    op = UnrelatedEdit()
+    c = cases()[i]
+    grown = replace(c, provenance=c.provenance.with_memory("extra", f"Something about {word}."))
+    assert op._unrelated_memories(grown) == sorted(
+        mid for mid, text in grown.provenance.memory_texts if op._unrelated(grown, mid, text))
+
+
+def test_which_rejections_may_go_otherwise():
+    ops = operators()
+    c = cases()[0]
+    assert not ops["target_change"].varies(c, "entity=x") and not ops["delete"].varies(c, "all")
+    assert ops["unrelated_edit"].varies(c, "add")
+    assert ops["paraphrase"].varies(c, "add_context") and not ops["paraphrase"].varies(c, "shorten")
+    one = Query("q", "Why did Ana leave?", QueryFields("Ana", "reason"), form="free", template=None)
+    free = FuzzCase("q", "q", "cp", one, c.descriptor, c.provenance)
+    assert not ops["paraphrase"].varies(free, "reword")  # one rewrite only: a rejection is final

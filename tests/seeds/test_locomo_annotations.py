@@ -1,0 +1,181 @@
+"""LoCoMo beyond turns and answers: observations, events, pronouns, categories, adversarial questions, the
+speaker swap and the swap back — and that every move an importer offers is one an operator carries out."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from ufuzz.model import FuzzCase, SeedSuite
+from ufuzz.operators import all_operators
+from ufuzz.operators.base import Rejected
+from ufuzz.seeds.importers import import_file
+from ufuzz.seeds.io import load_suite, write_suite
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
+REPO = Path(__file__).resolve().parents[2]
+#: the shared datasets next to the checkout (a worktree is one level deeper)
+SHARED = next((p / "shared" for p in (REPO.parent, REPO.parent.parent) if (p / "shared").is_dir()), REPO / "shared")
+LOCOMO_DEV = SHARED / "datasets" / "locomo" / "locomo_dev2.json"
+QUERY_OPS = ("paraphrase", "target_change", "unsupported", "speaker_swap")
+
+
+def _suite() -> SeedSuite:
+    return import_file("locomo", FIX / "locomo_annotated.json").suite
+
+
+def _seed(s: SeedSuite, text: str):
+    [seed] = [x for x in s.seeds if x.query.text == text]
+    return seed, s.reference_of(seed), FuzzCase.from_seed(seed, s.checkpoint_of(seed))
+
+
+def test_observations_events_pronouns_and_categories():
+    res = import_file("locomo", FIX / "locomo_annotated.json")
+    assert res.warnings == {"evidence_unknown_id": 1, "observation_malformed": 1, "observation_without_turn": 1}
+    cp = res.suite.checkpoints["locomo-cp:conv-a"]
+    obs = {(f.entity, f.value): f.evidence for f in cp.facts if f.value_type == "observation"}
+    assert obs[("Ben", "Ben fixes old bicycles in his garage.")] == ("D1:4", "D2:1")  # a list of turns
+    assert obs[("Ana", "Ana thinks Ben should sell his bicycles.")] == ("D1:4",)  # owned by whom it describes
+    assert ("Ana", "A note with no turn.") not in obs
+    events = [(f.entity, f.value, f.evidence) for f in cp.facts if f.value_type == "event"]
+    assert ("Ben", "Ben sells bicycles at a flea market.", ()) in events and len(events) == 3
+    # "his" in Ana's observation about Ben is not counted for Ana
+    assert {e.name: e.pronoun for e in cp.entities} == {"Ana": "she", "Ben": "he"}
+    cats = {x.query.text: x.metadata["category"] for x in res.suite.seeds}
+    assert cats["What hobbies does Ana have?"] == 1 and cats["Where did Ben go hiking last weekend?"] == 5
+
+
+def test_answer_forms_and_the_state_moves_they_allow():
+    s = _suite()
+    seed, ref, _ = _seed(s, "What did Ana paint for her mother?")
+    assert ref.answer_form == "extractive" and seed.descriptor.memory_ops is None
+    seed, ref, _ = _seed(s, "How many dogs does Ben have?")
+    assert ref.answer_form == "extractive" and seed.descriptor.allows("update") and seed.descriptor.value_pool
+    seed, ref, _ = _seed(s, "When did Ben get his second dog?")  # "last month" in the turn: a computed date
+    assert ref.answer_form == "abstractive"
+    assert seed.descriptor.memory_ops == ("unrelated_edit",) and seed.descriptor.value_pool == ()
+
+
+def test_adversarial_question_decoys_stale_answer_and_swap_back():
+    s = _suite()
+    ops = all_operators()
+    seed, ref, case = _seed(s, "Where did Ben go hiking last weekend?")
+    assert ref.abstain and ref.invalidated == ("D1:3",) and ref.stale_answers == ("Mount Tam",)
+    assert seed.descriptor.replacement_targets == {"entity": ("Ana",)}
+    m = ops["target_change"].mutate(case, ref, "entity=Ana", random.Random(0))
+    assert ops["target_change"].validate(case, m).ok
+    assert m.query.text == "Where did Ana go hiking last weekend?"
+    assert (m.reference.answer, m.reference.supporting) == ("Mount Tam", ("D1:3",))  # the benchmark's own
+    # its twin is a question of the benchmark: the swap back would only repeat that seed, so it is not offered
+    seed, ref, _ = _seed(s, "What did Ben paint for his mother?")
+    assert ref.abstain and ref.invalidated == ("D1:1",) and "entity" not in seed.descriptor.replacement_targets
+
+
+def test_speaker_swap_offered_only_where_nothing_of_the_other_speaker_supports_it():
+    s = _suite()
+    targets = {x.query.text: x.descriptor.replacement_targets.get("speaker") for x in s.seeds}
+    assert targets["What did Ana paint for her mother?"] is None  # the benchmark asks it of Ben (adversarial)
+    assert targets["When did Ben get his second dog?"] is None  # Ana walks her dog
+    assert targets["How many dogs does Ben have?"] is None  # likewise
+    assert targets["What hobbies does Ana have?"] is None  # a multi-hop list anyone may have
+    assert targets["What did Ben sell at the flea market?"] == ("Ana",)
+
+
+def test_speaker_swap_mutant_and_its_validator():
+    s = _suite()
+    op = all_operators()["speaker_swap"]
+    seed, ref, case = _seed(s, "What did Ben sell at the flea market?")
+    assert op.targets(case) == ["speaker=Ana"]
+    m = op.mutate(case, ref, "speaker=Ana", random.Random(0))
+    assert m.query.text == "What did Ana sell at the flea market?" and not m.query.fields.answerable
+    assert m.reference.abstain and set(ref.supporting) <= set(m.reference.invalidated)
+    assert m.reference.stale_answers == ()  # Ben's answer is not out of date: it is someone else's
+    assert op.validate(case, m).ok
+
+
+def test_speaker_swap_rewrites_pronouns_and_rejects_what_it_cannot_word(tmp_path):
+    s = _suite()
+    op = all_operators()["speaker_swap"]
+    seed, ref, case = _seed(s, "What did Ben sell at the flea market?")
+    from dataclasses import replace
+
+    worded = replace(case, query=replace(case.query, text="What did Ben sell at the flea market with his son?"))
+    m = op.mutate(worded, ref, "speaker=Ana", random.Random(0))
+    assert m.query.text == "What did Ana sell at the flea market with her son?"
+    # unknown pronouns: a gendered pronoun cannot be worded about the other speaker
+    ents = tuple(replace(e, pronoun=None) for e in case.provenance.entities)
+    blind = replace(worded, provenance=replace(worded.provenance, entities=ents))
+    with pytest.raises(Rejected, match="pronouns"):
+        op.mutate(blind, ref, "speaker=Ana", random.Random(0))
+    # an answering reference, or the other speaker having the fact, is rejected by the validator
+    m = op.mutate(case, ref, "speaker=Ana", random.Random(0))
+    assert not op.validate(case, replace(m, reference=ref.with_(query_id=m.query.id))).ok
+    from ufuzz.model import Fact
+
+    fact = Fact("Ana", case.query.fields.attribute, "a lamp", ("D1:5",))
+    known = replace(case, provenance=replace(case.provenance, facts=case.provenance.facts + (fact,)))
+    assert "records" in op.validate(known, m).reason
+    # an observation of the other speaker that supports the question
+    note = Fact("Ana", "observation 99", "Ana sold jam at the flea market.", ("D2:2",), value_type="observation")
+    noted = replace(case, provenance=replace(case.provenance, facts=case.provenance.facts + (note,)))
+    assert "support" in op.validate(noted, m).reason
+
+
+def _every_offered_move_is_carried_out(s: SeedSuite) -> tuple[int, list]:
+    ops = all_operators()
+    tried, bad = 0, []
+    for seed in s.seeds:
+        case, ref = FuzzCase.from_seed(seed, s.checkpoint_of(seed)), s.reference_of(seed)
+        for name in QUERY_OPS:
+            for t in ops[name].targets(case):
+                tried += 1
+                try:
+                    m = ops[name].mutate(case, ref, t, random.Random(f"{seed.id}{t}"))
+                    v = ops[name].validate(case, m)
+                    if not v.ok:
+                        bad.append((seed.query.text, name, t, m.query.text, v.reason))
+                except Rejected as exc:
+                    bad.append((seed.query.text, name, t, str(exc)))
+    return tried, bad
+
+
+def test_every_query_move_offered_on_the_fixture_is_carried_out():
+    tried, bad = _every_offered_move_is_carried_out(_suite())
+    assert tried >= 20 and bad == []
+
+
+def test_every_query_move_offered_on_real_locomo_is_carried_out():
+    if not LOCOMO_DEV.exists():
+        pytest.skip(f"LoCoMo dev conversations not present at {LOCOMO_DEV}")
+    tried, bad = _every_offered_move_is_carried_out(import_file("locomo", LOCOMO_DEV).suite)
+    assert tried >= 1000
+    assert bad == []
+
+
+def test_new_fields_are_optional_on_disk(tmp_path):
+    s = _suite()
+    path = write_suite(s, tmp_path / "suite.jsonl")
+    back = load_suite(path)
+    assert [x.metadata for x in back.seeds] == [x.metadata for x in s.seeds]
+    assert back.references == s.references
+    assert {e.name: e.pronoun for cp in back.checkpoints.values() for e in cp.entities} == {"Ana": "she", "Ben": "he"}
+    # a file written before these fields existed (none of them present) loads, with them unset
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    for rec in lines:
+        rec.pop("metadata", None)
+        rec.pop("answer_form", None)
+        for e in rec.get("entities", []):
+            e.pop("pronoun", None)
+    old = tmp_path / "old.jsonl"
+    old.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    legacy = load_suite(old)
+    assert all(x.metadata == {} for x in legacy.seeds)
+    assert all(r.answer_form is None for r in legacy.references.values())
+    # and unset fields are not written
+    again = [json.loads(x) for x in write_suite(legacy, tmp_path / "again.jsonl").read_text().splitlines()]
+    assert not any("metadata" in r for r in again if r["kind"] == "seed")
+    assert not any("answer_form" in r for r in again if r["kind"] == "reference")
+    assert not any("pronoun" in e for r in again if r["kind"] == "checkpoint" for e in r["entities"])
