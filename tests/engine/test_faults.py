@@ -34,7 +34,7 @@ def _config(out: Path, **kw) -> CampaignConfig:
 
 
 def _faulty(tmp: Path, name: str, **opts) -> FaultyBackend:
-    return FaultyBackend(tmp / f"backend-{name}", {"retrieval": "bm25", **{k: str(v) for k, v in opts.items()}})
+    return FaultyBackend(tmp / f"backend-{name}", {"retrieval": "bm25", **opts})
 
 
 def _recorded(out: Path) -> dict:

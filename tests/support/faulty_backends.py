@@ -75,14 +75,16 @@ class FaultyBackend(EmbeddedBackend):
     ``fail_every``-th call of it (1 = every call), counting only calls after the first ``fail_after`` ones (so
     that a preflight round trip can pass). ``fail_op=none`` injects nothing (the same backend, fault-free)."""
 
+    options_spec = (*EmbeddedBackend.options_spec,
+                    Option("fail_op", str, default="none", choices=(*OPERATIONS, "none"), help="operation that fails"),
+                    Option("fail_every", int, default=1, min=1, help="fail every n-th call of it"),
+                    Option("fail_after", int, default=0, min=0, help="calls of it that pass first"))
+
     def __init__(self, workdir, options=None):
-        opts = dict(options or {})
-        self.fail_op = str(opts.pop("fail_op", "none"))
-        self.fail_every = int(opts.pop("fail_every", 1))
-        self.fail_after = int(opts.pop("fail_after", 0))
-        if self.fail_op not in (*OPERATIONS, "none"):
-            raise ValueError(f"fail_op must be one of {OPERATIONS} or none, not {self.fail_op!r}")
-        super().__init__(workdir, opts)
+        super().__init__(workdir, options)
+        self.fail_op = self.settings["fail_op"]
+        self.fail_every = self.settings["fail_every"]
+        self.fail_after = self.settings["fail_after"]
         self.calls = dict.fromkeys(OPERATIONS, 0)
         self.injected = 0
 
@@ -136,10 +138,12 @@ class KillingBackend(EmbeddedBackend):
     """The embedded backend that SIGKILLs its own process at its ``kill_at``-th protocol call (0: never), in
     the middle of a campaign step — what a crash, the OOM killer or ``kill -9`` does to a campaign."""
 
+    options_spec = (*EmbeddedBackend.options_spec,
+                    Option("kill_at", int, default=0, min=0, help="SIGKILL at this protocol call (0: never)"))
+
     def __init__(self, workdir, options=None):
-        opts = dict(options or {})
-        self.kill_at = int(opts.pop("kill_at", 0))
-        super().__init__(workdir, opts)
+        super().__init__(workdir, options)
+        self.kill_at = self.settings["kill_at"]
         self._calls = 0
 
     def _tick(self) -> None:
