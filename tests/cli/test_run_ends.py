@@ -34,7 +34,8 @@ def test_an_unreachable_http_product_fails_its_preflight_and_spends_nothing(tmp_
                                     f"base_url=http://127.0.0.1:{_closed_port()}", "--budget", "50", "--out",
                                     str(out), "--quiet"])
     assert res.exit_code == 3, res.output
-    assert "failed its preflight" in res.output and "building a 2-memory scratch checkpoint failed" in res.output
+    assert "unreachable or broken: its preflight round trip failed" in res.output
+    assert "building a 2-memory scratch checkpoint failed" in res.output and "Connection refused" in res.output
     assert "Traceback" not in res.output
     assert not out.exists()  # nothing recorded, nothing left behind
 

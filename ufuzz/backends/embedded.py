@@ -209,7 +209,7 @@ class EmbeddedBackend(MemoryBackend):
         self._handles: StateTable[int] = StateTable("embedded backend")  # handle -> its node
         self._node_handle: dict[int, str] = {}
         self._views: dict[int, _View] = {}
-        self._rows: dict[int, dict[str, _Row]] = {}  # each live node's own rows (as stored in SQLite)
+        self._node_rows: dict[int, dict[str, _Row]] = {}  # each live node's own rows (as stored in SQLite)
         self._next_node = 1
         self._engine = self._make_engine()
         self._conn = self._engine.connect()
@@ -280,12 +280,12 @@ class EmbeddedBackend(MemoryBackend):
         back from it (they may hold the half of the operation that SQLite no longer has)."""
         try:
             self._conn.rollback()
-            fresh: dict[int, dict[str, _Row]] = {n: {} for n in self._rows}
+            fresh: dict[int, dict[str, _Row]] = {n: {} for n in self._node_rows}
             for r in self._conn.exec_driver_sql(
                     "SELECT state_id, mem_id, text, timestamp, active, whiteout, metadata FROM items"):
                 if r[0] in fresh:
                     fresh[r[0]][r[1]] = _Row(r[1], r[2], r[3], bool(r[4]), bool(r[5]), json.loads(r[6]))
-            self._rows = fresh
+            self._node_rows = fresh
             self._own = {n: len(rows) for n, rows in fresh.items()}
             self._views.clear()
         except SQLAlchemyError:
@@ -310,7 +310,7 @@ class EmbeddedBackend(MemoryBackend):
         self._parent[node] = parent
         self._children[node] = 0
         self._own[node] = 0
-        self._rows[node] = {}
+        self._node_rows[node] = {}
         if parent is not None:
             self._children[parent] += 1
         return node
@@ -338,7 +338,7 @@ class EmbeddedBackend(MemoryBackend):
     def _resolve(self, node: int | None, mem_id: str) -> _Row | None:
         """The row of ``mem_id`` visible from ``node`` (None if absent or whited out)."""
         while node is not None:
-            row = self._rows[node].get(mem_id)
+            row = self._node_rows[node].get(mem_id)
             if row is not None:
                 return None if row.whiteout else row
             node = self._parent[node]
@@ -347,11 +347,11 @@ class EmbeddedBackend(MemoryBackend):
     def _visible(self, node: int) -> dict[str, _Row]:
         out: dict[str, _Row] = {}
         for n in reversed(self._chain(node)):  # root first, the node's own rows last (they win)
-            out.update(self._rows[n])
+            out.update(self._node_rows[n])
         return {m: row for m, row in out.items() if not row.whiteout}
 
     def _put(self, node: int, row: _Row) -> None:
-        own = self._rows[node]
+        own = self._node_rows[node]
         v = row.values(node)
         if row.mem_id in own:
             self._conn.exec_driver_sql(
@@ -368,7 +368,7 @@ class EmbeddedBackend(MemoryBackend):
         self._views.pop(node, None)
 
     def _drop(self, node: int, mem_id: str) -> None:
-        if self._rows[node].pop(mem_id, None) is not None:
+        if self._node_rows[node].pop(mem_id, None) is not None:
             self._conn.exec_driver_sql("DELETE FROM items WHERE state_id = ? AND mem_id = ?", (node, mem_id))
             self._own[node] -= 1
         self._views.pop(node, None)
@@ -389,7 +389,7 @@ class EmbeddedBackend(MemoryBackend):
         return base
 
     def _derive(self, node: int, parent: _View) -> _View:
-        rows = sorted(self._rows[node].values(), key=lambda r: r.mem_id)
+        rows = sorted(self._node_rows[node].values(), key=lambda r: r.mem_id)
         overridden = [r.mem_id for r in rows]
         parts: list[tuple[_Block, np.ndarray | None]] = []
         for block, mask in parent.parts:
@@ -430,7 +430,7 @@ class EmbeddedBackend(MemoryBackend):
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(node, r.mem_id, r.text, r.timestamp, True, False, json.dumps(r.metadata, sort_keys=True))
                  for r in rows])
-        self._rows[node] = {r.mem_id: r for r in rows}
+        self._node_rows[node] = {r.mem_id: r for r in rows}
         self._own[node] = len(rows)
         handle = self._handles.mint()
         self._attach(handle, node, new=True)
@@ -460,7 +460,7 @@ class EmbeddedBackend(MemoryBackend):
             if self._own[node]:
                 self._conn.exec_driver_sql("DELETE FROM items WHERE state_id = ?", (node,))
             self._conn.exec_driver_sql("DELETE FROM states WHERE id = ?", (node,))
-            for d in (self._children, self._own, self._views, self._rows):
+            for d in (self._children, self._own, self._views, self._node_rows):
                 d.pop(node, None)
             if parent is not None:
                 self._children[parent] -= 1
@@ -629,4 +629,4 @@ class EmbeddedBackend(MemoryBackend):
             except SQLAlchemyError as exc:
                 raise BackendError(f"embedded backend: close failed: {exc}") from exc
             self._views.clear()
-            self._rows.clear()
+            self._node_rows.clear()
