@@ -23,7 +23,7 @@ def default_suite():
 
 @pytest.fixture(scope="session")
 def small_campaign(tmp_path_factory):
-    """A real 400-execution campaign on the default suite, embedded dense backend (finished)."""
+    """A real 400-execution campaign on the default suite, embedded dense backend (budget spent)."""
     from ufuzz.engine.campaign import Campaign, CampaignConfig
 
     out = tmp_path_factory.mktemp("campaign")

@@ -28,7 +28,7 @@ def test_short_campaign(backend, module, small_suite, tmp_path):
     cfg = CampaignConfig(backend=backend, budget=60, seed=2, out=str(tmp_path / backend))
     c = Campaign(cfg, suite=small_suite)
     s = c.run()
-    assert s["status"] == "finished"
+    assert s["status"] == "budget_spent"
     assert s["executions"] == 60
     assert s["errors"] == 0, c.store.errors(c.campaign_id)[:3]
     ops = {m.operator for m in c.store.mutants(c.campaign_id, valid=True)}

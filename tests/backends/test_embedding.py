@@ -81,3 +81,18 @@ def test_default_cache_path(monkeypatch, tmp_path):
     monkeypatch.delenv("UFUZZ_CACHE_DIR")
     assert default_cache_path().parts[-3:] == (".cache", "ufuzz", "embeddings.sqlite")
     assert default_embedder(tmp_path / "x.sqlite") is default_embedder(tmp_path / "x.sqlite")
+
+
+def test_warming_in_batches_gives_bitwise_the_vectors_of_single_encodes(tmp_path):
+    """Batches mix only texts of one token length (no padding), so a warmed vector is exactly the one an
+    encode of the text alone computes: warming ahead changes no score and no ranking."""
+    texts = ["Where does Lena live now?", "Which city is Pip's beach in?", "What does Ana do for work?",
+             "When did Ana move to Porto?", "Who is Lena's sister?", "How many dogs does Ana have these days?",
+             *TEXTS]
+    alone = Embedder(persistent=False)
+    single = {t: alone.encode([t])[0] for t in texts}
+    warm = Embedder(persistent=False)
+    assert warm.warm(texts) == len(texts) and warm.model_calls < len(texts)
+    assert warm.warm(texts) == 0  # all cached now
+    for t in texts:
+        assert np.array_equal(warm.encode([t])[0], single[t]), t

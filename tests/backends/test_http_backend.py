@@ -381,7 +381,7 @@ def test_campaign_through_the_cli(tmp_path, server, token_env):
     res = CliRunner().invoke(main, ["run", "--backend", "http", "--config", str(cfg), "--budget", "20",
                                     "--out", str(tmp_path / "camp"), "--quiet"])
     assert res.exit_code == 0, res.output
-    assert "finished: 20 executions" in res.output and "errors 0" in res.output
+    assert "budget spent: 20 executions" in res.output and "errors 0" in res.output
     assert len(server.requests) > before + 20
     assert set(server.namespaces) <= namespaces  # the campaign released (dropped) every state it made
 

@@ -252,7 +252,7 @@ def test_short_cli_campaign_runs_clean(tmp_path):
                            "--out", str(out)], capture_output=True, text=True, timeout=900, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-2000:]
     s = json.loads((out / "summary.json").read_text())
-    assert s["status"] == "finished" and s["executions"] == 30 and s["errors"] == 0
+    assert s["status"] == "budget_spent" and s["executions"] == 30 and s["errors"] == 0
     assert "backend worker: 1 start(s)" in proc.stdout  # ran isolated, in the worker process
 
 

@@ -95,7 +95,7 @@ def test_the_baseline_holds_the_planted_defect(team):
     header = json.loads(corpus.read_text().splitlines()[0])
     assert header["backend_options"]["config"] == "product.toml"  # relative to the corpus file
     summary = json.loads((camp / "summary.json").read_text())
-    assert summary["status"] == "finished" and summary["errors"] == 0
+    assert summary["status"] == "budget_spent" and summary["errors"] == 0
 
 
 def test_known_failures_reproduce_exit_0_from_any_folder(team, buggy, tmp_path, monkeypatch):

@@ -55,7 +55,7 @@ def run(tmp_path: Path, suite, defects=(), seed: int = 1, replay: bool = True, *
 
 def test_fixed_build_shows_nothing_and_retention_runs_on_responses(tmp_path, suite):
     c, s, _ = run(tmp_path, suite)
-    assert s["status"] == "finished" and s["executions"] == BUDGET and s["errors"] == 0
+    assert s["status"] == "budget_spent" and s["executions"] == BUDGET and s["errors"] == 0
     assert s["judging"] == {"selection": False, "retrieval": "hidden by the backend", "relevance_threshold": None,
                             "responder": "backend", "judge": "text"}
     assert s["unique_failures"] == 0 and s["baseline_failures"] == 0

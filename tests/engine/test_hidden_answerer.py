@@ -44,7 +44,7 @@ def seed_responses(c) -> dict[str, str]:
 def check_pair(visible, hidden) -> None:
     (cv, sv), (ch, sh) = visible, hidden
     for s in (sv, sh):
-        assert s["status"] == "finished" and s["errors"] == 0
+        assert s["status"] == "budget_spent" and s["errors"] == 0
     assert sv["judging"]["selection"] and sv["judging"]["retrieval"] == "visible"
     assert not sh["judging"]["selection"] and sh["judging"]["retrieval"] == "hidden by the campaign"
     assert sv["judging"]["responder"] == sh["judging"]["responder"] == "answerer:rule-model"

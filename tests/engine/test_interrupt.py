@@ -26,6 +26,10 @@ def test_signal_writes_summary_and_exits_130(tmp_path, sig, code):
             break
         time.sleep(0.5)
     time.sleep(3)
+    from ufuzz.reports.status import campaign_status
+
+    live = campaign_status(Path(out))  # another process reads it while it runs
+    assert live["status"] == "running" and live["alive"] is True and live["pid"] == proc.pid
     proc.send_signal(sig)
     output, _ = proc.communicate(timeout=300)
     assert proc.returncode == code, output

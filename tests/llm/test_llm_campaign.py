@@ -35,8 +35,16 @@ def test_llm_uses_run_and_replays_hit_the_cache(tmp_path):
 
 
 def test_unreachable_llm_is_an_error_record_not_a_crash(tmp_path):
+    import pytest
+
+    from ufuzz.engine.preflight import PreflightError
+
     cfg = CampaignConfig(budget=20, seed=1, out=str(tmp_path / "c"), llm_base_url="http://127.0.0.1:9/v1",
                          llm_model="m", llm_uses=("answer",), llm_cache=str(tmp_path / "x.sqlite"), llm_retries=0)
+    with pytest.raises(PreflightError, match="reaching the LLM endpoint"):  # by default it fails at once
+        Campaign(cfg).run()
+    assert not (tmp_path / "c").exists()
+    cfg.preflight = False  # without the preflight, every call that fails is an error record
     s = Campaign(cfg).run()
     assert s["errors"] > 0 and s["unique_failures"] == 0
     assert s["llm"]["errors"] == s["llm"]["calls_made"] > 0

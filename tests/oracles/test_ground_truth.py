@@ -62,7 +62,7 @@ def _campaign(backend: str, setup: Setup, out) -> list:
                                                                   **setup.options},
                                 seeds=setup.seeds, k=setup.k, budget=setup.budget, seed=setup.seed, out=str(out)))
     summary = c.run()
-    assert summary["status"] == "finished" and summary["errors"] == 0
+    assert summary["status"] == "budget_spent" and summary["errors"] == 0
     return [f for _, f in c.failure_log]
 
 

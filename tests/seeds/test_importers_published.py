@@ -201,7 +201,7 @@ def test_short_campaign_on_imported_meme_suite(tmp_path):
                              "--quiet", "--opt", "retrieval=bm25"], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["status"] == "finished" and summary["executions"] == 80
+    assert summary["status"] == "budget_spent" and summary["executions"] == 80
     assert summary["errors"] == 0
     assert summary["mutants_valid"] > 0
 

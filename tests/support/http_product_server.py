@@ -57,7 +57,9 @@ def tokens(text: str) -> list[str]:
 
 
 def bm25(query: str, docs: dict[str, str]) -> list[tuple[str, float]]:
-    """(id, score) for docs sharing a term with the query, best first, ties by id."""
+    """(id, score) for docs sharing a term with the query, best first, ties in the order the docs were stored
+    (not by id: ids come from one counter over all namespaces, so they depend on everything stored before, and a
+    product declared deterministic ranks a namespace the same whatever else it holds)."""
     toks = {i: tokens(t) for i, t in docs.items()}
     n = len(toks)
     if not n:
@@ -76,7 +78,7 @@ def bm25(query: str, docs: dict[str, str]) -> list[tuple[str, float]]:
             s += idf * tf[term] * (K1 + 1) / (tf[term] + K1 * (1 - B + B * len(t) / avg))
         if s > 0:
             out.append((i, round(s, 6)))
-    return sorted(out, key=lambda x: (-x[1], x[0]))
+    return sorted(out, key=lambda x: -x[1])  # stable: ties keep the docs' order
 
 
 @dataclass
@@ -138,7 +140,7 @@ class ProductServer:
                               "active": True, "external_id": body.get("external_id")}
                 return 201, {"id": mid, "status": "created"}
             if rest == ["memories"] and method == "GET":
-                shown = [dict(m) for _i, m in sorted(store.items()) if not m.get("deleted")]
+                shown = [dict(m) for m in store.values() if not m.get("deleted")]  # in the order stored
                 return 200, {"memories": shown, "count": len(shown)}
             if len(rest) == 2 and rest[0] == "memories":
                 m = store.get(rest[1])

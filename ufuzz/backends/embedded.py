@@ -17,6 +17,10 @@ parent never reach its forks, and releasing a handle only frees nodes no other h
 Materialized views (per node, cached): the parent's view (shared, not copied) with the rows this node
 overrides masked out, plus one small block for the node's own rows. A write invalidates only the written
 node's view, which by construction has no dependants.
+
+Every write goes to SQLite; each live node's own rows are also kept in memory, so reads (get, list, the
+rows a view is derived from) never query SQLite again, and the hot statements are plain driver SQL (no
+SQLAlchemy compilation per call). With ``retrieval=bm25`` nothing is embedded: no vector is ever read.
 """
 
 from __future__ import annotations
@@ -36,12 +40,8 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    and_,
     create_engine,
-    delete,
     event,
-    insert,
-    select,
 )
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
@@ -124,7 +124,7 @@ class _Row:
 class _Block:
     """Immutable retrievable rows of one node: ids, texts, vectors, and (lazily) a BM25 index."""
 
-    def __init__(self, ids: list[str], texts: list[str], vecs: np.ndarray) -> None:
+    def __init__(self, ids: list[str], texts: list[str], vecs: np.ndarray | None) -> None:
         self.ids = ids
         self.texts = texts
         self.vecs = vecs
@@ -209,6 +209,7 @@ class EmbeddedBackend(MemoryBackend):
         self._handles: StateTable[int] = StateTable("embedded backend")  # handle -> its node
         self._node_handle: dict[int, str] = {}
         self._views: dict[int, _View] = {}
+        self._node_rows: dict[int, dict[str, _Row]] = {}  # each live node's own rows (as stored in SQLite)
         self._next_node = 1
         self._engine = self._make_engine()
         self._conn = self._engine.connect()
@@ -275,8 +276,18 @@ class EmbeddedBackend(MemoryBackend):
                 raise BackendError(f"embedded backend: {what} failed: {type(exc).__name__}: {exc}") from exc
 
     def _rollback(self) -> None:
+        """Undo an operation that failed half-way: SQLite rolls back, and the rows kept in memory are read
+        back from it (they may hold the half of the operation that SQLite no longer has)."""
         try:
             self._conn.rollback()
+            fresh: dict[int, dict[str, _Row]] = {n: {} for n in self._node_rows}
+            for r in self._conn.exec_driver_sql(
+                    "SELECT state_id, mem_id, text, timestamp, active, whiteout, metadata FROM items"):
+                if r[0] in fresh:
+                    fresh[r[0]][r[1]] = _Row(r[1], r[2], r[3], bool(r[4]), bool(r[5]), json.loads(r[6]))
+            self._node_rows = fresh
+            self._own = {n: len(rows) for n, rows in fresh.items()}
+            self._views.clear()
         except SQLAlchemyError:
             pass
 
@@ -299,6 +310,7 @@ class EmbeddedBackend(MemoryBackend):
         self._parent[node] = parent
         self._children[node] = 0
         self._own[node] = 0
+        self._node_rows[node] = {}
         if parent is not None:
             self._children[parent] += 1
         return node
@@ -323,45 +335,42 @@ class EmbeddedBackend(MemoryBackend):
             return node_new
         return node
 
-    @staticmethod
-    def _to_row(r: Any) -> _Row:
-        return _Row(r.mem_id, r.text, r.timestamp, bool(r.active), bool(r.whiteout), json.loads(r.metadata))
-
     def _resolve(self, node: int | None, mem_id: str) -> _Row | None:
         """The row of ``mem_id`` visible from ``node`` (None if absent or whited out)."""
-        if node is None:
-            return None
-        chain = self._chain(node)
-        rows = self._conn.execute(select(items_t).where(and_(items_t.c.mem_id == mem_id,
-                                                             items_t.c.state_id.in_(chain)))).all()
-        if not rows:
-            return None
-        depth = {n: i for i, n in enumerate(chain)}
-        best = min(rows, key=lambda r: depth[r.state_id])
-        row = self._to_row(best)
-        return None if row.whiteout else row
+        while node is not None:
+            row = self._node_rows[node].get(mem_id)
+            if row is not None:
+                return None if row.whiteout else row
+            node = self._parent[node]
+        return None
 
     def _visible(self, node: int) -> dict[str, _Row]:
-        chain = self._chain(node)
-        depth = {n: i for i, n in enumerate(chain)}
-        rows = self._conn.execute(select(items_t).where(items_t.c.state_id.in_(chain))).all()
-        rows.sort(key=lambda r: -depth[r.state_id])  # root first, the node's own rows last (they win)
         out: dict[str, _Row] = {}
-        for r in rows:
-            out[r.mem_id] = self._to_row(r)
+        for n in reversed(self._chain(node)):  # root first, the node's own rows last (they win)
+            out.update(self._node_rows[n])
         return {m: row for m, row in out.items() if not row.whiteout}
 
     def _put(self, node: int, row: _Row) -> None:
-        res = self._conn.execute(delete(items_t).where(and_(items_t.c.state_id == node,
-                                                            items_t.c.mem_id == row.mem_id)))
-        self._conn.execute(insert(items_t).values(**row.values(node)))
-        self._own[node] += 1 - (res.rowcount or 0)
+        own = self._node_rows[node]
+        v = row.values(node)
+        if row.mem_id in own:
+            self._conn.exec_driver_sql(
+                "UPDATE items SET text = ?, timestamp = ?, active = ?, whiteout = ?, metadata = ? "
+                "WHERE state_id = ? AND mem_id = ?",
+                (v["text"], v["timestamp"], v["active"], v["whiteout"], v["metadata"], node, row.mem_id))
+        else:
+            self._conn.exec_driver_sql(
+                "INSERT INTO items (state_id, mem_id, text, timestamp, active, whiteout, metadata) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (node, row.mem_id, v["text"], v["timestamp"], v["active"], v["whiteout"], v["metadata"]))
+            self._own[node] += 1
+        own[row.mem_id] = row
         self._views.pop(node, None)
 
     def _drop(self, node: int, mem_id: str) -> None:
-        res = self._conn.execute(delete(items_t).where(and_(items_t.c.state_id == node,
-                                                            items_t.c.mem_id == mem_id)))
-        self._own[node] -= res.rowcount or 0
+        if self._node_rows[node].pop(mem_id, None) is not None:
+            self._conn.exec_driver_sql("DELETE FROM items WHERE state_id = ? AND mem_id = ?", (node, mem_id))
+            self._own[node] -= 1
         self._views.pop(node, None)
 
     # -- materialized views ------------------------------------------------------------------------------
@@ -380,9 +389,7 @@ class EmbeddedBackend(MemoryBackend):
         return base
 
     def _derive(self, node: int, parent: _View) -> _View:
-        rows = self._conn.execute(
-            select(items_t.c.mem_id, items_t.c.text, items_t.c.active, items_t.c.whiteout)
-            .where(items_t.c.state_id == node).order_by(items_t.c.mem_id)).all()
+        rows = sorted(self._node_rows[node].values(), key=lambda r: r.mem_id)
         overridden = [r.mem_id for r in rows]
         parts: list[tuple[_Block, np.ndarray | None]] = []
         for block, mask in parent.parts:
@@ -396,8 +403,12 @@ class EmbeddedBackend(MemoryBackend):
         own = [r for r in rows if r.active and not r.whiteout]
         if own:
             texts = [r.text for r in own]
-            parts.append((_Block([r.mem_id for r in own], texts, self.embedder.encode(texts)), None))
+            parts.append((_Block([r.mem_id for r in own], texts, self._vectors(texts)), None))
         return _View(parts)
+
+    def _vectors(self, texts: list[str]) -> np.ndarray | None:
+        """The texts' embeddings, or None with BM25 retrieval (which never reads a vector)."""
+        return None if self.retrieval == "bm25" else self.embedder.encode(texts)
 
     # -- states ----------------------------------------------------------------------------------------
     def build(self, checkpoint: Checkpoint) -> StateHandle:
@@ -410,12 +421,16 @@ class EmbeddedBackend(MemoryBackend):
                 raise BackendError(f"embedded backend: checkpoint {checkpoint.id!r} has duplicate memory id "
                                    f"{m.id!r}")
             seen.add(m.id)
-        self.embedder.encode([m.text for m in checkpoint.memories])  # one batch; fills the cache
+        self._vectors([m.text for m in checkpoint.memories])  # one batch; fills the cache
         node = self._new_node(None)
-        rows = [_Row(m.id, m.text, m.timestamp, True, False, dict(m.metadata)).values(node)
-                for m in checkpoint.memories]
+        rows = [_Row(m.id, m.text, m.timestamp, True, False, dict(m.metadata)) for m in checkpoint.memories]
         if rows:
-            self._conn.execute(insert(items_t), rows)
+            self._conn.exec_driver_sql(
+                "INSERT INTO items (state_id, mem_id, text, timestamp, active, whiteout, metadata) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(node, r.mem_id, r.text, r.timestamp, True, False, json.dumps(r.metadata, sort_keys=True))
+                 for r in rows])
+        self._node_rows[node] = {r.mem_id: r for r in rows}
         self._own[node] = len(rows)
         handle = self._handles.mint()
         self._attach(handle, node, new=True)
@@ -439,12 +454,13 @@ class EmbeddedBackend(MemoryBackend):
         node: int | None = self._node(state)
         self._handles.pop(state)
         self._node_handle.pop(node, None)
-        self._conn.execute(delete(handles_t).where(handles_t.c.handle == state))
+        self._conn.exec_driver_sql("DELETE FROM handles WHERE handle = ?", (state,))
         while node is not None and node not in self._node_handle and self._children[node] == 0:
             parent = self._parent.pop(node)
-            self._conn.execute(delete(items_t).where(items_t.c.state_id == node))
-            self._conn.execute(delete(states_t).where(states_t.c.id == node))
-            for d in (self._children, self._own, self._views):
+            if self._own[node]:
+                self._conn.exec_driver_sql("DELETE FROM items WHERE state_id = ?", (node,))
+            self._conn.exec_driver_sql("DELETE FROM states WHERE id = ?", (node,))
+            for d in (self._children, self._own, self._views, self._node_rows):
                 d.pop(node, None)
             if parent is not None:
                 self._children[parent] -= 1
@@ -516,6 +532,12 @@ class EmbeddedBackend(MemoryBackend):
         top = sorted(((round(s, 10), mid) for mid, s in fused.items()), key=lambda t: (-t[0], t[1]))[:k]
         return [(s, mid, texts[mid]) for s, mid in top]
 
+    def prepare_queries(self, texts: list[str]) -> int:
+        """Embed upcoming queries in batches (dense and hybrid retrieval; bitwise what single encodes give)."""
+        if self.retrieval == "bm25":
+            return 0
+        return self._run("prepare_queries", self.embedder.warm, list(texts))
+
     # -- native operations ---------------------------------------------------------------------------------
     def add(self, state: StateHandle, memory: Memory) -> OpResult:
         return self._run("add", self._add, state, memory)
@@ -525,7 +547,7 @@ class EmbeddedBackend(MemoryBackend):
         if existing is not None:
             how = "" if existing.active else " (tombstoned)"
             return OpResult("add", False, memory.id, detail=f"memory id {memory.id!r} already exists{how}")
-        self.embedder.encode([memory.text])
+        self._vectors([memory.text])
         node = self._writable(state)
         self._put(node, _Row(memory.id, memory.text, memory.timestamp, True, False, dict(memory.metadata)))
         self._conn.commit()
@@ -542,7 +564,7 @@ class EmbeddedBackend(MemoryBackend):
         if not old.active:
             return OpResult("update", False, memory_id, detail=f"memory {memory_id!r} is deleted (tombstoned)")
         if self.update_policy == "rewrite":
-            self.embedder.encode([new.text])
+            self._vectors([new.text])
             row = _Row(memory_id, new.text, new.timestamp, True, False, {**old.metadata, **new.metadata})
             self._put(self._writable(state), row)
             self._conn.commit()
@@ -552,7 +574,7 @@ class EmbeddedBackend(MemoryBackend):
                             detail=f"update_policy=append stores a new item: new.id must differ from {memory_id!r}")
         if self._resolve(node, new.id) is not None:
             return OpResult("update", False, memory_id, detail=f"new memory id {new.id!r} already exists")
-        self.embedder.encode([new.text])
+        self._vectors([new.text])
         target = self._writable(state)
         self._put(target, _Row(new.id, new.text, new.timestamp, True, False,
                                {**new.metadata, "supersedes": memory_id}))
@@ -607,3 +629,4 @@ class EmbeddedBackend(MemoryBackend):
             except SQLAlchemyError as exc:
                 raise BackendError(f"embedded backend: close failed: {exc}") from exc
             self._views.clear()
+            self._node_rows.clear()

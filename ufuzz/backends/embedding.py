@@ -190,6 +190,39 @@ class Embedder:
                     self._disk_store(fresh)
             return np.stack([mem[t] for t in texts]).astype(np.float32, copy=False)
 
+    def warm(self, texts: list[str]) -> int:
+        """Embed the texts not cached yet, many at a time, exactly as :meth:`encode` would embed each alone.
+
+        A batch is padded to its longest text, and padding changes a vector in its last bits, so texts are
+        batched only with texts of the same token length (no padding at all): every vector is bitwise the one
+        a single-text encode computes, whenever and with whatever else it is warmed, so warming changes no
+        result. Returns how many texts the model encoded."""
+        texts = [str(t) for t in texts]
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._mem))
+            if not missing:
+                return 0
+            from_disk = self._disk_lookup(missing)
+            self.disk_hits += len(from_disk)
+            self._mem.update(from_disk)
+            todo = [t for t in missing if t not in from_disk]
+            if not todo:
+                return 0
+            model = load_model()
+            try:
+                ids = model.tokenizer(todo, truncation=True, max_length=model.max_seq_length)["input_ids"]
+            except Exception as exc:  # noqa: BLE001 - a tokenizer fault is a backend fault
+                raise BackendError(f"{self.model_name} could not tokenize {len(todo)} text(s): {exc}") from exc
+            groups: dict[int, list[str]] = {}
+            for text, tokens in zip(todo, ids):
+                groups.setdefault(len(tokens), []).append(text)
+            fresh: dict[str, np.ndarray] = {}
+            for _, group in sorted(groups.items()):
+                fresh.update(self._run_model(group))
+            self._mem.update(fresh)
+            self._disk_store(fresh)
+            return len(fresh)
+
     def encode_one(self, text: str) -> np.ndarray:
         return self.encode([text])[0]
 

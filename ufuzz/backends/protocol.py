@@ -200,6 +200,12 @@ class MemoryBackend(ABC):
         (empty for a backend whose retrieval is hidden); a product that answers on its own may ignore it."""
         return None
 
+    def prepare_queries(self, texts: list[str]) -> int:
+        """Queries that will (probably) be asked soon: a backend may get ready for them in one go (the embedded
+        backend embeds them in batches). Must not change any result. Returns how many texts it had to prepare
+        (0: nothing to gain from calling it); the default does nothing."""
+        return 0
+
     # -- native memory operations ------------------------------------------------------------------------
     @abstractmethod
     def add(self, state: StateHandle, memory: Memory) -> OpResult: ...

@@ -1,9 +1,12 @@
 """``ufuzz run``: a fuzzing campaign, with a live display (or plain progress lines in CI).
 
-Exit status: 0 the campaign ran (and nothing fails it under ``--fail-on``), 1 failures that ``--fail-on`` counts
-(``new``: not in the ``--baseline`` corpus; ``any``: any unique failure), 2 bad usage, 3 every execution was a
-backend error (the backend is unreachable or broken), 130 interrupted (Ctrl-C or SIGTERM). A campaign stopped by
-``--max-time`` ends with status ``time_limit`` and is judged like a finished one.
+``--resume DIR`` continues a killed, interrupted or errored campaign.
+
+Exit status (:mod:`ufuzz.engine.ending`): the campaign's end reason — 0 budget spent, 4 exhausted (nothing left
+to try), 5 time limit (``--max-time``), 3 error (a failed preflight, ``--max-consecutive-errors`` backend errors in
+a row, every execution a backend error, a corpus that cannot be written, a crash), 130 interrupted (Ctrl-C or
+SIGTERM) — except that 1 is returned for failures ``--fail-on`` counts (``new``: not in the ``--baseline``
+corpus; ``any``: any unique failure) when the campaign did not end in error or interruption; 2 is bad usage.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 import click
 
 from ufuzz.cli.options import BUDGET, COUNT, SEED, Finite, parse_opts
+from ufuzz.engine.ending import EXIT_CODES
 
 
 @click.command()
@@ -76,25 +80,42 @@ from ufuzz.cli.options import BUDGET, COUNT, SEED, Finite, parse_opts
                    "[default: new with --baseline, else never].")
 @click.option("--progress-every", type=click.IntRange(min=0, max=10**9), default=0, show_default=True,
               help="Without a terminal: also print a progress line every N executions (besides every 10 s).")
+@click.option("--max-consecutive-errors", type=click.IntRange(min=0, max=10**9), default=20, show_default=True,
+              help="End the campaign (reason error, exit 3) after this many backend errors in a row; 0 = never.")
+@click.option("--preflight/--no-preflight", default=True, show_default=True,
+              help="A round trip through the backend (build, add, search, get, list, delete) and the LLM "
+                   "endpoint before the campaign: an unreachable backend fails at once (exit 3), nothing written.")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Continue the killed, interrupted or errored campaign in DIR to its budget (or to --budget), "
+                   "with its own configuration (--db if its corpus is not DIR's; --opt for secrets it did not "
+                   "store).")
 @click.option("--force", is_flag=True, help="Overwrite an existing campaign directory.")
 @click.option("--quiet", is_flag=True, help="No live display and no progress lines.")
-def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out: str | None, db: str | None,
-        opts: tuple[str, ...], config_file: str | None, strategy: str, rbo_p: float, llm_base_url: str | None,
-        llm_model: str | None, llm_api_key_env: str, llm_uses: str, reader: str, reader_threshold: float | None,
-        llm_timeout: float, llm_retries: int, retrieval: str, explore_share: float, isolation: str,
+@click.pass_context
+def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out: str | None,
+        db: str | None, opts: tuple[str, ...], config_file: str | None, strategy: str, rbo_p: float,
+        llm_base_url: str | None, llm_model: str | None, llm_api_key_env: str, llm_uses: str, reader: str,
+        reader_threshold: float | None, llm_timeout: float, llm_retries: int, retrieval: str, explore_share: float,
+        isolation: str,
         worker_max_rss_mb: float | None, worker_recycle: int, worker_timeout: float, max_time: str | None,
-        baseline: str | None, fail_on: str | None, progress_every: int, force: bool, quiet: bool) -> None:
-    """Run a fuzzing campaign."""
+        baseline: str | None, fail_on: str | None, progress_every: int, max_consecutive_errors: int,
+        preflight: bool, resume_dir: str | None, force: bool, quiet: bool) -> None:
+    """Run a fuzzing campaign (or continue one: --resume DIR)."""
     import time
 
     from ufuzz.backends.protocol import BackendError, BackendUnavailable
     from ufuzz.cli.progress import parse_duration, run_with_progress
     from ufuzz.corpus.store import CorpusDatabaseError
     from ufuzz.engine.campaign import Campaign, CampaignConfig
+    from ufuzz.engine.preflight import PreflightError
     from ufuzz.engine.startup import StartError, check_start
     from ufuzz.engine.strategies import apply_strategy, strategy_names
     from ufuzz.seeds.io import SeedFileError
 
+    if resume_dir is not None:
+        _resume(ctx, resume_dir, db=db, opts=opts, budget=budget, quiet=quiet, progress_every=progress_every,
+                max_consecutive_errors=max_consecutive_errors, preflight=preflight)
+        return
     options = parse_opts(opts)
     if config_file:
         if not Path(config_file).is_file():
@@ -121,7 +142,8 @@ def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out
                              llm_retries=llm_retries, retrieval=retrieval, explore_share=explore_share,
                              isolation=isolation,
                              worker_max_rss_mb=worker_max_rss_mb, worker_recycle=worker_recycle,
-                             worker_timeout=worker_timeout, max_time=seconds)
+                             worker_timeout=worker_timeout, max_time=seconds,
+                             max_consecutive_errors=max_consecutive_errors, preflight=preflight)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     apply_strategy(cfg, strategy)
@@ -135,6 +157,8 @@ def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out
     replaced = _set_aside(out_dir) if force and out_dir.exists() else None
     try:
         summary = run_with_progress(campaign, quiet=quiet, every_n=progress_every, on_start=lambda: _drop(replaced))
+    except PreflightError as exc:
+        _fail(f"backend {backend!r} is unreachable or broken: its preflight round trip failed: {exc}")
     except StartError as exc:
         raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
     except CorpusDatabaseError as exc:
@@ -157,18 +181,80 @@ def run(backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out
             elif replaced.exists():
                 replaced.rename(out_dir)
     verdict = None
-    if known is not None:
+    if known is not None and summary["status"] != "error":
         verdict = _mark_baseline(out_dir, db, summary, known)
+    _end(summary, out_dir, fail_on=fail_on or ("new" if verdict is not None else "never"), verdict=verdict)
+
+
+#: options ``--resume`` may be given with (everything else is the campaign's own configuration)
+RESUME_OPTIONS = {"resume_dir", "db", "opts", "budget", "quiet", "progress_every", "max_consecutive_errors",
+                  "preflight"}
+
+
+def _resume(ctx: click.Context, resume_dir: str, *, db: str | None, opts: tuple[str, ...], budget: int,
+            quiet: bool, progress_every: int, max_consecutive_errors: int, preflight: bool) -> None:
+    from ufuzz.backends.protocol import BackendError, BackendUnavailable
+    from ufuzz.cli.progress import run_with_progress
+    from ufuzz.corpus.store import CorpusDatabaseError
+    from ufuzz.engine.campaign import Campaign, ResumeError
+    from ufuzz.engine.preflight import PreflightError
+
+    given = sorted(name for name in ctx.params if name not in RESUME_OPTIONS
+                   and ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE)
+    if given:
+        flag = {p.name: p.opts[0] for p in ctx.command.params if p.opts}
+        flags = ", ".join(flag.get(n, n) for n in given)
+        raise click.UsageError(f"--resume continues a campaign with its own configuration: {flags} cannot be "
+                               "changed (only --budget, --db, --opt, --max-consecutive-errors, --[no-]preflight, "
+                               "--quiet, --progress-every)")
+    explicit = ctx.get_parameter_source("budget") is click.core.ParameterSource.COMMANDLINE
+    out_dir = Path(resume_dir)
+    if not out_dir.is_dir():
+        raise click.BadParameter(f"{out_dir}: no such campaign directory", param_hint="'--resume'")
+    try:
+        campaign = Campaign.resume(out_dir, db, budget=budget if explicit else None,
+                                   backend_options=parse_opts(opts),
+                                   max_consecutive_errors=max_consecutive_errors, preflight=preflight)
+    except ResumeError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--resume'") from None
+    except CorpusDatabaseError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--db'" if db else "'--resume'") from None
+    except (FileNotFoundError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        summary = run_with_progress(campaign, quiet=quiet, every_n=progress_every)
+    except PreflightError as exc:
+        _fail(f"backend {campaign.config.backend!r} is unreachable or broken: its preflight round trip failed: "
+              f"{exc}")
+    except (BackendUnavailable, BackendError, ValueError) as exc:
+        raise click.ClickException(f"backend {campaign.config.backend!r}: {exc}") from None
+    _end(summary, out_dir)
+
+
+def _fail(message: str) -> None:
+    click.echo(f"Error: {message}", err=True)
+    click.echo("nothing was recorded: the campaign did not start", err=True)
+    sys.exit(EXIT_CODES["error"])
+
+
+def _end(summary: dict[str, Any], out_dir: Path, *, fail_on: str = "never", verdict: Any = None) -> None:
+    """Print the summary and exit with the code of the campaign's end reason (or 1 for failures that
+    ``--fail-on`` counts, when the campaign ran without error or interruption)."""
     _print_summary(summary, out_dir)
     if verdict is not None:
         _print_baseline(verdict)
-    if summary["status"] == "interrupted":
-        sys.exit(130)
-    if summary["executions"] and summary["errors"] >= summary["executions"]:
-        click.echo(f"every one of the {summary['executions']} executions was a backend error: the backend is "
-                   f"unreachable or broken (see {out_dir / 'campaign.log'})", err=True)
-        sys.exit(3)
-    sys.exit(_exit_code(fail_on or ("new" if verdict is not None else "never"), summary, verdict))
+    reason = summary["status"]
+    if summary.get("message"):
+        click.echo(f"{'error' if reason == 'error' else 'note'}: {summary['message']}", err=True)
+    for warning in summary.get("warnings") or ():
+        click.echo(f"warning: {warning}", err=True)
+    if reason in ("interrupted", "error", "exhausted", "time_limit"):
+        click.echo(f"continue with: ufuzz run --resume {out_dir}", err=True)
+    if reason not in ("interrupted", "error"):
+        code = _exit_code(fail_on, summary, verdict)
+        if code:
+            sys.exit(code)
+    sys.exit(EXIT_CODES.get(reason, EXIT_CODES["error"]))
 
 
 def _load_baseline(path: str | None) -> Any:
@@ -185,15 +271,14 @@ def _load_baseline(path: str | None) -> Any:
 
 def _mark_baseline(out_dir: Path, db: str | None, summary: dict[str, Any], corpus: Any) -> Any:
     """Compare the campaign's failures with the baseline; the verdict goes into summary.json too."""
-    import json
-
     from ufuzz.corpus.baseline import compare_with_baseline
     from ufuzz.corpus.campaign import load_campaign
+    from ufuzz.engine.ending import write_summary
 
     data = load_campaign(out_dir, db, campaign_id=summary["campaign"])
     verdict = compare_with_baseline(data.failures, corpus)
     summary["baseline"] = verdict.to_dict()
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+    write_summary(out_dir / "summary.json", {k: v for k, v in summary.items() if k != "warnings"})
     return verdict
 
 

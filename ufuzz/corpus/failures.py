@@ -1,7 +1,9 @@
 """The oracle side of the corpus database: failures and references.
 
-These two tables live in the same database as the corpus (:mod:`ufuzz.corpus.store`) but only this
-module's :class:`FailureStore` writes or reads them. The engine records its progress through a
+These tables live in the same database as the corpus (:mod:`ufuzz.corpus.store`) but only this
+module's :class:`FailureStore` writes or reads them (with the oracle's half of a campaign's resume snapshot,
+which holds references). During a campaign its writes are buffered in the campaign's write window and
+committed in the same transactions as the corpus records (:mod:`ufuzz.corpus.window`). The engine records its progress through a
 :class:`~ufuzz.corpus.store.CorpusStore`, which cannot reach either table, and the scheduler holds no store at
 all, so nothing that schedules or mutates can see an expected answer or which cases failed.
 """
@@ -9,16 +11,32 @@ all, so nothing that schedules or mutates can see an expected answer or which ca
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, func, select, update
+from sqlalchemy import (
+    JSON,
+    Connection,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from ufuzz.corpus.store import ID, Base, CampaignRow, MetaRow, SqlStore
+from ufuzz.corpus.store import ID, Base, CampaignRow, MetaRow, SqlStore, _replace, utcnow
 from ufuzz.model import Reference
 
-__all__ = ["FailureStore", "FailureRecord", "FailureRow", "ReferenceRow"]
+__all__ = ["FailureStore", "FailureRecord", "FailureRow", "ReferenceRow", "OracleSnapshotRow"]
 
 
 class FailureRow(Base):
@@ -50,7 +68,51 @@ class ReferenceRow(Base):
     note: Mapped[str] = mapped_column(Text, default="")
 
 
-FAILURE_TABLES = [MetaRow.__table__, CampaignRow.__table__, FailureRow.__table__, ReferenceRow.__table__]
+class OracleSnapshotRow(Base):
+    """The oracle's half of a campaign's resume snapshot (references, parents' verdicts, failure tallies and
+    counts after step ``step``), committed with the engine's half (:class:`ufuzz.corpus.store.SnapshotRow`)."""
+
+    __tablename__ = "oracle_snapshots"
+    campaign_id: Mapped[str] = mapped_column(ID, ForeignKey("campaigns.id", ondelete="CASCADE"),
+                                             primary_key=True)
+    step: Mapped[int] = mapped_column(Integer)
+    taken_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+FAILURE_TABLES = [MetaRow.__table__, CampaignRow.__table__, FailureRow.__table__, ReferenceRow.__table__,
+                  OracleSnapshotRow.__table__]
+
+_WRITE_REFERENCES = _replace(ReferenceRow.__table__, "case_id")
+
+
+def _write_failures(conn: Connection, events: list[dict[str, Any]]) -> None:
+    """Buffered failure occurrences: one insert per new key, one count increment per known key."""
+    t = FailureRow.__table__
+    first: dict[tuple[str, str], dict[str, Any]] = {}
+    seen: dict[tuple[str, str], int] = {}
+    low: dict[tuple[str, str], int | None] = {}
+    for ev in events:
+        k = (ev["campaign_id"], ev["failure_key"])
+        first.setdefault(k, ev)
+        seen[k] = seen.get(k, 0) + 1
+        if ev["first_seq"] is not None and (low.get(k) is None or ev["first_seq"] < low[k]):
+            low[k] = ev["first_seq"]
+    for k, n in seen.items():
+        where = (t.c.campaign_id == k[0], t.c.failure_key == k[1])
+        if conn.execute(update(t).where(*where).values(count=t.c.count + n)).rowcount:
+            if low.get(k) is not None:
+                conn.execute(update(t).where(*where, t.c.first_seq.is_(None) | (t.c.first_seq > low[k]))
+                             .values(first_seq=low[k]))
+            continue
+        conn.execute(insert(t), [{**first[k], "count": n, "first_seq": low.get(k)}])
+
+
+def _write_oracle_snapshot(conn: Connection, payloads: list[dict[str, Any]]) -> None:
+    t = OracleSnapshotRow.__table__
+    for row in payloads:
+        conn.execute(delete(t).where(t.c.campaign_id == row["campaign_id"]))
+        conn.execute(insert(t), [row])
 
 
 @dataclass(frozen=True)
@@ -80,6 +142,7 @@ class FailureStore(SqlStore):
     def __init__(self, url: str, campaign_id: str, *, echo: bool = False, readonly: bool = False) -> None:
         super().__init__(url, FAILURE_TABLES, echo=echo, readonly=readonly)
         self.campaign_id = campaign_id
+        self._counts: dict[str, int] | None = None  # occurrences per key, as recorded (loaded on first use)
         with self._sessions() as s:
             if s.get(CampaignRow, campaign_id) is None:
                 self.close()
@@ -88,9 +151,9 @@ class FailureStore(SqlStore):
     # ------------------------------------------------------------------ references
 
     def record_reference(self, case_id: str, reference: Reference) -> None:
-        """Store (or replace) the reference of a case and commit."""
-        with self._tx() as s:
-            s.merge(ReferenceRow(campaign_id=self.campaign_id, case_id=case_id, reference=reference.to_dict()))
+        """Store (or replace) the reference of a case (committed at once, or with the window)."""
+        self._write(_WRITE_REFERENCES, {"campaign_id": self.campaign_id, "case_id": case_id,
+                                        "reference": reference.to_dict(), "note": ""})
 
     def reference(self, case_id: str) -> Reference | None:
         with self._sessions() as s:
@@ -130,6 +193,15 @@ class FailureStore(SqlStore):
         reported for the key.
         """
         cid = self.campaign_id
+        if self.window is not None:
+            counts = self._count_map()
+            counts[failure_key] = counts.get(failure_key, 0) + 1
+            self.window.add(_write_failures, {
+                "campaign_id": cid, "failure_key": failure_key, "case_id": case_id, "seed_id": seed_id,
+                "operator": operator, "kind": kind, "stage": stage, "detail": _jsonable(detail or {}),
+                "first_seq": seq, "cause_key": cause_key, "responder": responder, "origin": origin})
+            return counts[failure_key]
+        self._counts = None  # committed directly: re-read when next asked
         for _attempt in range(3):
             try:
                 with self._tx() as s:
@@ -155,6 +227,54 @@ class FailureStore(SqlStore):
                 # Another writer inserted the same key between our read and insert: count it as a repeat.
                 continue
         raise RuntimeError(f"could not record failure {failure_key!r} after concurrent inserts")
+
+    def _count_map(self) -> dict[str, int]:
+        if self._counts is None:
+            with self._sessions() as s:
+                self._counts = dict(s.execute(select(FailureRow.failure_key, FailureRow.count)
+                                              .where(FailureRow.campaign_id == self.campaign_id)).all())
+        return self._counts
+
+    def counts(self) -> dict[str, int]:
+        """Occurrences per failure key as recorded so far (buffered ones included)."""
+        return dict(self._count_map())
+
+    # ------------------------------------------------------------------ resume snapshots
+
+    def snapshot_write(self, *, step: int, data: bytes) -> tuple[Any, Any]:
+        """The (writer, payload) of the oracle's snapshot half, for the window's flush."""
+        return _write_oracle_snapshot, {"campaign_id": self.campaign_id, "step": int(step), "taken_at": utcnow(),
+                                        "data": bytes(data)}
+
+    def snapshot(self) -> tuple[int, bytes] | None:
+        """(step, data) of the latest committed oracle snapshot."""
+        with self._sessions() as s:
+            row = s.get(OracleSnapshotRow, self.campaign_id)
+            return None if row is None else (row.step, bytes(row.data))
+
+    def rollback(self, counts: dict[str, int], removed_cases: list[str]) -> None:
+        """Back to a snapshot: failures as ``counts`` says (keys it does not know are removed), and no
+        reference for the mutants the corpus side removed (:meth:`CorpusStore.rollback`)."""
+        t, r = FailureRow.__table__, ReferenceRow.__table__
+        cid = self.campaign_id
+        with self._engine.begin() as conn:
+            now = dict(conn.execute(select(t.c.failure_key, t.c.count).where(t.c.campaign_id == cid)).all())
+            for key, n in now.items():
+                if key not in counts:
+                    conn.execute(delete(t).where(t.c.campaign_id == cid, t.c.failure_key == key))
+                elif counts[key] != n:
+                    conn.execute(update(t).where(t.c.campaign_id == cid, t.c.failure_key == key)
+                                 .values(count=counts[key]))
+            for i in range(0, len(removed_cases), 500):
+                conn.execute(delete(r).where(r.c.campaign_id == cid, r.c.case_id.in_(removed_cases[i:i + 500])))
+        self._counts = {k: v for k, v in counts.items() if k in now}
+
+    def reset(self) -> None:
+        """Remove every failure, reference and snapshot of the campaign (a resume that starts over)."""
+        with self._engine.begin() as conn:
+            for t in (FailureRow.__table__, ReferenceRow.__table__, OracleSnapshotRow.__table__):
+                conn.execute(delete(t).where(t.c.campaign_id == self.campaign_id))
+        self._counts = {}
 
     def failures(self) -> list[FailureRecord]:
         with self._sessions() as s:

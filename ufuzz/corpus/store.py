@@ -16,10 +16,18 @@ PostgreSQL (tested against a real server in ``tests/corpus/test_corpus_postgres.
   stored as U+FFFD there, rather than failing the write;
 * campaign seeds and budgets are 64-bit.
 
-Every ``record_*``/``add_*`` call commits before it returns, so a campaign that dies loses at most the
-record in flight and ``ufuzz status`` (another process) sees progress as it happens. SQLite files run in
-WAL mode so that such a reader never blocks the writer. One writer per campaign is assumed (sequence
-numbers are allocated in-process).
+Durability. Outside a campaign every ``record_*`` call commits before it returns. A campaign attaches a
+:class:`~ufuzz.corpus.window.WriteWindow` (:meth:`CorpusStore.attach`): its records are then written in
+batches, one transaction per at most 256 records or 1 second, each holding only complete steps and, every few
+windows, the campaign's resume snapshot. **After a kill at most the last window is lost**; what is committed
+is always a prefix of the campaign, and ``ufuzz run --resume DIR`` continues from it (records committed after
+the last snapshot are rolled back and redone: :meth:`CorpusStore.rollback`). ``ufuzz status`` (another
+process) sees progress window by window. SQLite files run in WAL mode so that such a reader never blocks the
+writer. One writer per campaign is assumed (sequence numbers are allocated in-process).
+
+A campaign row also says how the campaign ended (``status``: running, budget_spent, exhausted, interrupted,
+time_limit or error, with the error's ``message``) and who runs it (``pid``, ``host``, ``heartbeat_at``), so that
+``ufuzz status`` tells a campaign whose process died from one that is running.
 
 Failures and references are the oracle side's: their tables are written and read only through
 :class:`ufuzz.corpus.failures.FailureStore`. :class:`CorpusStore`, which the campaign's engine writes, has no
@@ -44,20 +52,25 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    Connection,
     DateTime,
     Engine,
     Float,
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     TypeDecorator,
     UniqueConstraint,
     create_engine,
+    delete,
     event,
     func,
+    insert,
     select,
+    update,
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
@@ -65,7 +78,9 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 
 from ufuzz.model import Checkpoint, Execution, FuzzCase, MutationDescriptor, Obligation, Query, Seed, StateOp
 
-SCHEMA_VERSION = 2  # 2: failures carry cause_key, responder and origin (mutant | baseline)
+# 2: failures carry cause_key, responder and origin (mutant | baseline)
+# 3: campaigns' end reasons, messages and heartbeats; records carry their step; resume snapshots
+SCHEMA_VERSION = 3
 # Ids: bounded where a database needs it to index them (MySQL); on PostgreSQL unbounded like SQLite, and
 # compared bytewise (COLLATE "C", like SQLite's BINARY) so that ordered reads are the same whatever locale
 # the team database was created with.
@@ -73,9 +88,8 @@ ID = String(255).with_variant(String(collation="C"), "postgresql")
 
 __all__ = [
     "SCHEMA_VERSION", "Base", "SqlStore", "CorpusStore", "CorpusDatabaseError", "CampaignRecord", "MutantRecord",
-    "ExecutionRecord",
-    "FeedbackRecord", "ErrorRecord", "default_url", "open_engine", "check_database",
-    "database_errors",
+    "ExecutionRecord", "FeedbackRecord", "ErrorRecord", "SnapshotRecord", "SnapshotRow", "default_url", "open_engine",
+    "check_database", "database_errors",
 ]
 
 
@@ -147,7 +161,13 @@ class CampaignRow(Base):
     backend: Mapped[dict[str, Any]] = mapped_column(JSON)
     seed: Mapped[int] = mapped_column(BigInteger)
     budget: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # running | budget_spent | exhausted | interrupted | time_limit | error (see ufuzz.engine.ending)
     status: Mapped[str] = mapped_column(String(32))
+    message: Mapped[str | None] = mapped_column(SafeText, nullable=True)  # why it ended in error
+    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the process running it, on ``host``
+    host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    resumes: Mapped[int] = mapped_column(Integer, default=0)
 
 
 def _campaign_fk() -> Any:
@@ -188,6 +208,7 @@ class MutantRow(Base):
     rejection_reason: Mapped[str | None] = mapped_column(SafeText, nullable=True)
     created_seq: Mapped[int] = mapped_column(Integer)
     detail: Mapped[str] = mapped_column(SafeText, default="")
+    step: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the campaign step that wrote it
 
 
 class ExecutionRow(Base):
@@ -209,6 +230,7 @@ class ExecutionRow(Base):
     error: Mapped[str | None] = mapped_column(SafeText, nullable=True)
     seconds: Mapped[float] = mapped_column(Float)
     is_parent: Mapped[bool] = mapped_column(Boolean)
+    step: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the campaign step that wrote it
 
 
 class NativeIdsRow(Base):
@@ -234,6 +256,7 @@ class FeedbackRow(Base):
     new_response: Mapped[bool] = mapped_column(Boolean)
     divergence: Mapped[float | None] = mapped_column(Float, nullable=True)
     retained: Mapped[bool] = mapped_column(Boolean)
+    step: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the campaign step that wrote it
 
 
 class ErrorRow(Base):
@@ -245,12 +268,26 @@ class ErrorRow(Base):
     case_id: Mapped[str | None] = mapped_column(ID, nullable=True)
     operation: Mapped[str] = mapped_column(String(64))
     message: Mapped[str] = mapped_column(SafeText)
+    step: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the campaign step that wrote it
+
+
+class SnapshotRow(Base):
+    """The engine's resume snapshot of one campaign (the latest only): scheduler, feedback, cases, caches and
+    progress after step ``step`` (``seq`` executions), pickled by :mod:`ufuzz.engine.snapshot`. The oracle's
+    half lives in the oracle side's own table."""
+
+    __tablename__ = "snapshots"
+    campaign_id: Mapped[str] = _campaign_fk()
+    step: Mapped[int] = mapped_column(Integer)
+    seq: Mapped[int] = mapped_column(Integer)
+    taken_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 #: The tables the engine-facing store creates and touches (never failures/references).
 CORPUS_TABLES = [MetaRow.__table__, CampaignRow.__table__, SeedRow.__table__, CheckpointRow.__table__,
                  MutantRow.__table__, ExecutionRow.__table__, NativeIdsRow.__table__, FeedbackRow.__table__,
-                 ErrorRow.__table__]
+                 ErrorRow.__table__, SnapshotRow.__table__]
 
 
 # ====================================================================== engine / URL handling
@@ -265,11 +302,15 @@ def _scheme_of(url: str) -> str:
     return url.split("://", 1)[0] if "://" in url else "(none)"
 
 
+#: how long an SQLite write waits for another writer's lock before it fails ("database is locked")
+BUSY_TIMEOUT_MS = 10_000
+
+
 def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     try:
         cur.execute("PRAGMA foreign_keys=ON")
-        cur.execute("PRAGMA busy_timeout=10000")
+        cur.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_MS)}")
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA synchronous=NORMAL")
     finally:
@@ -490,6 +531,19 @@ class CampaignRecord:
     seed: int
     budget: int | None
     status: str
+    message: str | None = None
+    pid: int | None = None
+    host: str | None = None
+    heartbeat_at: datetime | None = None
+    resumes: int = 0
+
+
+@dataclass(frozen=True)
+class SnapshotRecord:
+    step: int
+    seq: int
+    taken_at: datetime
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -548,7 +602,8 @@ def _execution_record(r: ExecutionRow) -> ExecutionRecord:
 def _campaign_record(r: CampaignRow) -> CampaignRecord:
     return CampaignRecord(id=r.id, started_at=_utc(r.started_at), finished_at=_utc(r.finished_at),
                           config=dict(r.config or {}), backend=dict(r.backend or {}), seed=r.seed,
-                          budget=r.budget, status=r.status)
+                          budget=r.budget, status=r.status, message=r.message, pid=r.pid, host=r.host,
+                          heartbeat_at=_utc(r.heartbeat_at), resumes=r.resumes or 0)
 
 
 # ====================================================================== the store
@@ -557,17 +612,68 @@ def _campaign_record(r: CampaignRow) -> CampaignRecord:
 _Store = TypeVar("_Store", bound="SqlStore")
 
 
+def _insert(table: Any) -> Any:
+    """A window writer that bulk-inserts row dicts into ``table`` (one executemany)."""
+    def write(conn: Connection, rows: list[dict[str, Any]]) -> None:
+        conn.execute(insert(table), rows)
+    write.__qualname__ = f"insert_{table.name}"
+    return write
+
+
+def _replace(table: Any, key: str) -> Any:
+    """A window writer that replaces rows of ``table`` by (campaign_id, ``key``): re-recording an id replaces
+    it, as the ORM's merge did, in two bulk statements."""
+    col = table.c[key]
+
+    def write(conn: Connection, rows: list[dict[str, Any]]) -> None:
+        latest = {(r["campaign_id"], r[key]): r for r in rows}  # the last recording of an id wins
+        by_campaign: dict[str, list[str]] = {}
+        for cid, rid in latest:
+            by_campaign.setdefault(cid, []).append(rid)
+        for cid, ids in by_campaign.items():
+            for i in range(0, len(ids), 500):
+                conn.execute(delete(table).where(table.c.campaign_id == cid, col.in_(ids[i:i + 500])))
+        conn.execute(insert(table), list(latest.values()))
+    write.__qualname__ = f"replace_{table.name}"
+    return write
+
+
+_WRITE_EXECUTIONS = _insert(ExecutionRow.__table__)
+_WRITE_NATIVE_IDS = _insert(NativeIdsRow.__table__)
+_WRITE_FEEDBACK = _insert(FeedbackRow.__table__)
+_WRITE_ERRORS = _insert(ErrorRow.__table__)
+_WRITE_MUTANTS = _replace(MutantRow.__table__, "case_id")
+_WRITE_SEEDS = _replace(SeedRow.__table__, "seed_id")
+_WRITE_CHECKPOINTS = _replace(CheckpointRow.__table__, "id")
+
+
+def _write_snapshot(conn: Connection, payloads: list[dict[str, Any]]) -> None:
+    t = SnapshotRow.__table__
+    for row in payloads:
+        conn.execute(delete(t).where(t.c.campaign_id == row["campaign_id"]))
+        conn.execute(insert(t), [row])
+
+
+def _write_heartbeat(conn: Connection, payloads: list[tuple[str, datetime]]) -> None:
+    t = CampaignRow.__table__
+    for cid, at in payloads:
+        conn.execute(update(t).where(t.c.id == cid).values(heartbeat_at=at))
+
+
 class SqlStore:
     """What every store over the corpus database shares: its own private engine on ``url`` (creating
     ``tables``), sessions, :meth:`_tx` for a committed write, ``close`` and use as a context manager.
-    ``url`` is kept with the password hidden, for messages."""
+    ``url`` is kept with the password hidden, for messages.
+
+    Writes go through :meth:`_write`: committed at once, or buffered in an attached
+    :class:`~ufuzz.corpus.window.WriteWindow` (see the module docstring on durability)."""
 
     def __init__(self, url: str, tables: list[Any], *, echo: bool = False, readonly: bool = False) -> None:
         self._engine = open_engine(url, tables, echo=echo, readonly=readonly)
         self.readonly = readonly
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
         self.url = make_url(url).render_as_string(hide_password=True)
-        self._batch: Session | None = None
+        self.window: Any = None  # a WriteWindow while a campaign batches its writes
 
     def close(self) -> None:
         self._engine.dispose()
@@ -580,28 +686,27 @@ class SqlStore:
 
     @contextmanager
     def _tx(self) -> Iterator[Session]:
-        """One transaction, committed on exit: every public write is one of these (inside :meth:`batch`, the
-        batch's transaction)."""
-        if self._batch is not None:
-            yield self._batch
-            return
+        """One transaction, committed on exit: every public write is one of these."""
         with self._sessions() as s, s.begin():
             yield s
 
-    @contextmanager
-    def batch(self) -> Iterator[None]:
-        """Make the writes inside one transaction, committed at the end (a campaign's set-up writes thousands
-        of rows: one commit each took most of the set-up time). Hold no other store's write transaction on
-        the same database meanwhile."""
-        if self._batch is not None:
-            yield
+    def open_window(self, **limits: Any) -> Any:
+        """A write window on this store's database (``max_records``, ``max_seconds``); attach it to every store
+        whose writes it should batch (:meth:`attach`)."""
+        from ufuzz.corpus.window import WriteWindow
+
+        return WriteWindow(self._engine, **limits)
+
+    def attach(self, window: Any) -> None:
+        """Buffer this store's writes in ``window`` (None: commit each write at once again)."""
+        self.window = window
+
+    def _write(self, writer: Any, payload: Any) -> None:
+        if self.window is not None:
+            self.window.add(writer, payload)
             return
-        with self._sessions() as s, s.begin(), s.no_autoflush:  # one flush at the commit, not one per row
-            self._batch = s
-            try:
-                yield
-            finally:
-                self._batch = None
+        with self._engine.begin() as conn:
+            writer(conn, [payload])
 
 
 class CorpusStore(SqlStore):
@@ -624,11 +729,18 @@ class CorpusStore(SqlStore):
             raise KeyError(f"unknown campaign {campaign_id!r} in {self.url}")
         self._known.add(campaign_id)
 
+    def _known_campaign(self, campaign_id: str) -> None:
+        if campaign_id not in self._known:
+            with self._sessions() as s:
+                self._require(s, campaign_id)
+
     # ------------------------------------------------------------------ campaigns
 
     def start_campaign(self, campaign_id: str | None = None, *, config: dict[str, Any],
-                       backend: dict[str, Any], seed: int, budget: int | None, status: str = "running") -> str:
+                       backend: dict[str, Any], seed: int, budget: int | None, status: str = "running",
+                       pid: int | None = None, host: str | None = None) -> str:
         """Create a campaign and return its id (a fresh time-stamped one when ``campaign_id`` is None).
+        ``pid``/``host`` name the process that runs it (``ufuzz status`` checks it is alive).
 
         Raises ``ValueError`` if the campaign exists (use :meth:`resume_campaign`).
         """
@@ -637,31 +749,43 @@ class CorpusStore(SqlStore):
         with self._tx() as s:
             if s.get(CampaignRow, campaign_id) is not None:
                 raise ValueError(f"campaign {campaign_id!r} already exists in {self.url}; resume it instead")
-            row = CampaignRow(id=campaign_id, started_at=utcnow(), finished_at=None, config=dict(config),
-                              backend=dict(backend), seed=int(seed), budget=budget, status=status)
+            now = utcnow()
+            row = CampaignRow(id=campaign_id, started_at=now, finished_at=None, config=dict(config),
+                              backend=dict(backend), seed=int(seed), budget=budget, status=status, pid=pid,
+                              host=host, heartbeat_at=now, resumes=0)
             s.add(row)
         self._known.add(campaign_id)
         return campaign_id
 
-    def resume_campaign(self, campaign_id: str) -> CampaignRecord:
-        """Mark an existing campaign running again; sequence numbers continue after the last one."""
+    def resume_campaign(self, campaign_id: str, *, pid: int | None = None, host: str | None = None,
+                        budget: int | None = None) -> CampaignRecord:
+        """Mark an existing campaign running again (in process ``pid`` on ``host``; with a new ``budget`` when
+        given); sequence numbers continue after the last one."""
         with self._tx() as s:
             row = s.get(CampaignRow, campaign_id)
             if row is None:
                 raise KeyError(f"unknown campaign {campaign_id!r} in {self.url}")
             row.status = "running"
             row.finished_at = None
+            row.message = None
+            row.pid, row.host, row.heartbeat_at = pid, host, utcnow()
+            row.resumes = (row.resumes or 0) + 1
+            if budget is not None:
+                row.budget = budget
         self._known.add(campaign_id)
         with self._lock:
             self._seq.pop(campaign_id, None)  # re-read the high-water mark
         return _campaign_record(row)
 
-    def finish_campaign(self, campaign_id: str, status: str = "finished") -> CampaignRecord:
+    def finish_campaign(self, campaign_id: str, status: str = "budget_spent",
+                        message: str | None = None) -> CampaignRecord:
+        """Record how the campaign ended (its exit reason, and the error's message) and commit."""
         with self._tx() as s:
             row = s.get(CampaignRow, campaign_id)
             if row is None:
                 raise KeyError(f"unknown campaign {campaign_id!r} in {self.url}")
             row.status = status
+            row.message = message
             row.finished_at = utcnow()
         return _campaign_record(row)
 
@@ -672,6 +796,15 @@ class CorpusStore(SqlStore):
                 raise KeyError(f"unknown campaign {campaign_id!r} in {self.url}")
             row.status = status
 
+    def heartbeat(self, campaign_id: str) -> None:
+        """The campaign's process is alive: with the next window when one is open, else at once."""
+        self._write(_write_heartbeat, (campaign_id, utcnow()))
+
+    def heartbeat_now(self, campaign_id: str) -> None:
+        """Commit a heartbeat at once, whatever window is open (from a timer, between windows)."""
+        with self._engine.begin() as conn:
+            _write_heartbeat(conn, [(campaign_id, utcnow())])
+
     def campaign(self, campaign_id: str) -> CampaignRecord | None:
         with self._sessions() as s:
             row = s.get(CampaignRow, campaign_id)
@@ -681,6 +814,47 @@ class CorpusStore(SqlStore):
         with self._sessions() as s:
             rows = s.scalars(select(CampaignRow).order_by(CampaignRow.started_at, CampaignRow.id)).all()
             return [_campaign_record(r) for r in rows]
+
+    # ------------------------------------------------------------------ resume snapshots
+
+    def snapshot_write(self, campaign_id: str, *, step: int, seq: int, data: bytes) -> tuple[Any, Any]:
+        """The (writer, payload) of a snapshot, for :meth:`WriteWindow.flush`'s ``extra``: the snapshot is
+        committed in the same transaction as the window it describes."""
+        return _write_snapshot, {"campaign_id": campaign_id, "step": int(step), "seq": int(seq),
+                                 "taken_at": utcnow(), "data": bytes(data)}
+
+    def heartbeat_write(self, campaign_id: str) -> tuple[Any, Any]:
+        return _write_heartbeat, (campaign_id, utcnow())
+
+    def snapshot(self, campaign_id: str) -> SnapshotRecord | None:
+        """The latest resume snapshot of the campaign, if one was committed."""
+        with self._sessions() as s:
+            row = s.get(SnapshotRow, campaign_id)
+            if row is None:
+                return None
+            return SnapshotRecord(step=row.step, seq=row.seq, taken_at=_utc(row.taken_at), data=bytes(row.data))
+
+    def rollback(self, campaign_id: str, *, step: int, seq: int) -> list[str]:
+        """Remove what the campaign committed after step ``step`` (``seq`` executions): the records a resume
+        redoes from its snapshot. ``step`` < 0 removes every record of the campaign but the campaign row.
+        Returns the case ids of the removed mutants (the oracle side forgets what it holds about them)."""
+        m, e, f, r = MutantRow.__table__, ExecutionRow.__table__, FeedbackRow.__table__, ErrorRow.__table__
+        def after(t: Any) -> Any:
+            return (t.c.step > step) | t.c.step.is_(None) if step < 0 else t.c.step > step
+
+        with self._engine.begin() as conn:
+            gone = [row[0] for row in conn.execute(select(m.c.case_id).where(m.c.campaign_id == campaign_id,
+                                                                             after(m)))]
+            for t in (m, f, r):
+                conn.execute(delete(t).where(t.c.campaign_id == campaign_id, after(t)))
+            for t in (e, NativeIdsRow.__table__):
+                conn.execute(delete(t).where(t.c.campaign_id == campaign_id, t.c.seq > seq))
+            if step < 0:
+                for t in (SeedRow.__table__, CheckpointRow.__table__, SnapshotRow.__table__):
+                    conn.execute(delete(t).where(t.c.campaign_id == campaign_id))
+        with self._lock:
+            self._seq.pop(campaign_id, None)
+        return gone
 
     # ------------------------------------------------------------------ sequence numbers
 
@@ -707,16 +881,15 @@ class CorpusStore(SqlStore):
     # ------------------------------------------------------------------ seeds and checkpoints
 
     def record_checkpoint(self, campaign_id: str, checkpoint: Checkpoint) -> None:
-        with self._tx() as s:
-            self._require(s, campaign_id)
-            s.merge(CheckpointRow(campaign_id=campaign_id, id=checkpoint.id, data=checkpoint.to_dict(),
-                                  memory_count=len(checkpoint.memories)))
+        self._known_campaign(campaign_id)
+        self._write(_WRITE_CHECKPOINTS, {"campaign_id": campaign_id, "id": checkpoint.id,
+                                         "data": checkpoint.to_dict(), "memory_count": len(checkpoint.memories)})
 
     def record_seed(self, campaign_id: str, seed: Seed) -> None:
-        with self._tx() as s:
-            self._require(s, campaign_id)
-            s.merge(SeedRow(campaign_id=campaign_id, seed_id=seed.id, checkpoint_id=seed.checkpoint_id,
-                            query=seed.query.to_dict(), descriptor=seed.descriptor.to_dict()))
+        self._known_campaign(campaign_id)
+        self._write(_WRITE_SEEDS, {"campaign_id": campaign_id, "seed_id": seed.id,
+                                   "checkpoint_id": seed.checkpoint_id, "query": seed.query.to_dict(),
+                                   "descriptor": seed.descriptor.to_dict()})
 
     def checkpoints(self, campaign_id: str) -> dict[str, Checkpoint]:
         with self._sessions() as s:
@@ -743,8 +916,9 @@ class CorpusStore(SqlStore):
                       checkpoint_id: str | None = None, operator: str | None = None, target: str | None = None,
                       obligation: Obligation | str | None = None, depth: int | None = None,
                       reason: str | None = None, rejection_reason: str | None = None,
-                      created_seq: int | None = None) -> None:
-        """Record a generated mutant, valid or rejected, and commit. Re-recording a case id replaces it.
+                      created_seq: int | None = None, step: int | None = None) -> None:
+        """Record a generated mutant, valid or rejected (committed at once, or with the window). Re-recording
+        a case id replaces it.
 
         ``case`` is the mutant when the operator produced one; when it produced nothing (rejected early)
         pass ``case=None`` with ``case_id``, ``seed_id`` and whatever else is known. Explicit keywords win
@@ -754,6 +928,7 @@ class CorpusStore(SqlStore):
         sid = seed_id or (case.seed_id if case is not None else None)
         if not cid or not sid:
             raise ValueError("record_mutant needs a case id and a seed id (pass case= or case_id=/seed_id=)")
+        self._known_campaign(campaign_id)
         ob = obligation if obligation is not None else (case.obligation if case is not None else None)
         ob_key = ob.key if isinstance(ob, Obligation) else ob
         if target is None and isinstance(ob, Obligation):
@@ -761,21 +936,21 @@ class CorpusStore(SqlStore):
         why = rejection_reason if rejection_reason is not None else reason
         if created_seq is None:
             created_seq = self.last_seq(campaign_id)
-        with self._tx() as s:
-            self._require(s, campaign_id)
-            cp = checkpoint_id or (case.checkpoint_id if case is not None else None) \
-                or s.scalar(select(SeedRow.checkpoint_id).where(SeedRow.campaign_id == campaign_id,
-                                                                SeedRow.seed_id == sid))
-            s.merge(MutantRow(
-                campaign_id=campaign_id, case_id=cid,
-                parent_id=parent_id or (case.parent_id if case is not None else None), seed_id=sid,
-                checkpoint_id=cp, operator=operator or (case.operator if case is not None else None),
-                obligation_key=ob_key, target=target,
-                query=case.query.to_dict() if case is not None else None,
-                ops=[o.to_dict() for o in case.ops] if case is not None else [],
-                depth=depth if depth is not None else (case.depth if case is not None else 0),
-                valid=bool(valid), rejection_reason=why or None, created_seq=int(created_seq),
-                detail=(case.detail if case is not None else "") or ""))
+        cp = checkpoint_id or (case.checkpoint_id if case is not None else None)
+        if cp is None:
+            with self._sessions() as s:
+                cp = s.scalar(select(SeedRow.checkpoint_id).where(SeedRow.campaign_id == campaign_id,
+                                                                  SeedRow.seed_id == sid))
+        self._write(_WRITE_MUTANTS, {
+            "campaign_id": campaign_id, "case_id": cid,
+            "parent_id": parent_id or (case.parent_id if case is not None else None), "seed_id": sid,
+            "checkpoint_id": cp, "operator": operator or (case.operator if case is not None else None),
+            "obligation_key": ob_key, "target": target,
+            "query": case.query.to_dict() if case is not None else None,
+            "ops": [o.to_dict() for o in case.ops] if case is not None else [],
+            "depth": depth if depth is not None else (case.depth if case is not None else 0),
+            "valid": bool(valid), "rejection_reason": why or None, "created_seq": int(created_seq),
+            "detail": (case.detail if case is not None else "") or "", "step": step})
 
     def mutants(self, campaign_id: str, *, valid: bool | None = None) -> list[MutantRecord]:
         q = select(MutantRow).where(MutantRow.campaign_id == campaign_id)
@@ -786,8 +961,8 @@ class CorpusStore(SqlStore):
             return [MutantRecord(
                 case_id=r.case_id, parent_id=r.parent_id, seed_id=r.seed_id, checkpoint_id=r.checkpoint_id,
                 operator=r.operator, obligation_key=r.obligation_key, target=r.target,
-                query=Query.from_dict(r.query) if r.query else None, ops=tuple(StateOp.from_dict(o) for o in r.ops), depth=r.depth,
-                valid=r.valid, rejection_reason=r.rejection_reason, created_seq=r.created_seq,
+                query=Query.from_dict(r.query) if r.query else None, ops=tuple(StateOp.from_dict(o) for o in r.ops),
+                depth=r.depth, valid=r.valid, rejection_reason=r.rejection_reason, created_seq=r.created_seq,
                 detail=r.detail or "") for r in rows]
 
     # ------------------------------------------------------------------ executions
@@ -801,12 +976,13 @@ class CorpusStore(SqlStore):
         return cp
 
     def record_execution(self, campaign_id: str, execution: Execution, *, is_parent: bool = False,
-                         checkpoint_id: str | None = None, seq: int | None = None) -> int:
-        """Record one execution and commit; returns its sequence number.
+                         checkpoint_id: str | None = None, seq: int | None = None, step: int | None = None) -> int:
+        """Record one execution (committed at once, or with the window); returns its sequence number.
 
         ``checkpoint_id`` attributes the retrieved ids for coverage; when omitted it is looked up from the
         recorded mutant or seed with the execution's case id.
         """
+        self._known_campaign(campaign_id)
         if seq is None:
             seq = self.next_seq(campaign_id)
         else:
@@ -814,18 +990,18 @@ class CorpusStore(SqlStore):
                 if campaign_id not in self._seq:
                     self._seq[campaign_id] = self._max_seq(campaign_id)
                 self._seq[campaign_id] = max(self._seq[campaign_id], seq)
-        with self._tx() as s:
-            self._require(s, campaign_id)
-            if checkpoint_id is None:
+        if checkpoint_id is None:
+            with self._sessions() as s:
                 checkpoint_id = self._checkpoint_of_case(s, campaign_id, execution.case_id)
-            s.add(ExecutionRow(
-                campaign_id=campaign_id, seq=seq, case_id=execution.case_id, checkpoint_id=checkpoint_id,
-                state_key=execution.state_key, query=execution.query, top_ids=list(execution.top_ids),
-                top_scores=[float(x) for x in execution.top_scores], top_texts=list(execution.top_texts),
-                response=execution.response, abstained=bool(execution.abstained), error=execution.error,
-                seconds=float(execution.seconds), is_parent=bool(is_parent)))
-            if execution.native_ids is not None:
-                s.add(NativeIdsRow(campaign_id=campaign_id, seq=seq, ids=[str(x) for x in execution.native_ids]))
+        self._write(_WRITE_EXECUTIONS, {
+            "campaign_id": campaign_id, "seq": seq, "case_id": execution.case_id, "checkpoint_id": checkpoint_id,
+            "state_key": execution.state_key, "query": execution.query, "top_ids": list(execution.top_ids),
+            "top_scores": [float(x) for x in execution.top_scores], "top_texts": list(execution.top_texts),
+            "response": execution.response, "abstained": bool(execution.abstained), "error": execution.error,
+            "seconds": float(execution.seconds), "is_parent": bool(is_parent), "step": step})
+        if execution.native_ids is not None:
+            self._write(_WRITE_NATIVE_IDS, {"campaign_id": campaign_id, "seq": seq,
+                                            "ids": [str(x) for x in execution.native_ids]})
         return seq
 
     def executions(self, campaign_id: str, *, case_id: str | None = None,
@@ -870,16 +1046,16 @@ class CorpusStore(SqlStore):
 
     # ------------------------------------------------------------------ feedback and errors
 
-    def record_feedback(self, campaign_id: str, case_id: str, feedback: Any, *, seq: int | None = None) -> None:
-        """Record a :class:`ufuzz.engine.feedback.Feedback` (anything with its five fields) and commit."""
-        with self._tx() as s:
-            self._require(s, campaign_id)
-            s.add(FeedbackRow(campaign_id=campaign_id, case_id=case_id, seq=seq,
-                              coverage_gain=int(feedback.coverage_gain),
-                              new_signature=bool(feedback.new_signature),
-                              new_response=bool(feedback.new_response),
-                              divergence=None if feedback.divergence is None else float(feedback.divergence),
-                              retained=bool(feedback.retained)))
+    def record_feedback(self, campaign_id: str, case_id: str, feedback: Any, *, seq: int | None = None,
+                        step: int | None = None) -> None:
+        """Record a :class:`ufuzz.engine.feedback.Feedback` (anything with its five fields)."""
+        self._known_campaign(campaign_id)
+        self._write(_WRITE_FEEDBACK, {
+            "campaign_id": campaign_id, "case_id": case_id, "seq": seq,
+            "coverage_gain": int(feedback.coverage_gain), "new_signature": bool(feedback.new_signature),
+            "new_response": bool(feedback.new_response),
+            "divergence": None if feedback.divergence is None else float(feedback.divergence),
+            "retained": bool(feedback.retained), "step": step})
 
     def feedback(self, campaign_id: str, *, case_id: str | None = None) -> list[FeedbackRecord]:
         q = select(FeedbackRow).where(FeedbackRow.campaign_id == campaign_id)
@@ -892,7 +1068,7 @@ class CorpusStore(SqlStore):
                                    divergence=r.divergence, retained=r.retained) for r in rows]
 
     def retained_case_ids(self, campaign_id: str) -> list[str]:
-        """Case ids with retaining feedback, in the order they were retained (for resuming the queue)."""
+        """Case ids with retaining feedback, in the order they were retained."""
         with self._sessions() as s:
             rows = s.execute(select(FeedbackRow.case_id).where(FeedbackRow.campaign_id == campaign_id,
                                                                FeedbackRow.retained.is_(True))
@@ -903,12 +1079,11 @@ class CorpusStore(SqlStore):
         return list(seen)
 
     def record_error(self, campaign_id: str, *, operation: str, message: str, case_id: str | None = None,
-                     seq: int | None = None) -> None:
-        """Record a backend fault (a ``BackendError`` the engine caught) and commit."""
-        with self._tx() as s:
-            self._require(s, campaign_id)
-            s.add(ErrorRow(campaign_id=campaign_id, seq=seq, case_id=case_id, operation=operation,
-                           message=message))
+                     seq: int | None = None, step: int | None = None) -> None:
+        """Record a backend fault (a ``BackendError`` the engine caught)."""
+        self._known_campaign(campaign_id)
+        self._write(_WRITE_ERRORS, {"campaign_id": campaign_id, "seq": seq, "case_id": case_id,
+                                    "operation": operation, "message": message, "step": step})
 
     def errors(self, campaign_id: str) -> list[ErrorRecord]:
         with self._sessions() as s:

@@ -2,22 +2,38 @@
 
 Budget: the number of executions of U(q, M) on the backend — every retrieval (+ response) of a parent or a
 mutant counts one. Cached parent executions are not re-run and not re-counted; mutants that their validator
-rejects are never executed and not counted (they are recorded as rejected). A campaign stops when the budget
-is spent, when no obligation or pool entry is left (status ``finished``), when ``max_time`` has passed (status
-``time_limit``, checked between steps) or on Ctrl-C/SIGTERM (``interrupted``); the summary is always written.
-``plot_data.csv`` (:mod:`ufuzz.engine.plotdata`) records the curve as it goes.
+rejects are never executed and not counted (they are recorded as rejected).
+
+How it ends (:mod:`ufuzz.engine.ending`): ``budget_spent``, ``exhausted`` (no obligation or pool entry left),
+``time_limit``, ``interrupted`` (Ctrl-C / SIGTERM: the current step finishes first) or ``error`` — any exception,
+a failed preflight round trip, ``max_consecutive_errors`` backend errors in a row, a corpus that cannot be
+written. The reason is recorded in the store, in ``summary.json`` and in the exit code; nothing that happens
+while closing can turn a crash into a "normal" end or raise a second error.
+
+Durability and resume: records are committed window by window (:mod:`ufuzz.corpus.window`) together with a
+snapshot of the engine's state (:meth:`Campaign._snapshot`), so a killed, interrupted or errored campaign
+continues from its committed prefix (:meth:`Campaign.resume`); on a deterministic backend the continued
+campaign is the uninterrupted one — same executions, mutants and failures.
+
+Each step is a task from the scheduler, worked on in two parts: *propose and execute* (operators and backend:
+:meth:`Campaign._propose`, :meth:`Campaign._run_mutant`) and *apply* (records, feedback, oracle, scheduler:
+:meth:`Campaign._apply`), so that the first part of several tasks can later run elsewhere while the second is
+applied here in task order. ``plot_data.csv`` (:mod:`ufuzz.engine.plotdata`) records the curve as it goes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import random
 import signal
+import socket
 import threading
 import time
+import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +41,12 @@ import structlog
 
 from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, MemoryBackend
+from ufuzz.engine import ending
+from ufuzz.engine.cases import CaseBook
 from ufuzz.engine.executor import Executor
 from ufuzz.engine.feedback import Ablation, FeedbackState
 from ufuzz.engine.scheduler import NO_MUTANT, Scheduler, SchedulerConfig, StepOutcome, Task
+from ufuzz.engine.snapshot import SnapshotError, dump, load
 from ufuzz.llm.client import LLMError
 from ufuzz.model import Execution, FuzzCase, Reference, SeedSuite
 from ufuzz.operators import create_all
@@ -39,6 +58,9 @@ from ufuzz.seeds.io import load_suite
 
 LLM_USES = ("paraphrase", "answer", "judge")
 DEFAULT_SEEDS = Path(__file__).resolve().parents[2] / "seeds" / "default.jsonl"
+HEARTBEAT_SECONDS = 30.0
+#: tasks looked ahead to prepare their query mutants' texts in one batch (see Campaign._look_ahead)
+LOOK_AHEAD = 64
 
 
 @dataclass
@@ -83,10 +105,19 @@ class CampaignConfig:
     llm_timeout: float = 30.0  # seconds per LLM request
     llm_retries: int = 2  # retries of a failed LLM request, with exponential backoff
     llm_cache: str | None = None  # call-cache file; None = $UFUZZ_CACHE_DIR/llm_calls.sqlite or ~/.cache/ufuzz
-    max_time: float | None = None  # wall seconds from the start; then the campaign ends with status time_limit
+    max_time: float | None = None  # wall seconds of this run; then it ends with reason time_limit
     # "auto": retrieval as the backend exposes it; "hidden": only responses are observed, judged and fed back
     # (a product that only answers; --retrieval-visibility hidden); "visible": require visible retrieval
     retrieval: str = "auto"
+    # this many backend errors in a row (no successful execution between them) end the campaign as an error;
+    # 0 = never
+    max_consecutive_errors: int = 20
+    preflight: bool = True  # a round trip through the backend (and LLM endpoint) before anything is spent
+    # Write windows and resume snapshots: how much a kill may cost and how often the engine state is saved.
+    # They change nothing in a campaign's results.
+    window_records: int = 256
+    window_seconds: float = 1.0
+    snapshot_seconds: float = 0.0  # at least this long between snapshots (0: every window unless slow)
 
     def __post_init__(self) -> None:
         bad = [u for u in self.llm_uses if u not in LLM_USES]
@@ -101,12 +132,16 @@ class CampaignConfig:
             raise ValueError(f"--explore-share must be in [0, 1), not {self.explore_share}")
         if self.isolation not in registry.ISOLATION:
             raise ValueError(f"--isolation must be one of {', '.join(registry.ISOLATION)}, not {self.isolation!r}")
-        if self.max_time is not None and self.max_time <= 0:
-            raise ValueError(f"--max-time must be positive, not {self.max_time}")
         if self.worker_recycle < 0 or (self.worker_max_rss_mb or 0) < 0 or self.worker_timeout <= 0:
             raise ValueError("--worker-recycle and --worker-max-rss-mb must be >= 0, --worker-timeout > 0")
+        if self.max_time is not None and not self.max_time > 0:
+            raise ValueError(f"--max-time must be positive, not {self.max_time}")
+        if self.max_consecutive_errors < 0:
+            raise ValueError(f"--max-consecutive-errors must be >= 0, not {self.max_consecutive_errors}")
         if not 0 < self.llm_timeout <= 3600 or not 0 <= self.llm_retries <= 10:
             raise ValueError("--llm-timeout must be in (0, 3600] seconds and --llm-retries in [0, 10]")
+        if self.window_records < 1 or self.window_seconds < 0 or self.snapshot_seconds < 0:
+            raise ValueError("window_records must be >= 1, window_seconds and snapshot_seconds >= 0")
 
     def to_dict(self) -> dict[str, Any]:
         """The config as recorded with the campaign: a backend's secret options masked (its declared
@@ -118,6 +153,16 @@ class CampaignConfig:
             opts = dict(self.backend_options)
         d["backend_options"] = {k: v for k, v in opts.items() if "key" not in k.lower()}
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CampaignConfig:
+        """A config as :meth:`to_dict` stored it (keys this version does not know are ignored)."""
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        for name in ("llm_uses", "operators"):
+            if kw.get(name) is not None:
+                kw[name] = tuple(kw[name])
+        return cls(**kw)
 
 
 @dataclass
@@ -133,6 +178,7 @@ class Progress:
     unique_failures: int = 0
     causes: int = 0
     baseline_failures: int = 0
+    reader_failures: int = 0
     errors: int = 0
     uncovered_obligations: int = 0
     phase: int = 1
@@ -143,14 +189,53 @@ class Proposal:
     """A step's mutant in the making: the fork it writes to and, once valid, the mutant and its mutation."""
 
     handle: str | None = None  # the mutant's own fork (state operators; query mutants where forks are cheap)
-    mutant: FuzzCase | None = None  # set only when the mutation was produced and validated
-    mutation: Mutation | None = None
+    mutant: FuzzCase | None = None  # the mutant, or a stand-in recorded as rejected
+    mutation: Mutation | None = None  # set only when the mutation was produced and validated
+    valid: bool = False
+    reason: str = ""  # why it was rejected
+    error: tuple[str, str] | None = None  # (operation, message) of a backend fault: no mutant at all
+    state_error: str | None = None  # a valid mutant whose state could not be had: not executed
     adopted: bool = False  # the fork became a retained mutant's live state: not released
     final: bool = False  # rejected, and no other try can go otherwise (the operator's move is deterministic)
+    unjudged: bool = False  # valid, but none of its checks can fail here: not executed
+
+
+class ResumeError(ValueError):
+    """A campaign directory that cannot be resumed (nothing there, still running, nothing left to do)."""
 
 
 def resolve_seeds(path: str | None) -> Path:
     return Path(path) if path else DEFAULT_SEEDS
+
+
+class _LogFile:
+    """The campaign log's file: a line is written whole or not at all (on a full disk the file is cut back
+    to the last complete line and the error is raised)."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, text: str) -> None:
+        size = os.fstat(self._fd).st_size
+        try:
+            self._emit(text.encode("utf-8"))
+        except OSError:
+            try:
+                os.ftruncate(self._fd, size)
+            except OSError:
+                pass
+            raise
+
+    def _emit(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view):]
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
 class Campaign:
@@ -163,16 +248,15 @@ class Campaign:
         self.progress = Progress(budget=config.budget)
         self.tally = Tally()  # the system's mutant failures (UF@B), causes, baseline and reader failures
         self.failure_log: list[tuple[int, Failure]] = []  # the system's mutant failures in discovery order
-        # made by _open and _loop; None (or empty) until the campaign runs
+        # made by _open and _prepare; None (or empty) until the campaign runs
         self.backend: MemoryBackend | None = None
         self.store: Any = None  # CorpusStore
         self.failures: Any = None  # FailureStore (the oracle side's tables)
+        self.window: Any = None  # WriteWindow shared by both stores
         self.campaign_id: str | None = None
         self.log: Any = None
         self._log_file: Any = None
         self._stop = threading.Event()
-        self.end_reason: str | None = None  # why the loop ended early on its own (time_limit)
-        self._deadline: float | None = None
         self.plot: Any = None  # PlotData: plot_data.csv, written as the campaign runs
         self.llm: Any = None
         self.operators: dict[str, Operator] = {}
@@ -180,48 +264,138 @@ class Campaign:
         self.feedback: FeedbackState | None = None
         self.scheduler: Scheduler | None = None
         self.oracle: Oracle | None = None
-        self.cases: dict[str, FuzzCase] = {}
+        self.cases = CaseBook()
         self.judging: dict[str, Any] | None = None  # which levels are judged, with what (summary, status)
+        self.preflight: dict[str, Any] | None = None  # what the preflight round trip saw
+        self.step = 0  # tasks begun (the step counter that names mutants and seeds their rng)
+        self.reason: str | None = None  # how the campaign ended (ufuzz.engine.ending)
+        self.message: str | None = None  # why, for an error
+        self.warnings: list[str] = []  # what went wrong while closing (the user is told)
+        self.resumed_from: int | None = None  # the step a resumed campaign went on from
+        self._resume_id: str | None = None
+        self._deadline: float | None = None
+        self._consecutive = 0  # backend errors since the last successful execution
+        self._last_error = ""
+        self._at_boundary = True  # between steps: the state is the one the committed records describe
+        self._mark: tuple[Progress, int] = (replace(self.progress), 0)  # at the end of the last step
+        self._committed: tuple[Progress, int] = self._mark  # at the last committed window
+        self._last_snapshot = 0.0
+        self._snapshot_cost = 0.0
+        self._ahead_at = 0  # the step up to which query texts were prepared ahead
+        self._ahead_idle = 0  # look-aheads in a row that found nothing to prepare (then it stops)
+        self._heartbeat_stop = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+
+    # -- resume --------------------------------------------------------------------------------------------
+    @classmethod
+    def resume(cls, out: str | Path, db: str | None = None, *, backend: MemoryBackend | None = None,
+               budget: int | None = None, backend_options: dict[str, Any] | None = None,
+               **overrides: Any) -> Campaign:
+        """The campaign recorded in ``out`` (its corpus in ``db``, default the directory's SQLite file), ready
+        to :meth:`run` on from its last committed snapshot: to its budget, or to ``budget`` when given.
+        ``backend_options`` are merged over the stored ones (secrets are never stored); ``overrides`` set
+        run-time fields (``max_consecutive_errors``, ``max_time``, ``preflight``, window sizes). Raises
+        :class:`ResumeError`."""
+        from ufuzz.corpus.failures import FailureStore
+        from ufuzz.corpus.store import CorpusStore
+
+        out = Path(out)
+        cid = _directory_campaign(out)
+        if db is None and not (out / "corpus.sqlite").is_file():
+            raise ResumeError(f"{out}: no campaign to resume here (no corpus.sqlite; pass --db URL if the corpus "
+                              "is elsewhere)")
+        url = db or f"sqlite:///{(out / 'corpus.sqlite').resolve()}"
+        store = CorpusStore(url)
+        try:
+            if cid is None:
+                from ufuzz.corpus.campaign import resolve_campaign
+
+                cid = resolve_campaign(store, out)
+            rec = store.campaign(cid)
+            if rec is None:
+                raise ResumeError(f"{out}: campaign {cid!r} is not in {store.url}")
+            if rec.status == ending.RUNNING and rec.pid != os.getpid() and ending.process_alive(rec.pid, rec.host):
+                raise ResumeError(f"campaign {cid} is still running (process {rec.pid} on this host); stop it "
+                                  "before resuming")
+            config = CampaignConfig.from_dict(rec.config)
+            config.out, config.db = str(out), db if db is not None else config.db
+            config.backend_options = {**config.backend_options, **(backend_options or {})}
+            for name, value in overrides.items():
+                if value is not None:
+                    setattr(config, name, value)
+            snap = store.snapshot(cid)
+            done = snap.seq if snap is not None else 0
+            if budget is not None:
+                if budget <= done:
+                    raise ResumeError(f"--budget {budget}: campaign {cid} has already made {done} executions")
+                config.budget = budget
+            elif rec.status == ending.BUDGET_SPENT:
+                raise ResumeError(f"campaign {cid} already spent its budget of {rec.budget} executions; pass "
+                                  "--budget N (more than that) to go on")
+            config.__post_init__()
+            suite = None
+            if snap is not None:  # the suite as the campaign recorded it (the seed file may have moved)
+                suite = SeedSuite(name="resumed", checkpoints=store.checkpoints(cid), seeds=store.seeds(cid))
+        finally:
+            store.close()
+        if suite is None:
+            path = resolve_seeds(config.seeds)
+            if not path.is_file():
+                raise ResumeError(f"campaign {cid} has no snapshot yet and its seed file {path} is gone")
+        with FailureStore(url, cid):  # the oracle side's tables exist (an old database would fail here)
+            pass
+        obj = cls(config, suite=suite, backend=backend)
+        obj._resume_id = cid
+        return obj
 
     # -- set-up ------------------------------------------------------------------------------------------
     def _open(self):
         from ufuzz.corpus.failures import FailureStore
         from ufuzz.corpus.store import CorpusStore
+        from ufuzz.engine.plotdata import PlotData
         from ufuzz.engine.startup import check_start, undo_on_failure
 
         # where the campaign writes is checked before anything is created, and whatever the set-up creates
-        # is removed again if it fails (a backend refusing its options, a full disk): nothing is left behind
+        # is removed again if it fails (a backend refusing its options or failing its preflight round trip, a
+        # full disk): nothing is left behind
         check_start(self.out, self.config.db)
+        cfg = self.config
         with undo_on_failure(self.out, self._abandon_start):
             self.out.mkdir(parents=True, exist_ok=True)
-            cfg = self.config
             self.backend = self._backend or registry.create(
                 cfg.backend, self.out / "backend", cfg.backend_options, isolation=cfg.isolation,
                 worker={"recycle_every": cfg.worker_recycle, "max_rss_mb": cfg.worker_max_rss_mb,
                         "call_timeout": cfg.worker_timeout})
             Judging.of(cfg).check(self.backend)  # e.g. hidden retrieval with nothing that responds
-            url = self.config.db or f"sqlite:///{(self.out / 'corpus.sqlite').resolve()}"
+            self.llm = self._llm_client()
+            if cfg.preflight:
+                from ufuzz.engine.preflight import preflight
+
+                self.preflight = preflight(self.backend, self.llm)
+            url = cfg.db or f"sqlite:///{(self.out / 'corpus.sqlite').resolve()}"
             self.store = CorpusStore(url)
-            # strategy, seed and start second, plus a random tag: two runs started in the same second on one
-            # team database must not collide (the tag is not from the campaign's rng: determinism holds)
-            self.campaign_id = (f"{self.config.strategy}-s{self.config.seed}-{time.strftime('%Y%m%dT%H%M%S')}"
-                                f"-{os.urandom(3).hex()}")
-            self.store.start_campaign(self.campaign_id, config=self.config.to_dict(),
-                                      backend=self.backend.describe(), seed=self.config.seed,
-                                      budget=self.config.budget)
+            me = {"pid": os.getpid(), "host": socket.gethostname()}
+            if self._resume_id is not None:
+                self.campaign_id = self._resume_id
+                self.store.resume_campaign(self.campaign_id, budget=cfg.budget, **me)
+            else:
+                # strategy, seed and start second, plus a random tag: two runs started in the same second on one
+                # team database must not collide (the tag is not from the campaign's rng: determinism holds)
+                self.campaign_id = (f"{cfg.strategy}-s{cfg.seed}-{time.strftime('%Y%m%dT%H%M%S')}"
+                                    f"-{os.urandom(3).hex()}")
+                self.store.start_campaign(self.campaign_id, config=cfg.to_dict(),
+                                          backend=self.backend.describe(), seed=cfg.seed, budget=cfg.budget, **me)
             self.failures = FailureStore(url, self.campaign_id)
             # which campaign of the (possibly shared) store this directory holds: `ufuzz status DIR --db URL`
-            (self.out / "campaign.json").write_text(json.dumps({"campaign": self.campaign_id}) + "\n")
-            log_file = (self.out / "campaign.log").open("a", encoding="utf-8")
-            self._log_file = log_file
+            ending.write_atomic(self.out / "campaign.json", json.dumps({"campaign": self.campaign_id}) + "\n")
+            self._log_file = _LogFile(self.out / "campaign.log")
         self.log = structlog.wrap_logger(
-            structlog.WriteLogger(log_file),
+            structlog.WriteLogger(self._log_file),
             processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"),
                         structlog.processors.JSONRenderer(sort_keys=True)],
         ).bind(campaign=self.campaign_id)
-        from ufuzz.engine.plotdata import PlotData
-
-        self.plot = PlotData(self.out / "plot_data.csv")
+        # a resumed campaign's curve goes on in the same file (its rows after the snapshot are redone)
+        self.plot = PlotData(self.out / "plot_data.csv", append=self._resume_id is not None)
         if hasattr(self.backend, "observer"):  # a backend worker: its restarts go to the campaign log
             self.backend.observer = lambda event, **facts: self.log.info(event, **facts)
 
@@ -230,16 +404,78 @@ class Campaign:
         files); a campaign already recorded in a shared database is marked as ended in error there."""
         if self.store is not None and self.campaign_id is not None:
             try:
-                self.store.finish_campaign(self.campaign_id, status="error")
+                self.store.finish_campaign(self.campaign_id, status=ending.ERROR,
+                                           message="the campaign failed to start")
             except Exception:  # noqa: BLE001 - best effort: the set-up's own error is reported
                 pass
-        for thing in (self._log_file, self.failures, self.store, self.backend):
+        things = (self._log_file, self.failures, self.store, None if self._backend is not None else self.backend)
+        for thing in things:
             try:
                 if thing is not None:
                     thing.close()
             except Exception:  # noqa: BLE001 - best effort
                 pass
         self._log_file = self.failures = self.store = self.backend = None
+
+    def _prepare(self) -> None:
+        """Operators, executor, oracle and the write window; then either the seeds (a new campaign) or the
+        state of the last snapshot (a resumed one)."""
+        cfg = self.config
+        judging = Judging.of(cfg)
+        realizer = None
+        if "paraphrase" in cfg.llm_uses:
+            from ufuzz.llm.uses import ParaphraseRealizer
+
+            realizer = ParaphraseRealizer(self.llm)
+        self.operators = create_all(realizer=realizer, only=tuple(cfg.operators) if cfg.operators else None)
+        responder, context = judging.build(self.backend, self.llm)
+        self.executor = Executor(self.backend, self.suite.checkpoints, k=cfg.k, responder=responder,
+                                 max_live_states=cfg.max_live_states, hidden=not context.visible)
+        self.judging = judging.describe(self.backend, responder)
+        ending.write_atomic(self.out / "campaign.json", json.dumps({"campaign": self.campaign_id,
+                                                                   "judging": self.judging}) + "\n")
+        self.oracle = Oracle(self._sink, context, reference_sink=self.failures.record_reference)
+        self.window = self.store.open_window(max_records=cfg.window_records, max_seconds=cfg.window_seconds)
+        self.store.attach(self.window)
+        self.failures.attach(self.window)
+        self.progress.coverage_total = sum(len(c.memories) for c in self.suite.checkpoints.values())
+        if self._resume_id is not None and self._restore():
+            return
+        self._seed()
+
+    def _seed(self) -> None:
+        """A new campaign (or a resumed one that had no snapshot yet): seeds, obligations, the first snapshot."""
+        cfg = self.config
+        if self._resume_id is not None:  # start over: what a snapshot-less campaign committed is dropped
+            self.store.rollback(self.campaign_id, step=-1, seq=0)
+            self.failures.reset()
+        ab = Ablation(**{k: bool(v) for k, v in cfg.ablation.items()})
+        self.feedback = FeedbackState(ab, p=cfg.p)
+        self.feedback.track(list(self.suite.checkpoints.values()))
+        self.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
+            attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
+            use_divergence=ab.use_divergence, operators=tuple(self.operators), explore_share=cfg.explore_share,
+            use_effect=cfg.retain))
+        for cp in self.suite.checkpoints.values():
+            self.store.record_checkpoint(self.campaign_id, cp)
+        seeds = sorted(self.suite.seeds, key=lambda s: s.id)
+        for seed in seeds:
+            cp = self.suite.checkpoint_of(seed)
+            case = FuzzCase.from_seed(seed, cp)
+            self.cases.add_seed(case)
+            self.oracle.add_seed(case, self.suite.reference_of(seed))
+            self.store.record_seed(self.campaign_id, seed)
+            self.scheduler.add_seed(case.id, seed.id, self._moves(case))
+        self.scheduler.seal()
+        # every seed runs as a parent: its query is embedded (where the backend embeds) in batches now
+        try:
+            self.backend.prepare_queries([s.query.text for s in seeds])
+        except BackendError as exc:  # only a speed-up: the queries are embedded one by one later instead
+            self.log.warning("prepare_queries_failed", error=str(exc))
+        self.progress.uncovered_obligations = self.scheduler.uncovered()
+        self._end_step(force_snapshot=True)
+        self.log.info("started", seeds=len(seeds), obligations=len(self.scheduler.obligations),
+                      backend=self.backend.describe(), preflight=self.preflight)
 
     def _sink(self, failure: Failure, reference: Reference) -> None:
         self.failures.record(failure, None, seq=self.progress.executions)
@@ -258,11 +494,12 @@ class Campaign:
 
     # -- run ---------------------------------------------------------------------------------------------
     def run(self, on_progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
+        """Run (or, made by :meth:`resume`, continue) the campaign; returns its summary. Bad input or a failed
+        preflight raises before anything is recorded; from then on the campaign always ends with a reason."""
         if self.config.max_time is not None:
             self._deadline = time.monotonic() + self.config.max_time
         self._open()
-        status = "finished"
-        previous = None
+        previous = previous_term = None
         if threading.current_thread() is threading.main_thread():
             # Ctrl-C asks the loop to stop after the current step, so that no backend call, transaction or
             # lock is cut in half; a second Ctrl-C interrupts at once.
@@ -274,120 +511,308 @@ class Campaign:
             previous = signal.signal(signal.SIGINT, on_sigint)
             # a CI job's timeout sends SIGTERM: stop the same way, once
             previous_term = signal.signal(signal.SIGTERM, lambda s, f: self._stop.set())
+        self._start_heartbeat()
         try:
-            self._loop(on_progress)
-            if self.end_reason is not None:
-                status = self.end_reason
-            elif self._stop.is_set():
-                status = "interrupted"
+            self._prepare()
+            self.reason = self._loop(on_progress)
+            p = self.progress
+            if self.reason != ending.INTERRUPTED and p.executions and p.errors >= p.executions:
+                self.reason = ending.ERROR  # it ran, but nothing of it was a test
+                self.message = self.message or (f"every one of the {p.executions} executions was a backend error: "
+                                                f"the backend is unreachable or broken; the last: {self._last_error}")
         except KeyboardInterrupt:
-            status = "interrupted"
+            self.reason = ending.INTERRUPTED
+        except Exception as exc:  # noqa: BLE001 - any fault ends the campaign as an error, truthfully
+            self.reason, self.message = ending.ERROR, ending.describe(exc)
+            self._log_safely("error", "crashed", error=self.message, traceback=traceback.format_exc())
+        except BaseException:
+            self.reason, self.message = ending.ERROR, "aborted"
+            self._finish()
+            raise
         finally:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
                 signal.signal(signal.SIGTERM, previous_term)
-            if status == "interrupted":
-                self.log.warning("interrupted", executions=self.progress.executions)
-            if self.executor is not None:
-                self.executor.close()
-            self.plot.close(self.progress)
-            self.store.finish_campaign(self.campaign_id, status=status)
-            summary = self.summary(status)
-            (self.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
-            self.log.info("finished", **{k: v for k, v in summary.items() if k != "failures"})
-            self._log_file.close()
-            for store in (self.store, self.failures):  # a team database must not keep idle connections
+        return self._finish()
+
+    def _loop(self, on_progress: Callable[[Progress], None] | None) -> str:
+        cfg = self.config
+        hidden = self.executor.hidden
+        while True:
+            if self.progress.executions >= cfg.budget:
+                return ending.BUDGET_SPENT
+            if self._stop.is_set():
+                return ending.INTERRUPTED
+            if self._deadline is not None and time.monotonic() >= self._deadline:
+                return ending.TIME_LIMIT
+            task = self.scheduler.next()
+            if task is None:
+                return ending.EXHAUSTED
+            if self.step >= self._ahead_at:
+                self._look_ahead(task)
+            self.step += 1
+            self._at_boundary = False
+            self._step(task, self.step, hidden)
+            for operation, message in self.executor.faults:  # e.g. a release that failed: recorded, not raised
+                self._error(task.case_id, operation, message)
+            self.executor.faults.clear()
+            self.progress.phase = task.phase
+            self._end_step()
+            limit = cfg.max_consecutive_errors
+            if limit and self._consecutive >= limit:
+                self.message = (f"{self._consecutive} backend errors in a row (--max-consecutive-errors {limit}); "
+                                f"the last: {self._last_error}")
+                return ending.ERROR
+            if on_progress is not None:
+                on_progress(self.progress)
+
+    def _end_step(self, force_snapshot: bool = False) -> None:
+        """Counters of a finished step; the step's records may now be committed (with a snapshot when due)."""
+        p = self.progress
+        p.uncovered_obligations = self.scheduler.uncovered()
+        p.coverage = self.feedback.reached()
+        p.unique_failures = len(self.tally.unique)
+        p.causes = len(self.tally.causes)
+        p.baseline_failures = len(self.tally.baseline)
+        p.reader_failures = len(self.tally.reader)
+        if self.plot is not None:
+            self.plot.record(p)
+        self.window.mark()
+        self._mark = (replace(p), len(self.failure_log))
+        self._at_boundary = True
+        if force_snapshot or self.window.due():
+            self._flush(snapshot=force_snapshot or self._snapshot_due())
+
+    def _snapshot_due(self) -> bool:
+        # a slow snapshot (a large suite) is taken less often: at most ~5% of the time goes to snapshots
+        wait = max(self.config.snapshot_seconds, 20 * self._snapshot_cost)
+        return time.monotonic() - self._last_snapshot >= wait
+
+    def _flush(self, snapshot: bool) -> None:
+        """Commit the window (complete steps only), with a snapshot of the state at its end if asked."""
+        extra = [self.store.heartbeat_write(self.campaign_id)]
+        cost = 0.0
+        if snapshot:
+            t0 = time.perf_counter()
+            engine, oracle = self._snapshot()
+            cost = time.perf_counter() - t0
+            extra += [self.store.snapshot_write(self.campaign_id, step=self.step, seq=self.progress.executions,
+                                                data=engine),
+                      self.failures.snapshot_write(step=self.step, data=oracle)]
+        self.window.flush(extra)
+        self._committed = self._mark
+        if snapshot:
+            self._last_snapshot = time.monotonic()
+            self._snapshot_cost = cost
+
+    def _look_ahead(self, task: Task) -> None:
+        """Prepare the query texts of the next LOOK_AHEAD steps in one batch (the embedded backend embeds them
+        together, ~4x cheaper per text than one at a time on a cold cache).
+
+        Query mutants do not depend on retrieval, so their texts can be made early: on a copy of the scheduler
+        (each task taken as valid), by the same operators with the same per-step random generators. A guess that
+        turns out wrong only costs a wasted embedding; nothing here touches the campaign's own state, and the
+        backend's preparation changes no result. Once two look-aheads in a row do not pay for themselves (a warm
+        cache, a backend that does not embed) it stops."""
+        self._ahead_at = self.step + LOOK_AHEAD
+        if self._ahead_idle >= 2 or "paraphrase" in self.config.llm_uses:  # never call an LLM ahead
+            return
+        t0 = time.perf_counter()
+        sim = pickle.loads(pickle.dumps(self.scheduler, protocol=pickle.HIGHEST_PROTOCOL))
+        texts: list[str] = []
+        nxt: Task | None = task
+        for j in range(1, LOOK_AHEAD + 1):
+            if nxt is None:
+                break
+            op = self.operators[nxt.operator]
+            if op.kind == "query" and nxt.case_id in self.cases:
+                parent = self.cases[nxt.case_id]
                 try:
-                    store.close()
-                except Exception:  # noqa: BLE001 - closing is best effort once the summary is written
+                    m = op.mutate(parent, self.oracle.reference_of(parent.id), nxt.target,
+                                  random.Random(f"{self.config.seed}:{self.step + j}"), None)
+                    texts.append(m.query.text)
+                except Exception:  # noqa: BLE001 - a guess that cannot be made is skipped
                     pass
+            sim.report(nxt, StepOutcome(valid=True))
+            nxt = sim.next()
+        cost = time.perf_counter() - t0  # the look-ahead's own cost (the batch itself replaces later work)
+        try:
+            done = self.backend.prepare_queries(texts) if texts else 0
+        except BackendError as exc:  # only a speed-up
+            self.log.warning("prepare_queries_failed", error=str(exc))
+            done = 0
+        # it pays when the texts prepared saved more than the look-ahead cost (a text embedded in a batch saves
+        # ~10 ms); a large suite's scheduler is dear to copy
+        paid = done * 0.01 > cost
+        self._ahead_idle = 0 if paid else self._ahead_idle + 1
+
+    # -- snapshots ------------------------------------------------------------------------------------------
+    def _snapshot(self) -> tuple[bytes, bytes]:
+        """The engine's and the oracle's state after the current step, each pickled for its own table."""
+        engine = {"step": self.step, "progress": asdict(self.progress), "scheduler": self.scheduler,
+                  "feedback": self.feedback, "cases": self.cases, "executor": self.executor.snapshot(),
+                  "consecutive": self._consecutive, "last_error": self._last_error}
+        oracle = {"step": self.step, "oracle": self.oracle.snapshot(), "tally": self.tally,
+                  "failure_log": self.failure_log, "counts": self.failures.counts()}
+        seeds = self._seed_names(self.cases.seeds())
+        return dump(engine, seeds), dump(oracle, seeds)
+
+    @staticmethod
+    def _seed_names(cases: list[FuzzCase]) -> dict[str, FuzzCase]:
+        """Seed cases by a name for snapshots: a resume rebuilds them from the recorded suite, so a snapshot
+        holds their names only (their provenance is most of a large suite's state)."""
+        return {f"seed:{c.id}": c for c in cases}
+
+    def _rebuilt_seeds(self) -> dict[str, FuzzCase]:
+        return self._seed_names([FuzzCase.from_seed(s, self.suite.checkpoint_of(s))
+                                 for s in sorted(self.suite.seeds, key=lambda s: s.id)])
+
+    def _restore(self) -> bool:
+        """Go back to the last snapshot: state from it, records committed after it removed. False when the
+        campaign has no snapshot (it starts over)."""
+        rec = self.store.snapshot(self.campaign_id)
+        half = self.failures.snapshot()
+        if rec is None or half is None:
+            return False
+        if rec.step != half[0]:
+            raise SnapshotError(f"the engine's snapshot (step {rec.step}) and the oracle's (step {half[0]}) "
+                                "differ: the corpus was changed by something else")
+        seeds = self._rebuilt_seeds()
+        engine, oracle = load(rec.data, seeds), load(half[1], seeds)
+        self.step = engine["step"]
+        self.progress = Progress(**engine["progress"])
+        self.progress.budget = self.config.budget
+        self.scheduler = engine["scheduler"]
+        self.feedback = engine["feedback"]
+        self.cases = engine["cases"]
+        self.executor.restore(engine["executor"])
+        self._consecutive, self._last_error = engine["consecutive"], engine["last_error"]
+        self.oracle.restore(oracle["oracle"])
+        self.tally, self.failure_log = oracle["tally"], oracle["failure_log"]
+        gone = self.store.rollback(self.campaign_id, step=self.step, seq=self.progress.executions)
+        self.failures.rollback(oracle["counts"], gone)
+        self.resumed_from = self.step
+        self._mark = self._committed = (replace(self.progress), len(self.failure_log))
+        self._last_snapshot = time.monotonic()
+        self.log.info("resumed", step=self.step, executions=self.progress.executions, budget=self.config.budget,
+                      rolled_back_mutants=len(gone), preflight=self.preflight)
+        return True
+
+    # -- ending --------------------------------------------------------------------------------------------
+    def _finish(self) -> dict[str, Any]:
+        """Commit what is complete, record how the campaign ended, write the summary and close everything.
+        Every part is guarded: a failure here is reported (``warnings``), never raised."""
+        reason = self.reason or ending.ERROR
+        state = self._mark
+        if self.window is not None:
             try:
-                self.backend.close()
-            except BackendError:
+                if self._at_boundary:
+                    self._flush(snapshot=True)  # the state to resume from is exactly the committed one
+                else:  # cut off mid-step: its records are dropped; resume redoes from the last snapshot
+                    self.window.rewind()
+                    self.window.flush([self.store.heartbeat_write(self.campaign_id)])
+                    self._committed = self._mark
+            except Exception as exc:  # noqa: BLE001 - e.g. a full disk or a database locked by another writer
+                state = self._committed
+                what = ending.describe(exc)
+                if reason == ending.ERROR:
+                    self.warnings.append(f"the last records could not be written either: {what}")
+                else:
+                    self.message = (f"the campaign ended ({reason}) but its last records could not be written: "
+                                    f"{what}")
+                    reason = ending.ERROR
+        self.reason = reason
+        if self.message is None and reason == ending.ERROR:
+            self.message = "unknown error"
+        self._heartbeat_stop.set()
+        if reason == ending.INTERRUPTED:
+            self._log_safely("warning", "interrupted", executions=state[0].executions)
+        if self.executor is not None:
+            try:
+                self.executor.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
                 pass
+        if self.plot is not None:
+            try:
+                self.plot.close(state[0])
+            except Exception:  # noqa: BLE001
+                pass
+        if self.store is not None:
+            try:
+                self.store.attach(None)
+                self.store.finish_campaign(self.campaign_id, status=reason, message=self.message)
+            except Exception as exc:  # noqa: BLE001
+                self.warnings.append(f"could not record the end in the corpus database ({ending.describe(exc)}); "
+                                     "summary.json has it")
+        summary = self.summary(reason, progress=state[0], found=state[1])
+        try:
+            ending.write_summary(self.out / "summary.json", summary)
+        except Exception as exc:  # noqa: BLE001
+            self.warnings.append(f"could not write {self.out / 'summary.json'}: {ending.describe(exc)}")
+        summary["warnings"] = list(self.warnings)
+        self._log_safely("info", "finished", **{k: v for k, v in summary.items() if k != "failures"})
+        if self._heartbeat is not None:
+            self._heartbeat.join(timeout=5)
+        for thing in (self._log_file, self.store, self.failures):
+            try:
+                if thing is not None:
+                    thing.close()
+            except Exception:  # noqa: BLE001 - a team database must not keep idle connections; best effort
+                pass
+        if self.failures is not None:
+            self.failures.attach(None)
+        try:
+            if self.backend is not None:
+                self.backend.close()
+        except Exception:  # noqa: BLE001
+            pass
         return summary
 
+    def _log_safely(self, level: str, event: str, **facts: Any) -> None:
+        if self.log is None:
+            return
+        try:
+            getattr(self.log, level)(event, **facts)
+        except Exception:  # noqa: BLE001 - the log may be what failed (a full disk)
+            pass
+
+    def _start_heartbeat(self) -> None:
+        """Mark the campaign alive every HEARTBEAT_SECONDS even while one backend call takes long."""
+        def beat() -> None:
+            while not self._heartbeat_stop.wait(HEARTBEAT_SECONDS):
+                try:
+                    self.store.heartbeat_now(self.campaign_id)
+                except Exception:  # noqa: BLE001 - a missed heartbeat is not the campaign's end
+                    pass
+
+        self._heartbeat = threading.Thread(target=beat, name="ufuzz-heartbeat", daemon=True)
+        self._heartbeat.start()
+
+    # -- records -------------------------------------------------------------------------------------------
     def _record_exec(self, ex: Execution, is_parent: bool, checkpoint_id: str) -> None:
         self.progress.executions += 1
         self.store.record_execution(self.campaign_id, ex, is_parent=is_parent, seq=self.progress.executions,
-                                    checkpoint_id=checkpoint_id)
+                                    checkpoint_id=checkpoint_id, step=self.step)
         if ex.error is not None:
             self.progress.errors += 1
             self.store.record_error(self.campaign_id, seq=self.progress.executions, case_id=ex.case_id,
-                                    operation="execute", message=ex.error)
+                                    operation="execute", message=ex.error, step=self.step)
             self.log.warning("backend_error", case=ex.case_id, error=ex.error)
+            self._consecutive += 1
+            self._last_error = ex.error
+        else:
+            self._consecutive = 0
 
-    def _error(self, case_id: str, operation: str, exc: Exception) -> None:
+    def _error(self, case_id: str, operation: str, message: str) -> None:
         self.progress.errors += 1
         self.store.record_error(self.campaign_id, seq=self.progress.executions, case_id=case_id,
-                                operation=operation, message=f"{type(exc).__name__}: {exc}")
-        self.log.warning("backend_error", case=case_id, operation=operation, error=str(exc))
+                                operation=operation, message=message, step=self.step)
+        self.log.warning("backend_error", case=case_id, operation=operation, error=message)
+        self._consecutive += 1
+        self._last_error = f"{operation}: {message}"
 
     def _moves(self, case: FuzzCase) -> list[tuple[str, str]]:
         return [(name, t) for name, op in self.operators.items() for t in op.targets(case)]
-
-    def _loop(self, on_progress: Callable[[Progress], None] | None) -> None:
-        cfg = self.config
-        judging = Judging.of(cfg)
-        self.llm = self._llm_client()
-        realizer = None
-        if "paraphrase" in cfg.llm_uses:
-            from ufuzz.llm.uses import ParaphraseRealizer
-
-            realizer = ParaphraseRealizer(self.llm)
-        self.operators = create_all(realizer=realizer, only=tuple(cfg.operators) if cfg.operators else None)
-        responder, context = judging.build(self.backend, self.llm)
-        self.executor = Executor(self.backend, self.suite.checkpoints, k=cfg.k, responder=responder,
-                                 max_live_states=cfg.max_live_states, hidden=not context.visible)
-        hidden = self.executor.hidden
-        self.judging = judging.describe(self.backend, responder)
-        (self.out / "campaign.json").write_text(json.dumps({"campaign": self.campaign_id,
-                                                            "judging": self.judging}) + "\n")
-        self.oracle = Oracle(self._sink, context, reference_sink=self.failures.record_reference)
-        ab = Ablation(**{k: bool(v) for k, v in cfg.ablation.items()})
-        self.feedback = FeedbackState(ab, p=cfg.p)
-        self.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
-            attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
-            use_divergence=ab.use_divergence, operators=tuple(self.operators), explore_share=cfg.explore_share,
-            use_effect=cfg.retain))
-        self.progress.coverage_total = sum(len(c.memories) for c in self.suite.checkpoints.values())
-        seeds = sorted(self.suite.seeds, key=lambda s: s.id)
-        cases = [FuzzCase.from_seed(seed, self.suite.checkpoint_of(seed)) for seed in seeds]
-        with self.store.batch():  # one commit for the set-up, not one per seed (the stores share the file)
-            for cp in self.suite.checkpoints.values():
-                self.store.record_checkpoint(self.campaign_id, cp)
-            for seed in seeds:
-                self.store.record_seed(self.campaign_id, seed)
-        with self.failures.batch():
-            for case, seed in zip(cases, seeds, strict=True):
-                self.oracle.add_seed(case, self.suite.reference_of(seed))
-        for case, seed in zip(cases, seeds, strict=True):
-            self.cases[case.id] = case
-            self.scheduler.add_seed(case.id, seed.id, self._moves(case))
-        self.scheduler.seal()
-        self.progress.uncovered_obligations = self.scheduler.uncovered()
-        self.log.info("started", seeds=len(self.cases), obligations=len(self.scheduler.obligations),
-                      backend=self.backend.describe())
-        counter = 0
-        while self.progress.executions < cfg.budget and not self._stop.is_set():
-            if self._deadline is not None and time.monotonic() >= self._deadline:
-                self.end_reason = "time_limit"
-                break
-            task = self.scheduler.next()
-            if task is None:
-                break
-            counter += 1
-            self._step(task, counter, hidden)
-            self.progress.phase = task.phase
-            self.progress.uncovered_obligations = self.scheduler.uncovered()
-            self.progress.coverage = sum(self.feedback.coverage_of(cp).reached
-                                         for cp in self.suite.checkpoints.values())
-            self.progress.unique_failures = len(self.tally.unique)
-            self.progress.causes = len(self.tally.causes)
-            self.progress.baseline_failures = len(self.tally.baseline)
-            self.plot.record(self.progress)
-            if on_progress is not None:
-                on_progress(self.progress)
 
     def _llm_client(self) -> Any:
         """The LLM client of every configured LLM use (paraphrase, answer, judge), or None without any."""
@@ -400,6 +825,7 @@ class Campaign:
                                    api_key_env=cfg.llm_api_key_env, timeout=cfg.llm_timeout,
                                    max_retries=cfg.llm_retries), CallCache(cfg.llm_cache))
 
+    # -- one step ------------------------------------------------------------------------------------------
     def _parent_execution(self, parent: FuzzCase, hidden: bool) -> Execution:
         ex, fresh = self.executor.execute_parent(parent)
         if fresh:
@@ -416,8 +842,9 @@ class Campaign:
         return self._parent_execution(seed, hidden)
 
     def _step(self, task: Task, counter: int, hidden: bool) -> None:
-        """One task: propose and validate a mutant, execute it, then retain or release it. Every path ends
-        in exactly one report to the scheduler and releases the mutant's fork unless the mutant was kept."""
+        """One task: propose and validate a mutant, execute it, then apply the result (records, feedback,
+        verdict, retention). Every path ends in exactly one report to the scheduler and releases the mutant's
+        fork unless the mutant was kept."""
         parent = self.cases[task.case_id]
         parent_ex = self._parent_execution(parent, hidden)
         if parent_ex.error is not None or self.progress.executions >= self.config.budget:
@@ -426,7 +853,7 @@ class Campaign:
         try:
             testable = self.oracle.testable(parent, parent_ex)
         except LLMError as exc:  # the LLM judge failed on the parent: no verdict, an error record, no mutant now
-            self._error(parent.id, "judge", exc)
+            self._error(parent.id, "judge", f"{type(exc).__name__}: {exc}")
             self.scheduler.report(task, NO_MUTANT)
             return
         if not testable:
@@ -436,17 +863,15 @@ class Campaign:
             self.scheduler.report(task, NO_MUTANT)
             return
         proposal = self._propose(task, parent, counter)
-        outcome = StepOutcome(valid=False, final=True) if proposal.final else NO_MUTANT
+        outcome = NO_MUTANT
         try:
             responds = self.executor.answers or self.executor.responder is not None
-            if proposal.mutant is not None and not self.oracle.can_fail(proposal.mutant, proposal.mutation.reference,
-                                                                        responds):
+            if proposal.valid and not self.oracle.can_fail(proposal.mutant, proposal.mutation.reference, responds):
                 # e.g. an abstaining mutant where retrieval is judged without a relevance threshold and nothing
                 # responds: executing it would spend budget on a test that cannot fail
-                self.progress.mutants_unjudged += 1
-                outcome = StepOutcome(valid=False, final=True)
-            elif proposal.mutant is not None:
-                outcome = self._execute(task, proposal, parent, parent_ex, hidden)
+                proposal.unjudged = True
+            ex = self._run_mutant(proposal, parent) if proposal.valid and not proposal.unjudged else None
+            outcome = self._apply(task, proposal, parent, parent_ex, ex, hidden)
         finally:
             if proposal.handle is not None and not proposal.adopted:
                 self.executor.release(proposal.handle)
@@ -454,7 +879,7 @@ class Campaign:
 
     def _propose(self, task: Task, parent: FuzzCase, counter: int) -> Proposal:
         """Mutate ``parent`` for the task's target and validate the result (never looking at retrieval or
-        responses). The mutant is recorded, valid or rejected; a backend fault is an error record."""
+        responses). Touches only the backend (the mutant's fork): nothing is recorded here."""
         cfg = self.config
         op = self.operators[task.operator]
         rng = random.Random(f"{cfg.seed}:{counter}")
@@ -464,60 +889,77 @@ class Campaign:
             fork_queries = self.backend.capabilities.cheap_fork if cfg.fork_queries is None else cfg.fork_queries
             if op.kind == "state" or (fork_queries and self.executor.copyable):
                 proposal.handle = self.executor.fork(parent)
-            view = StateView(self.backend, proposal.handle) if op.kind == "state" else None
+            view = StateView(self.backend, proposal.handle, listings=self.executor.listings,
+                             key=parent.state_key) if op.kind == "state" else None
             mutation = op.mutate(parent, self.oracle.reference_of(parent.id), task.target, rng, view)
             verdict = op.validate(parent, mutation, view)
             ok, reason = verdict.ok, verdict.reason
         except Rejected as exc:
             reason = str(exc)
         except (BackendError, NotImplementedError) as exc:
-            self._error(parent.id, f"{op.name}:{task.target}", exc)
+            proposal.error = (f"{op.name}:{task.target}", f"{type(exc).__name__}: {exc}")
             return proposal
         mid = f"x{counter:06d}"
         if mutation is not None:
-            mutant = parent.child(mid, operator=op.name, query=mutation.query, provenance=mutation.provenance,
-                                  ops=mutation.ops, obligation=task.obligation, detail=mutation.detail)
+            proposal.mutant = parent.child(mid, operator=op.name, query=mutation.query,
+                                           provenance=mutation.provenance, ops=mutation.ops,
+                                           obligation=task.obligation, detail=mutation.detail)
         else:  # the operator could not produce a mutant for this target: recorded as rejected
-            mutant = parent.child(mid, operator=op.name, obligation=task.obligation, detail="not produced")
-        self.store.record_mutant(self.campaign_id, mutant, valid=ok, rejection_reason=reason or None,
-                                 created_seq=self.progress.executions)
-        if not ok or mutation is None:
-            self.progress.mutants_rejected += 1
-            proposal.final = not op.varies(parent, task.target)
-            return proposal
-        self.progress.mutants_valid += 1
-        proposal.mutant, proposal.mutation = mutant, mutation
+            proposal.mutant = parent.child(mid, operator=op.name, obligation=task.obligation, detail="not produced")
+        proposal.valid, proposal.reason = ok and mutation is not None, reason
+        proposal.mutation = mutation if proposal.valid else None
+        proposal.final = not proposal.valid and not op.varies(parent, task.target)
         return proposal
 
-    def _execute(self, task: Task, proposal: Proposal, parent: FuzzCase, parent_ex: Execution,
-                 hidden: bool) -> StepOutcome:
-        """Run a valid mutant on its own state, judge it (the verdict goes to the failure store only) and
-        decide from its feedback whether it stays as a parent."""
-        cfg = self.config
-        mutant, mutation = proposal.mutant, proposal.mutation
+    def _run_mutant(self, proposal: Proposal, parent: FuzzCase) -> Execution | None:
+        """Execute a valid mutant on its own fork (or, for a query mutant where forks are dear, on the
+        parent's state); None when that state could not be had."""
         try:
             state = proposal.handle if proposal.handle is not None else self.executor.state_of(parent)
         except BackendError as exc:  # the parent's state could not be rebuilt (e.g. a worker died meanwhile)
-            self._error(mutant.id, "state", exc)
+            proposal.state_error = f"{type(exc).__name__}: {exc}"
+            return None
+        return self.executor.execute(proposal.mutant, state)
+
+    def _apply(self, task: Task, proposal: Proposal, parent: FuzzCase, parent_ex: Execution,
+               ex: Execution | None, hidden: bool) -> StepOutcome:
+        """Record the proposal and its execution, judge it (the verdict goes to the failure store only) and
+        decide from its feedback whether it stays as a parent."""
+        cfg = self.config
+        if proposal.error is not None:
+            self._error(parent.id, *proposal.error)
             return NO_MUTANT
-        ex = self.executor.execute(mutant, state)
+        mutant, mutation = proposal.mutant, proposal.mutation
+        self.store.record_mutant(self.campaign_id, mutant, valid=proposal.valid,
+                                 rejection_reason=proposal.reason or None, created_seq=self.progress.executions,
+                                 step=self.step)
+        if not proposal.valid:
+            self.progress.mutants_rejected += 1
+            return StepOutcome(valid=False, final=True) if proposal.final else NO_MUTANT
+        self.progress.mutants_valid += 1
+        if proposal.unjudged:
+            self.progress.mutants_unjudged += 1
+            return StepOutcome(valid=False, final=True)
+        if ex is None:
+            self._error(mutant.id, "state", proposal.state_error or "no state")
+            return NO_MUTANT
         self._record_exec(ex, is_parent=False, checkpoint_id=mutant.checkpoint_id)
         if ex.error is not None:
             return NO_MUTANT
         self.oracle.register(mutant.id, mutation.reference)
         fb = self.feedback.observe(mutant.seed_id, mutant.checkpoint_id, ex, parent_ex, hidden=hidden, p=cfg.p)
-        self.store.record_feedback(self.campaign_id, mutant.id, fb, seq=self.progress.executions)
+        self.store.record_feedback(self.campaign_id, mutant.id, fb, seq=self.progress.executions, step=self.step)
         try:
             self.oracle.check(mutant, ex, parent, parent_ex, run_seed=lambda sid: self._seed_execution(sid, hidden))
         except LLMError as exc:  # the LLM judge failed: no verdict for this mutant, an error record, never a failure
-            self._error(mutant.id, "judge", exc)
+            self._error(mutant.id, "judge", f"{type(exc).__name__}: {exc}")
         op = self.operators[task.operator]
         if not (fb.retained and cfg.retain and mutant.depth < cfg.max_depth):
             self.oracle.forget(mutant.id)
             return StepOutcome(valid=True, coverage_gain=fb.coverage_gain, divergence=fb.divergence,
                                meaning_preserving=op.meaning_preserving)
         self.progress.retained += 1
-        self.cases[mutant.id] = mutant
+        self.cases.retain(mutant, parent)
         self.executor.remember(mutant, ex)
         if proposal.handle is not None:
             self.executor.adopt(mutant, proposal.handle)
@@ -527,15 +969,22 @@ class Campaign:
                            meaning_preserving=op.meaning_preserving)
 
     # -- results -----------------------------------------------------------------------------------------
-    def summary(self, status: str = "finished") -> dict[str, Any]:
+    def summary(self, status: str | None = None, *, progress: Progress | None = None,
+                found: int | None = None) -> dict[str, Any]:
+        """The campaign's summary (``summary.json``): as it ended (``status``), with the counters of
+        ``progress`` and the first ``found`` failures of the log (default: the current ones)."""
+        p = progress or self.progress
+        log = self.failure_log if found is None else self.failure_log[:found]
         by_op: dict[str, int] = {}
         by_kind: dict[str, int] = {}
-        for _, f in self.failure_log:
+        for _, f in log:
             by_op[f.operator] = by_op.get(f.operator, 0) + 1
             by_kind[f"{f.stage}:{f.kind}"] = by_kind.get(f"{f.stage}:{f.kind}", 0) + 1
-        p = self.progress
+        status = status or self.reason or ending.RUNNING
         return {
-            "campaign": self.campaign_id, "status": status, "executions": p.executions,
+            "version": ending.SUMMARY_VERSION,
+            "campaign": self.campaign_id, "status": status, "reason": status, "message": self.message,
+            "exit_code": ending.EXIT_CODES.get(status), "executions": p.executions,
             "budget": p.budget, "mutants_valid": p.mutants_valid, "mutants_rejected": p.mutants_rejected,
             "mutants_unjudged": p.mutants_unjudged,
             "retained": p.retained, "coverage": p.coverage, "coverage_total": p.coverage_total,
@@ -544,13 +993,28 @@ class Campaign:
             # only when that is one of the seeds' obligations)
             "obligations_covered": len(self.scheduler.covered & self.scheduler.obligations)
             if self.scheduler is not None else 0,
-            "unique_failures": len(self.tally.unique), "causes": len(self.tally.causes),
+            "unique_failures": len(log), "causes": p.causes,
             "failures_by_operator": by_op, "failures_by_kind": by_kind,
-            "baseline_failures": len(self.tally.baseline), "reader_failures": len(self.tally.reader),
-            "judging": self.judging, "errors": p.errors,
+            "baseline_failures": p.baseline_failures, "reader_failures": p.reader_failures,
+            "judging": self.judging, "errors": p.errors, "resumed_from_step": self.resumed_from,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "llm": self.llm.stats() if self.llm is not None else None,
             "worker": stats.to_dict() if (stats := getattr(self.backend, "stats", None))
             is not None and hasattr(stats, "to_dict") else None,
-            "failures": sorted(f.key for _, f in self.failure_log),
+            "failures": sorted(f.key for _, f in log),
         }
+
+
+def _directory_campaign(campaign_dir: Path) -> str | None:
+    """The id of the campaign a directory holds (``campaign.json``, written when it starts), if known."""
+    for name in ("campaign.json", "summary.json"):
+        try:
+            cid = json.loads((campaign_dir / name).read_text(encoding="utf-8")).get("campaign")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if cid:
+            return str(cid)
+    return None
+
+
+__all__ = ["Campaign", "CampaignConfig", "Progress", "Proposal", "ResumeError", "resolve_seeds"]

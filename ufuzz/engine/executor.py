@@ -2,7 +2,9 @@
 
 Every mutant runs on its own fork of its parent's state (a native copy where the backend can copy; otherwise
 the checkpoint is rebuilt in a fresh namespace and the parent's operations replayed), so writes of a mutant
-never reach its parent, its siblings or the checkpoint. Parent executions are cached per (state, query).
+never reach its parent, its siblings or the checkpoint. Parent executions are cached per (state, query), in
+a bounded LRU (an evicted parent is run again, and counted, when it is picked again); ``list()`` of a state is
+cached per state content for the validators (:attr:`Executor.listings`, handed to every ``StateView``).
 An execution records the memory-use behaviour U(q, M): ordered top-k ids, scores, texts and the response — the
 backend's own answer when it answers, else the configured responder's (:mod:`ufuzz.backends.responders`), else
 none (then there is no response-level verdict). Memory ids the backend's answer cites are recorded
@@ -18,16 +20,24 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from typing import Any
 
-from ufuzz.backends.protocol import Answer, BackendError, MemoryBackend, StateHandle
+from ufuzz.backends.protocol import Answer, BackendError, MemoryBackend, StateHandle, StoredMemory
 from ufuzz.backends.responders import BACKEND, Responder
+from ufuzz.lru import LRU
 from ufuzz.model import Checkpoint, Execution, FuzzCase, StateOp
 from ufuzz.oracles.matching import is_abstention
+
+#: parent executions kept (an evicted one is run again, and counted, if its case is picked again)
+MAX_PARENT_EXECUTIONS = 16384
+#: state listings kept for validators, by state key
+MAX_LISTINGS = 256
 
 
 class Executor:
     def __init__(self, backend: MemoryBackend, checkpoints: dict[str, Checkpoint], k: int = 5,
-                 responder: Responder | None = None, max_live_states: int = 32, hidden: bool = False) -> None:
+                 responder: Responder | None = None, max_live_states: int = 32, hidden: bool = False,
+                 max_parent_executions: int = MAX_PARENT_EXECUTIONS) -> None:
         self.backend = backend
         self.checkpoints = checkpoints
         self.k = k
@@ -44,9 +54,11 @@ class Executor:
         self._pinned: set[str] = set()
         self.max_live_states = max(1, int(max_live_states))
         self.evictions = 0
-        self._cache: dict[tuple[str, str], Execution] = {}
+        self._cache: LRU[tuple[str, str], Execution] = LRU(max_parent_executions)
+        self.listings: LRU[str, tuple[StoredMemory, ...]] = LRU(MAX_LISTINGS)
         self.forks = 0
         self.rebuilds = 0
+        self.faults: list[tuple[str, str]] = []  # (operation, message) of backend faults nothing waited for
 
     # -- states ----------------------------------------------------------------------------------------
     def _build(self, checkpoint_id: str) -> StateHandle:
@@ -72,7 +84,7 @@ class Executor:
             handle = self._build(case.checkpoint_id)
             if case.ops:
                 self.rebuilds += 1
-                self._replay(handle, case.ops)
+                self._replay_or_release(handle, case.ops)
             else:
                 self._pinned.add(key)
             self._states[key] = handle
@@ -86,10 +98,15 @@ class Executor:
             victim = unpinned.pop(0)
             handle = self._states.pop(victim)
             self.evictions += 1
-            try:
-                self.backend.release(handle)
-            except BackendError:
-                pass
+            self._release_quietly(handle)
+
+    def _release_quietly(self, handle: StateHandle) -> None:
+        """Release ``handle``; a failure is kept in :attr:`faults` (the campaign records it) and not raised,
+        since nothing that runs afterwards depends on it."""
+        try:
+            self.backend.release(handle)
+        except BackendError as exc:
+            self.faults.append(("release", f"{type(exc).__name__}: {exc}"))
 
     def fork(self, case: FuzzCase) -> StateHandle:
         """An independent copy of ``case``'s state for a mutant to write to and run on."""
@@ -98,8 +115,15 @@ class Executor:
             return self.backend.fork(self.state_of(case))
         self.rebuilds += 1
         handle = self._build(case.checkpoint_id)
-        self._replay(handle, case.ops)
+        self._replay_or_release(handle, case.ops)
         return handle
+
+    def _replay_or_release(self, handle: StateHandle, ops: tuple[StateOp, ...]) -> None:
+        try:
+            self._replay(handle, ops)
+        except BaseException:
+            self._release_quietly(handle)
+            raise
 
     def adopt(self, case: FuzzCase, handle: StateHandle) -> None:
         """Keep ``handle`` as the live state of ``case`` (a retained state mutant may become a parent)."""
@@ -113,10 +137,7 @@ class Executor:
     def release(self, handle: StateHandle) -> None:
         if handle in self._states.values():
             return
-        try:
-            self.backend.release(handle)
-        except BackendError:
-            pass
+        self._release_quietly(handle)
 
     # -- executions --------------------------------------------------------------------------------------
     def execute(self, case: FuzzCase, state: StateHandle) -> Execution:
@@ -169,10 +190,16 @@ class Executor:
         if ex.error is None:
             self._cache[(case.state_key, case.query.text)] = ex
 
+    # -- resume snapshots -----------------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """What a resumed campaign needs to behave as this one: the parent executions it would not re-run.
+        Live states are not kept: they are rebuilt from their recipes when first used."""
+        return {"cache": self._cache}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self._cache = state["cache"]
+
     def close(self) -> None:
         for handle in list(self._states.values()):
-            try:
-                self.backend.release(handle)
-            except BackendError:
-                pass
+            self._release_quietly(handle)
         self._states.clear()

@@ -13,6 +13,9 @@ A mutant is *retained* when it gained coverage or showed a new signature (for hi
 response). Rank-biased-overlap divergence from the parent's top-k is reported to prioritise retained
 mutants; it never retains by itself.
 
+Coverage is also kept as a running count of checkpoint memories reached (:meth:`FeedbackState.reached`, once
+:meth:`FeedbackState.track` named the checkpoints), so a campaign reads it per step without rescanning.
+
 Ablation flags switch the *guidance* of a signal off: a switched-off signal never retains and is reported
 as zero / False / None. What was reached is still recorded, so an ablated campaign's coverage can be
 measured (``coverage_of``, ``totals``) on the same footing as a full one.
@@ -120,6 +123,30 @@ class FeedbackState:
         self._observed = 0
         self._retained = 0
         self._errored = 0
+        self._members: dict[str, frozenset[str]] = {}  # checkpoint id -> its own memory ids (see track)
+        self._reached = 0  # checkpoint memories reached, over all tracked checkpoints
+
+    def __getstate__(self) -> dict[str, Any]:  # resume snapshots: everything but the lock
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def track(self, checkpoints: list[Checkpoint]) -> None:
+        """Count coverage of these checkpoints' own memories as it grows (:meth:`reached`)."""
+        with self._lock:
+            for cp in checkpoints:
+                own = frozenset(m.id for m in cp.memories)
+                self._members[cp.id] = own
+                self._reached += len(self._covered.get(cp.id, set()) & own)
+
+    def reached(self) -> int:
+        """Checkpoint memories reached in any top-k, over the tracked checkpoints (memories added by mutants
+        are not counted): the sum of ``coverage_of(cp).reached``, without a rescan."""
+        return self._reached
 
     # ------------------------------------------------------------------ observing
 
@@ -160,7 +187,12 @@ class FeedbackState:
                          parent: Execution | None, p: float) -> Feedback:
         covered = self._covered[checkpoint_id]
         before = len(covered)
-        covered.update(execution.top_ids)
+        own = self._members.get(checkpoint_id)
+        for mid in execution.top_ids:
+            if mid not in covered:
+                covered.add(mid)
+                if own is not None and mid in own:
+                    self._reached += 1
         gain = len(covered) - before if self.ablate.use_coverage else 0
 
         sigs = self._signatures[seed_id]

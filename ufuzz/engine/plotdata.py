@@ -32,13 +32,17 @@ def _row(progress: Any, elapsed: float) -> dict[str, Any]:
 class PlotData:
     """Appends rows to ``path`` (created with a header line)."""
 
-    def __init__(self, path: str | Path, *, heartbeat: float = HEARTBEAT) -> None:
+    def __init__(self, path: str | Path, *, heartbeat: float = HEARTBEAT, append: bool = False) -> None:
+        """``append``: go on after the rows already in ``path`` (a resumed campaign; its elapsed time starts
+        again from 0)."""
         self.path = Path(path)
         self.heartbeat = heartbeat
         self._t0 = time.monotonic()
-        self._fh = self.path.open("w", encoding="utf-8", newline="")
+        header = not (append and self.path.is_file() and self.path.stat().st_size > 0)
+        self._fh = self.path.open("w" if header else "a", encoding="utf-8", newline="")
         self._writer = csv.DictWriter(self._fh, fieldnames=COLUMNS)
-        self._writer.writeheader()
+        if header:
+            self._writer.writeheader()
         self._fh.flush()
         self._last: dict[str, Any] | None = None
         self._last_t = self._t0

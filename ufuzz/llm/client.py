@@ -335,6 +335,27 @@ class LLMClient:
                                      "json_schema": {"name": schema_name, "schema": schema, "strict": True}}
         return self._complete(messages, params, accept=lambda t: parse_json_reply(t, schema))[1]
 
+    def ping(self) -> None:
+        """Check that the endpoint answers (``GET /models``, not a chat request: nothing is cached or counted).
+        An HTTP error other than 401/403 still shows a live server; no answer at all raises :class:`LLMError`."""
+        import openai
+
+        key = os.environ.get(self.config.api_key_env) or PLACEHOLDER_KEY
+        try:
+            self._client().with_options(max_retries=0).models.list(extra_headers={"Authorization": f"Bearer {key}"})
+        except openai.APIStatusError as exc:
+            if exc.status_code in (401, 403):
+                raise LLMError(f"LLM server at {self._where()} refused the API key from "
+                               f"${self.config.api_key_env} (HTTP {exc.status_code})") from None
+        except openai.APITimeoutError:
+            raise LLMError(f"LLM server at {self._where()} did not answer within {self.config.timeout}s") from None
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise LLMError(f"cannot reach LLM server at {self._where()}: {type(cause).__name__}: "
+                           f"{_excerpt(str(cause))}") from None
+        except openai.OpenAIError as exc:
+            raise LLMError(f"LLM server at {self._where()} failed: {type(exc).__name__}") from None
+
     def stats(self) -> dict[str, int]:
         return {"calls_made": self.calls_made, "cache_hits": self.cache_hits, "errors": self.errors,
                 "retries": self.retries}

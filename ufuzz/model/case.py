@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ufuzz.model.memory import Checkpoint, Memory
@@ -70,8 +71,9 @@ class FuzzCase:
     depth: int = 0
     detail: str = ""
 
-    @property
+    @cached_property
     def state_key(self) -> str:
+        """The recipe's name (computed once per case: the engine asks for it at every step)."""
         return state_key(self.checkpoint_id, self.ops)
 
     @classmethod

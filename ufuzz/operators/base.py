@@ -21,26 +21,42 @@ from ufuzz.model import FuzzCase, Memory, Provenance, Query, Reference, StateOp
 
 
 class StateView:
-    """The part of a backend a state operator and its validator may touch: ops and observation only."""
+    """The part of a backend a state operator and its validator may touch: ops and observation only.
 
-    def __init__(self, backend: MemoryBackend, state: StateHandle) -> None:
+    ``listings`` (a mapping from state key to a listing) with ``key`` (the state's key, e.g. the parent's
+    ``state_key`` for a fresh fork) lets ``list()`` reuse the listing of an unchanged state: until the first
+    write through this view the state is the keyed one, afterwards every ``list()`` asks the backend."""
+
+    def __init__(self, backend: MemoryBackend, state: StateHandle, *, listings: Any = None,
+                 key: str | None = None) -> None:
         self._backend = backend
         self._state = state
+        self._listings = listings
+        self._key = key if listings is not None else None
 
     def add(self, memory: Memory) -> OpResult:
+        self._key = None
         return self._backend.add(self._state, memory)
 
     def update(self, memory_id: str, new: Memory) -> OpResult:
+        self._key = None
         return self._backend.update(self._state, memory_id, new)
 
     def delete(self, memory_id: str) -> OpResult:
+        self._key = None
         return self._backend.delete(self._state, memory_id)
 
     def get(self, memory_id: str) -> StoredMemory | None:
         return self._backend.get(self._state, memory_id)
 
     def list(self) -> list[StoredMemory]:
-        return self._backend.list(self._state)
+        if self._key is None:
+            return self._backend.list(self._state)
+        hit = self._listings.get(self._key)
+        if hit is None:
+            hit = tuple(self._backend.list(self._state))
+            self._listings[self._key] = hit
+        return list(hit)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,9 @@ baseline failure, not one the mutation caused.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+from ufuzz.lru import LRU
 from ufuzz.model import Execution, FuzzCase, Reference
 from ufuzz.oracles.expectations import Outcome
 from ufuzz.oracles.verdict import (
@@ -31,6 +33,9 @@ from ufuzz.oracles.verdict import (
 #: runs (or returns the cached) execution of a seed case by id; None when it could not run
 SeedRunner = Callable[[str], Execution | None]
 
+#: parents' verdicts kept; an evicted one is judged again (a pure function of reference and execution)
+MAX_PARENT_VERDICTS = 16384
+
 
 class Oracle:
     def __init__(self, sink: Callable[[Failure, Reference], None], context: Context | None = None,
@@ -39,10 +44,23 @@ class Oracle:
         self._sink = sink
         self._reference_sink = reference_sink
         self._refs: dict[str, Reference] = {}
-        self._levels: dict[tuple[str, str], dict[str, Outcome]] = {}  # parents' verdicts by (case, state)
+        # parents' verdicts by (case, state), bounded
+        self._levels: LRU[tuple[str, str], dict[str, Outcome]] = LRU(MAX_PARENT_VERDICTS)
         self._seeds: dict[str, FuzzCase] = {}
         self._twins: dict[tuple[str, str, str, str, bool], str] = {}  # (checkpoint, fields) -> seed id
         self.seed_baseline_failures: dict[str, Outcome] = {}
+
+    # -- resume snapshots -------------------------------------------------------------------------------
+    _STATE = ("_refs", "_levels", "_seeds", "_twins", "seed_baseline_failures")
+
+    def snapshot(self) -> dict[str, Any]:
+        """The oracle's data (references, parents' verdicts, seeds, baseline failures), for a resume
+        snapshot; the sinks and the judging context are the campaign's and are not included."""
+        return {name: getattr(self, name) for name in self._STATE}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        for name in self._STATE:
+            setattr(self, name, state[name])
 
     # -- references -------------------------------------------------------------------------------------
     def add_seed(self, case: FuzzCase, reference: Reference) -> None:
@@ -73,14 +91,15 @@ class Oracle:
         """A parent's verdict per level (cached per state); a seed failing its own reference is recorded as
         a baseline failure the first time."""
         key = (case.id, ex.state_key)
-        if key not in self._levels:
-            self._levels[key] = judge_case(case, self._refs[case.id], ex, self.context)
-            bad = first_failure(self._levels[key])
+        levels = self._levels.get(key)
+        if levels is None:
+            levels = self._levels[key] = judge_case(case, self._refs[case.id], ex, self.context)
+            bad = first_failure(levels)
             if case.parent_id is None and bad is not None and case.id not in self.seed_baseline_failures:
                 self.seed_baseline_failures[case.id] = bad
                 self._sink(baseline_failure(case, bad, ex, "the seed fails its own reference"),
                            self._refs[case.id])
-        return self._levels[key]
+        return levels
 
     def testable(self, parent: FuzzCase, parent_ex: Execution) -> bool:
         """Whether a mutant of ``parent`` could show a failure its mutation caused: the parent passes at least

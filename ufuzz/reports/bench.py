@@ -169,13 +169,11 @@ def _run_one(cfg: BenchConfig, strategy: str, run: int, suite: SeedSuite, backen
                           budget=cfg.budget, seed=seed, k=cfg.k, out=str(run_dir), **cfg.campaign)
     apply_strategy(ccfg, strategy)
     campaign = Campaign(ccfg, suite=suite, backend=backend)
-    members = {(cp.id, m.id) for cp in suite.checkpoints.values() for m in cp.memories}
-    total = len(members)
+    total = sum(len(cp.memories) for cp in suite.checkpoints.values())
     curve: list[tuple[int, int, int]] = [(0, 0, 0)]  # (executions, unique failures, checkpoint memories reached)
 
     def on_progress(p: Any) -> None:
-        reached = len(campaign.feedback.covered() & members)
-        point = (p.executions, p.unique_failures, reached)
+        point = (p.executions, p.unique_failures, p.coverage)  # checkpoint memories reached (a running count)
         if point[1:] == curve[-1][1:]:
             return  # a step function: only changes are kept
         if point[0] == curve[-1][0]:

@@ -34,6 +34,7 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
         if rec is None:
             raise ValueError(f"{store.url}: no campaign {campaign_id!r}")
         summary = store.summary(rec.id)
+        summary.update(_liveness(rec, Path(campaign_dir)))
         summary["backend"] = rec.backend
         summary["strategy"] = rec.config.get("strategy")
         summary["seed"] = rec.seed
@@ -76,6 +77,44 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
     return summary
 
 
+#: a campaign on another host whose heartbeat is older than this is taken for dead
+STALE_SECONDS = 15 * 60
+
+
+def _liveness(rec: Any, campaign_dir: Path) -> dict[str, Any]:
+    """How the campaign ended, or whether it still runs. The store says ``running`` until the campaign
+    records its end; if its process is gone (this host) or its heartbeat stopped long ago (another host) it
+    is ``dead``: killed, or its end could not be recorded — then summary.json may still say how it ended."""
+    from datetime import datetime, timezone
+
+    from ufuzz.engine.ending import RUNNING, process_alive
+
+    facts: dict[str, Any] = {"recorded_status": rec.status, "message": rec.message, "pid": rec.pid,
+                             "host": rec.host, "heartbeat_at": rec.heartbeat_at, "resumes": rec.resumes}
+    if rec.status != RUNNING:
+        facts["alive"] = False
+        return facts
+    age = (datetime.now(timezone.utc) - rec.heartbeat_at).total_seconds() if rec.heartbeat_at else None
+    facts["heartbeat_age_seconds"] = None if age is None else round(age, 1)
+    alive = process_alive(rec.pid, rec.host)
+    if alive is None:  # another host: the heartbeat tells
+        alive = age is not None and age < STALE_SECONDS
+    facts["alive"] = alive
+    if alive:
+        return facts
+    facts["status"] = "dead"
+    try:
+        final = json.loads((campaign_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        final = {}
+    if isinstance(final, dict) and final.get("campaign") == rec.id and final.get("status") not in (None, RUNNING):
+        # the process wrote how it ended but could not record it in the store (e.g. a locked database)
+        facts["status"] = final["status"]
+        facts["message"] = final.get("message")
+        facts["recorded_status"] = f"{rec.status} (the end could not be recorded in the store)"
+    return facts
+
+
 def _judging(campaign_dir: Path, campaign_id: str) -> dict[str, Any] | None:
     """How the campaign decided failures (levels, relevance threshold, responder), as it recorded at start."""
     try:
@@ -103,6 +142,7 @@ def render_status(st: dict[str, Any]) -> str:
     cov = st["coverage"]
     lines = [
         f"campaign   {st['campaign']}  ({st['status']}, strategy {st.get('strategy')}, seed {st.get('seed')})",
+        f"state      {_state_line(st)}",
         f"backend    {st['backend'].get('backend')}  "
         + " ".join(_facts(st["backend"], skip=("backend",))),
         f"executions {st['executions']} of budget {st.get('budget')}  "
@@ -131,6 +171,28 @@ def render_status(st: dict[str, Any]) -> str:
         lines.append(f"reader failures {st['reader_failures']} (the opt-in top-evidence reader's, not the "
                      "memory system's)")
     return "\n".join(lines)
+
+
+def _state_line(st: dict[str, Any]) -> str:
+    status = st["status"]
+    who = f"process {st.get('pid')} on {st.get('host')}" if st.get("pid") else "its process"
+    age = st.get("heartbeat_age_seconds")
+    beat = f"last heartbeat {age:.0f} s ago" if age is not None else "no heartbeat"
+    if status == "running":
+        return f"running ({who}, {beat})"
+    if status == "dead":
+        return (f"dead: {who} is gone ({beat}) and the campaign never recorded an end (killed?); "
+                "continue it with `ufuzz run --resume DIR`")
+    text = {"budget_spent": "ended: budget spent", "exhausted": "ended: nothing left to try (exhausted)",
+            "time_limit": "ended: time limit reached", "interrupted": "ended: interrupted",
+            "error": "ended in error"}.get(status, f"ended: {status}")
+    if st.get("message"):
+        text += f": {st['message']}"
+    if status in ("interrupted", "error", "exhausted", "time_limit"):
+        text += " (`ufuzz run --resume DIR` continues it)"
+    if st.get("resumes"):
+        text += f"; resumed {st['resumes']} time(s)"
+    return text
 
 
 def _facts(d: dict[str, Any], prefix: str = "", skip: tuple[str, ...] = ()) -> list[str]:

@@ -1,0 +1,132 @@
+"""`ufuzz run` tells how a campaign ended by its exit code and a message, never a traceback; a failed
+preflight spends nothing; `--resume` continues what ended early and refuses what it cannot continue."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ufuzz.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "product.toml"
+BM25 = ["--opt", "retrieval=bm25"]
+
+
+def _closed_port() -> int:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def test_an_unreachable_http_product_fails_its_preflight_and_spends_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRODUCT_API_TOKEN", "t0k3n")
+    out = tmp_path / "camp"
+    res = CliRunner().invoke(main, ["run", "--backend", "http", "--config", str(EXAMPLE), "--opt",
+                                    f"base_url=http://127.0.0.1:{_closed_port()}", "--budget", "50", "--out",
+                                    str(out), "--quiet"])
+    assert res.exit_code == 3, res.output
+    assert "unreachable or broken: its preflight round trip failed" in res.output
+    assert "building a 2-memory scratch checkpoint failed" in res.output and "Connection refused" in res.output
+    assert "Traceback" not in res.output
+    assert not out.exists()  # nothing recorded, nothing left behind
+
+
+def test_an_unreachable_llm_endpoint_fails_the_preflight(tmp_path):
+    out = tmp_path / "camp"
+    res = CliRunner().invoke(main, ["run", "--budget", "20", "--out", str(out), "--quiet", *BM25,
+                                    "--llm-base-url", f"http://127.0.0.1:{_closed_port()}/v1", "--llm-model", "m",
+                                    "--llm-uses", "answer"])
+    assert res.exit_code == 3, res.output
+    assert "reaching the LLM endpoint" in res.output and "cannot reach LLM server" in res.output
+    assert not out.exists() and "Traceback" not in res.output
+
+
+def test_a_campaign_ending_in_error_exits_3_with_its_message_and_no_traceback(tmp_path, monkeypatch):
+    from ufuzz.oracles import oracle as oracle_mod
+
+    calls = [0]
+    original = oracle_mod.judge_case
+
+    def judge_case(*args, **kw):
+        calls[0] += 1
+        if calls[0] == 5:
+            raise TypeError("unsupported operand type(s) for +: 'float' and 'str'")
+        return original(*args, **kw)
+
+    monkeypatch.setattr(oracle_mod, "judge_case", judge_case)
+    out = tmp_path / "camp"
+    res = CliRunner().invoke(main, ["run", "--budget", "40", "--out", str(out), "--quiet", *BM25])
+    assert res.exit_code == 3, res.output
+    assert "error: TypeError: unsupported operand type(s) for +: 'float' and 'str'" in res.output
+    assert f"continue with: ufuzz run --resume {out}" in res.output
+    assert "Traceback" not in res.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "error" and summary["exit_code"] == 3
+    monkeypatch.undo()
+    res = CliRunner().invoke(main, ["run", "--resume", str(out), "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "budget spent: 40 executions" in res.output
+
+
+_FAULTY = r"""
+import sys
+from ufuzz.backends import registry
+from ufuzz.cli import main
+from tests.support.faulty_backends import FaultyBackend
+
+registry.register("faulty", FaultyBackend)
+main(sys.argv[1:])
+"""
+
+
+def _ufuzz(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-c", _FAULTY, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_consecutive_backend_errors_stop_the_campaign_then_it_resumes(tmp_path):
+    out = tmp_path / "camp"
+    run = _ufuzz("run", "--backend", "faulty", "--opt", "retrieval=bm25", "--opt", "fail_op=retrieve",
+                 "--opt", "fail_after=1", "--budget", "200", "--max-consecutive-errors", "7", "--out", str(out),
+                 "--quiet")
+    assert run.returncode == 3, run.stderr
+    assert "7 backend errors in a row (--max-consecutive-errors 7); the last: BackendError: injected fault in " \
+           "retrieve" in run.stderr
+    assert "Traceback" not in run.stdout + run.stderr
+    status = _ufuzz("status", str(out))
+    assert "ended in error: 7 backend errors in a row" in status.stdout
+    # the backend is fixed: the same campaign goes on to its budget
+    again = _ufuzz("run", "--resume", str(out), "--opt", "fail_op=none", "--quiet")
+    assert again.returncode == 0, again.stderr
+    assert "budget spent: 200 executions" in again.stdout
+    status = _ufuzz("status", str(out))
+    assert "ended: budget spent; resumed 1 time(s)" in status.stdout
+
+
+def test_resume_refuses_what_it_cannot_continue(tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(main, ["run", "--resume", str(tmp_path / "nothing"), "--quiet"])
+    assert res.exit_code == 2 and "no such campaign directory" in res.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = runner.invoke(main, ["run", "--resume", str(empty), "--quiet"])
+    assert res.exit_code == 2 and "no campaign to resume here" in res.output
+    out = tmp_path / "camp"
+    assert runner.invoke(main, ["run", "--budget", "15", "--out", str(out), "--quiet", *BM25]).exit_code == 0
+    res = runner.invoke(main, ["run", "--resume", str(out), "--quiet"])
+    assert res.exit_code == 2 and "already spent its budget of 15 executions" in res.output
+    res = runner.invoke(main, ["run", "--resume", str(out), "--seed", "3", "--strategy", "random"])
+    assert res.exit_code == 2 and "--seed, --strategy cannot be changed" in res.output
+    res = runner.invoke(main, ["run", "--resume", str(out), "--budget", "25", "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "budget spent: 25 executions" in res.output
