@@ -123,17 +123,19 @@ def test_llm_flags_are_bounded(tmp_path, args, needle):
 
 
 def test_a_failing_llm_judge_is_an_error_record_never_a_failure_or_a_crash(tmp_path):
-    """The judge's endpoint answers 400 to everything: each judged mutant becomes an error record, the campaign
-    ends normally and reports no failure it could not judge."""
+    """The judge's endpoint answers 400 to everything: each verdict it was asked for (the parent's first) is an
+    error record, never a failure; with every step failing, the campaign stops as an error after
+    ``max_consecutive_errors`` in a row and says why."""
     from ufuzz.engine.campaign import Campaign, CampaignConfig
 
     with start_llm_server(failing_first(10**6, status=400)) as srv:
         cfg = CampaignConfig(backend="embedded", backend_options={"retrieval": "bm25"}, budget=40, seed=1,
                              out=str(tmp_path / "c"), reader="top-evidence", llm_base_url=srv.base_url,
                              llm_model="rule-model", llm_uses=("judge",), llm_retries=0,
-                             llm_cache=str(tmp_path / "cache.sqlite"))
+                             llm_cache=str(tmp_path / "cache.sqlite"), max_consecutive_errors=5)
         c = Campaign(cfg)
         summary = c.run()
-    assert summary["executions"] == 40 and summary["errors"] > 0
+    assert summary["status"] == "error" and summary["errors"] == 5 and summary["executions"] < 40
+    assert "5 backend errors in a row" in summary["message"] and "judge" in summary["message"]
     assert summary["unique_failures"] == 0 and summary["reader_failures"] == 0
     assert any(e.operation == "judge" for e in c.store.errors(c.campaign_id))

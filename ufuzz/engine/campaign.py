@@ -552,10 +552,13 @@ class Campaign:
                 self._look_ahead(task)
             self.step += 1
             self._at_boundary = False
+            errors_before = self.progress.errors
             self._step(task, self.step, hidden)
             for operation, message in self.executor.faults:  # e.g. a release that failed: recorded, not raised
                 self._error(task.case_id, operation, message)
             self.executor.faults.clear()
+            if self.progress.errors == errors_before:  # a step without a fault (e.g. a mutant rejected after
+                self._consecutive = 0  # a fork that worked) breaks a run of errors, executed or not
             self.progress.phase = task.phase
             self._end_step()
             limit = cfg.max_consecutive_errors
@@ -948,13 +951,17 @@ class Campaign:
             return NO_MUTANT
         self.oracle.register(mutant.id, mutation.reference)
         fb = self.feedback.observe(mutant.seed_id, mutant.checkpoint_id, ex, parent_ex, hidden=hidden, p=cfg.p)
-        self.store.record_feedback(self.campaign_id, mutant.id, fb, seq=self.progress.executions, step=self.step)
+        # the record says whether the mutant was kept (feedback may ask for it past --max-depth or with retention
+        # off): status and the summary count the same retained mutants
+        kept = fb.retained and cfg.retain and mutant.depth < cfg.max_depth
+        self.store.record_feedback(self.campaign_id, mutant.id, replace(fb, retained=kept),
+                                   seq=self.progress.executions, step=self.step)
         try:
             self.oracle.check(mutant, ex, parent, parent_ex, run_seed=lambda sid: self._seed_execution(sid, hidden))
         except LLMError as exc:  # the LLM judge failed: no verdict for this mutant, an error record, never a failure
             self._error(mutant.id, "judge", f"{type(exc).__name__}: {exc}")
         op = self.operators[task.operator]
-        if not (fb.retained and cfg.retain and mutant.depth < cfg.max_depth):
+        if not kept:
             self.oracle.forget(mutant.id)
             return StepOutcome(valid=True, coverage_gain=fb.coverage_gain, divergence=fb.divergence,
                                meaning_preserving=op.meaning_preserving)

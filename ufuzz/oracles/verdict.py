@@ -200,5 +200,6 @@ class Tally:
             return False
         new = f.key not in self.unique
         self.unique.add(f.key)
-        self.causes.add(f.cause)
+        if new:  # a key's cause is its first occurrence's, as the failure store keeps it (status and triage
+            self.causes.add(f.cause)  # count causes from there: the summary must agree with them)
         return new

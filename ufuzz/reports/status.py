@@ -69,8 +69,11 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
             final = json.loads(written.read_text())
         except (OSError, ValueError):
             final = {}
-        if isinstance(final, dict) and final.get("campaign") == rec.id and final.get("worker"):
-            summary["worker"] = final["worker"]
+        if isinstance(final, dict) and final.get("campaign") == rec.id:
+            if final.get("worker"):
+                summary["worker"] = final["worker"]
+            if final.get("mutants_unjudged"):  # valid mutants not executed: none of their checks could fail
+                summary["mutants"]["unjudged"] = final["mutants_unjudged"]
     summary["failures_by_operator"] = dict(sorted(by_op.items()))
     summary["failures_by_kind"] = dict(sorted(by_kind.items()))
     summary["failure_groups"] = groups
@@ -147,7 +150,10 @@ def render_status(st: dict[str, Any]) -> str:
         + " ".join(_facts(st["backend"], skip=("backend",))),
         f"executions {st['executions']} of budget {st.get('budget')}  "
         f"(parents {st['parent_executions']}, mutants {st['mutant_executions']}, errored {st['failed_executions']})",
-        f"mutants    {st['mutants']['valid']} valid, {st['mutants']['rejected']} rejected; retained {st['retained']}",
+        f"mutants    {st['mutants']['valid']} valid"
+        + (f" ({st['mutants']['unjudged']} not executed: no check of theirs could fail here)"
+           if st["mutants"].get("unjudged") else "")
+        + f", {st['mutants']['rejected']} rejected; retained {st['retained']}",
         f"coverage   {cov['reached']}/{cov['total']} memories ({100 * cov['ratio']:.1f}%)"
         + (f", +{cov['extra']} added by mutants" if cov.get("extra") else ""),
         f"errors     {st['errors']}",
