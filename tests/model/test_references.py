@@ -88,7 +88,7 @@ class Brute:
                 before = [r for r in self.recs if r is not cur and r.time < cur.time]
                 if before and not before[-1].alive:
                     return "undefined"
-                good, bad = before[-1:], gone
+                good, bad = [r for r in reversed(before) if r.alive], gone  # every earlier value, latest first
         else:
             good = sorted(self._in_memory(), key=lambda r: r.time, reverse=True)
             bad = gone
@@ -179,3 +179,5 @@ def test_previous_scope_after_two_updates_is_the_value_just_replaced_and_nothing
         prov = _apply(prov, brute, ("append", v))
     ref = prov.reference_for("q", QueryFields(E, A, "previous"))
     assert ref.answer == "Pepper" and not ref.stale_answers and not ref.invalidated
+    # the value before that is a previous value too (an alias), and its evidence supports the answer
+    assert ref.aliases == (VALUES[0],) and len(ref.supporting) == 2

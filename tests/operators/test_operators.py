@@ -7,6 +7,7 @@ its own validator, and each derived reference must be what the operator's contra
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -257,3 +258,39 @@ def test_case_of_matches_campaign_construction():
     seed = sorted(suite().seeds, key=lambda x: x.id)[0]
     c = case_of(seed)
     assert (c.id, c.seed_id, c.checkpoint_id, c.ops, c.depth) == (seed.id, seed.id, seed.checkpoint_id, (), 0)
+
+
+def test_an_update_after_a_target_change_writes_a_value_of_the_new_attribute(tmp_path):
+    """A hand audit found "Mireille lives in calligraphy": the seed's value pool (hobbies) used for an update of
+    a question re-targeted to the home town. The attribute change brings the values provenance records for the
+    new attribute, and the update validator refuses a value outside the case's pool."""
+    from tests.support.operator_kit import child_of
+
+    ops, be = operators(), embedded(tmp_path)
+    tc, up = ops["target_change"], ops["update"]
+    tried = refused = 0
+    for c in cases():
+        for t in (t for t in tc.targets(c) if t.startswith("attribute=")):
+            m = tc.mutate(c, reference(c), t, rng(c.id, t))
+            if not tc.validate(c, m).ok:
+                continue
+            child = child_of(c, m, tc, f"{c.id}-t")
+            attr = child.query.fields.attribute
+            recorded = {f.value for f in c.provenance.facts if f.attribute == attr}
+            assert child.descriptor.value_pool and set(child.descriptor.value_pool) <= recorded
+            for ut in up.targets(child):
+                handle = be.build(suite().checkpoints[c.checkpoint_id])
+                view = StateView(be, handle)
+                mu = up.mutate(child, m.reference, ut, rng(ut), view)
+                assert up.validate(child, mu, view).ok
+                # the same mutation judged as if the pool were still the seed's: refused
+                stale_pool = replace(child, descriptor=c.descriptor)
+                if ut.partition("=")[2] not in c.descriptor.value_pool:
+                    assert "type-compatible" in up.validate(stale_pool, mu, view).reason
+                    refused += 1
+                be.release(handle)
+                tried += 1
+                break
+        if tried >= 6:
+            break
+    assert tried >= 6 and refused >= 1

@@ -175,3 +175,29 @@ def test_failure_records_carry_level_cause_and_responder():
     assert not tally.add(f) and f.key in tally.reader and not tally.unique  # the reader's, never the system's
     g = failure(m, selection(REF, e), e, ex(["m1"]))
     assert g.responder is None and tally.add(g) and tally.causes == {g.cause}
+
+
+def test_a_question_made_answerable_from_an_abstaining_parent_is_a_baseline_failure_of_that_question():
+    """The parent abstained (nothing of finding evidence was tested); its re-asked question fails to retrieve
+    its evidence on the same state: that is the new question's baseline failure, not a mutant failure."""
+    from ufuzz.model import Execution, FuzzCase, MutationDescriptor, Provenance, Query, QueryFields, Reference
+    from ufuzz.oracles.oracle import Oracle
+    from ufuzz.oracles.verdict import BASELINE, Context
+
+    got = []
+    oracle = Oracle(lambda f, r: got.append(f), Context(visible=True, threshold=None))
+    prov = Provenance(facts=(), entities=(), memory_ids=frozenset({"m1", "m2"}), memory_texts=())
+    parent = FuzzCase(id="s1", seed_id="s1", checkpoint_id="c", descriptor=MutationDescriptor(), provenance=prov,
+                      query=Query(id="s1", text="Where did Ben hike?", fields=QueryFields("Ben", "hike", "current",
+                                                                                         False)))
+    oracle.add_seed(parent, Reference(query_id="s1", answer=None, abstain=True, invalidated=("m1",)))
+    child = parent.child("x1", operator="target_change",
+                         query=Query(id="x1", text="Where did Ana hike?", fields=QueryFields("Ana", "hike", "current")))
+    oracle.register("x1", Reference(query_id="x1", answer="Mount Tam", supporting=("m1",)))
+
+    def ex(case):
+        return Execution(case_id=case.id, query=case.query.text, top_ids=["m2"], top_scores=[0.5],
+                         state_key=case.state_key)
+
+    assert oracle.check(child, ex(child), parent, ex(parent)) is None
+    assert [(f.origin, f.case_id, f.kind) for f in got] == [(BASELINE, "x1", "missing_evidence")]

@@ -83,8 +83,9 @@ def test_locomo_references_match_the_benchmark():
     assert set(ref.supporting) == {"D2:7", "D1:7"}  # "D2:07" repaired
     seed, ref = by_text(s, "What did Melanie realize after the charity race?")
     assert ref.abstain and not seed.query.fields.answerable and seed.descriptor.memory_ops == ("unrelated_edit",)
-    # adversarial: its evidence is a decoy, its answer stale; asked of Caroline (who said it) it has that answer
-    assert (ref.invalidated, ref.stale_answers) == (("D2:5",), ("self-care is important",))
+    # adversarial: its evidence is a decoy and its answer no stale one (it is Caroline's, not out of date); asked
+    # of Caroline (who said it) it has that answer
+    assert (ref.invalidated, ref.stale_answers) == (("D2:5",), ())
     assert seed.descriptor.replacement_targets["entity"] == ("Caroline",)
     assert seed.metadata == {"category": 5, "category_name": "adversarial"}
     seed, ref = by_text(s, "What is Caroline's identity?")

@@ -63,7 +63,8 @@ def test_adversarial_question_decoys_stale_answer_and_swap_back():
     s = _suite()
     ops = all_operators()
     seed, ref, case = _seed(s, "Where did Ben go hiking last weekend?")
-    assert ref.abstain and ref.invalidated == ("D1:3",) and ref.stale_answers == ("Mount Tam",)
+    # Ana's answer is true of Ana, not out of date: no stale answer (answering with it is unsupported)
+    assert ref.abstain and ref.invalidated == ("D1:3",) and ref.stale_answers == ()
     assert seed.descriptor.replacement_targets == {"entity": ("Ana",)}
     m = ops["target_change"].mutate(case, ref, "entity=Ana", random.Random(0))
     assert ops["target_change"].validate(case, m).ok

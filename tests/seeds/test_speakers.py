@@ -77,3 +77,17 @@ def test_reworded_text_names_the_new_speaker_only_and_keeps_no_pronoun_of_the_ol
     # everything but the name and pronouns is kept, word for word
     strip = lambda t: [w for w in re.findall(r"[A-Za-z']+", t) if w not in (old, new) and not has_gendered_pronoun(w)]  # noqa: E731
     assert strip(got) == strip(text)
+
+
+def test_related_turns_share_a_key_term_with_the_question_or_the_answer():
+    from ufuzz.seeds.speakers import related
+
+    names = ["Jon", "Gina"]
+    assert related("I lost my job as a banker last week.", "What did Jon do before losing his job?", "banker", names)
+    assert related("I'm keen on counseling.", "Would Jon pursue writing?", "no; he wants to be a counselor", names)
+    # an id typo or a reply that answers only with the turn before it
+    assert not related("Wow! Did you see that band?", "Which transgender events did Gina attend?",
+                       "a conference", names)
+    assert not related("Yeah, awesome! Glad to be part of it.", "What is Jon's attitude to the festival?",
+                       "positive", names)
+    assert related("Anything at all", "Why?", "No.", names)  # nothing to compare: not ruled out

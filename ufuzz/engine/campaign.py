@@ -906,7 +906,8 @@ class Campaign:
         if mutation is not None:
             proposal.mutant = parent.child(mid, operator=op.name, query=mutation.query,
                                            provenance=mutation.provenance, ops=mutation.ops,
-                                           obligation=task.obligation, detail=mutation.detail)
+                                           obligation=task.obligation, detail=mutation.detail,
+                                           descriptor=mutation.descriptor)
         else:  # the operator could not produce a mutant for this target: recorded as rejected
             proposal.mutant = parent.child(mid, operator=op.name, obligation=task.obligation, detail="not produced")
         proposal.valid, proposal.reason = ok and mutation is not None, reason

@@ -87,11 +87,13 @@ class FuzzCase:
 
     def child(self, case_id: str, *, operator: str, query: Query | None = None,
               provenance: Provenance | None = None, ops: tuple[StateOp, ...] = (),
-              obligation: Obligation | None = None, detail: str = "") -> FuzzCase:
+              obligation: Obligation | None = None, detail: str = "",
+              descriptor: MutationDescriptor | None = None) -> FuzzCase:
         """A mutant of this case, one level deeper: ``ops`` are appended to this case's recipe, so the
         mutant's state is always reproducible from the checkpoint alone."""
         return FuzzCase(id=case_id, seed_id=self.seed_id, checkpoint_id=self.checkpoint_id,
-                        query=self.query if query is None else query, descriptor=self.descriptor,
+                        query=self.query if query is None else query,
+                        descriptor=self.descriptor if descriptor is None else descriptor,
                         provenance=self.provenance if provenance is None else provenance,
                         ops=self.ops + tuple(ops), parent_id=self.id, operator=operator, obligation=obligation,
                         depth=self.depth + 1, detail=detail)

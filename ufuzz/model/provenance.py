@@ -124,9 +124,10 @@ class Provenance:
           them is gone (a system left with "Zofia is into model railways" may answer that or abstain; neither
           is wrong, so no test may be built on it). Values invalidated by a memory still present (a
           retraction) leave the abstention defined.
-        * ``previous``: the value the active one replaced, supported by its evidence; only deleted values are
-          invalid (the active value is history-consistent, just not the answer). Nothing replaced, or nothing
-          left in memory: abstain. Undefined (:class:`UndefinedReference`) when values are left but none is
+        * ``previous``: the value the active one replaced (the answer), and every earlier value still in memory
+          (aliases: "what did she do previously?" is rightly answered by any value before the current one),
+          supported by their evidence; only deleted values are invalid (the active value is
+          history-consistent, just not the answer). Nothing replaced, or nothing left in memory: abstain. Undefined (:class:`UndefinedReference`) when values are left but none is
           active, or the replaced one was deleted — no answer is right then, so no test may be built on it.
         * ``any``: any value still in memory (the latest is the answer, the others aliases), supported by all
           their evidence; deleted values are invalid and stale. Nothing left: abstain.
@@ -147,7 +148,9 @@ class Provenance:
             pred = self.predecessor(fields.entity, fields.attribute)
             if pred is not None and pred.deleted:
                 raise UndefinedReference(f"{fields.entity}.{fields.attribute}: the previous value was deleted")
-            return _reference(query_id, [pred] if pred else [], gone)
+            act = self.active(fields.entity, fields.attribute)
+            earlier = [f for f in facts if f is not act and not f.deleted and _order(f) <= _order(act)]
+            return _reference(query_id, sorted(earlier, key=_order, reverse=True), gone)
         live = [f for f in facts if not f.deleted]
         return _reference(query_id, sorted(live, key=_order, reverse=True), gone)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ufuzz.backends.protocol import MemoryBackend, OpResult, StateHandle, StoredMemory
-from ufuzz.model import FuzzCase, Memory, Provenance, Query, Reference, StateOp
+from ufuzz.model import FuzzCase, Memory, MutationDescriptor, Provenance, Query, Reference, StateOp
 
 
 class StateView:
@@ -69,6 +69,9 @@ class Mutation:
     ops: tuple[StateOp, ...] = ()  # native ops this mutation applied (state operators)
     results: tuple[OpResult, ...] = ()
     detail: str = ""
+    #: the mutant's descriptor where the mutation changes what it may do (a target change to another attribute
+    #: needs values of that attribute for later updates); None: the parent's
+    descriptor: MutationDescriptor | None = None
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,9 @@ from ufuzz.operators.requery import fields_match, known_entities, stable_index
 from ufuzz.seeds import speakers, wording
 
 TRANSFORMATIONS = ("reword", "shorten", "add_context", "change_form")
+#: context sentences a question may carry: a third opener ("Sorry for asking again. I'm writing a card. Quick
+#: question: ...") reads as padding no user writes, not as a paraphrase
+MAX_CONTEXTS = 2
 
 FREE_FORMS = (("Please tell me: ", ""), ("I'd like to know: ", ""), ("Quick question: ", ""))
 #: first words a wrapper may lower-case ("Quick question: when did …"); anything else (a name) keeps its case
@@ -100,6 +103,8 @@ class Paraphrase(Operator):
         ctx = q.context if q.template is not None else wording.split_contexts(q.text)[0]
         if ctx:
             out.insert(1, "shorten")
+        if sum(c in ctx for c in wording.CONTEXTS) >= MAX_CONTEXTS:  # no stack of openers across generations
+            out.remove("add_context")
         if q.template is None and self.realizer is None:  # free text: only what the rewrite table can word
             ctx, core = wording.split_contexts(q.text)
             wrapper, question = unwrap(core)

@@ -2,7 +2,8 @@
 
 The replacement comes from the descriptor's ``replacement_targets`` (entity, attribute or scope). The new
 reference is derived independently from the state's provenance, never from the parent's reference or from
-any retrieval. The validator re-extracts the fields from the new text and checks that provenance supports
+any retrieval. A new attribute brings its own value pool (the values provenance records for it), so a later
+update writes a value of that attribute, not of the seed's ("Mireille lives in calligraphy"). The validator re-extracts the fields from the new text and checks that provenance supports
 the new target with a type-compatible entity.
 """
 
@@ -11,9 +12,15 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from ufuzz.model import FuzzCase, Reference, UndefinedReference
+from ufuzz.model import FuzzCase, Provenance, Reference, UndefinedReference
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.requery import fields_match, requery
+
+
+def values_of(prov: Provenance, attribute: str) -> tuple[str, ...]:
+    """The values provenance records for ``attribute`` (any entity, any time): type-compatible values an update
+    of a question about that attribute may write."""
+    return tuple(sorted({f.value for f in prov.facts if f.attribute == attribute and not f.deleted}))
 
 
 def parse_target(target: str) -> tuple[str, str]:
@@ -48,7 +55,11 @@ class TargetChange(Operator):
             raise Rejected(f"{target}: the state does not support {new_fields.entity}.{new_fields.attribute}")
         qid = f"{case.query.id}~t{rng.randrange(1 << 30):x}"
         query = requery(case, new_fields, qid)
-        return Mutation(query=query, provenance=case.provenance, reference=ref.with_(query_id=qid), detail=target)
+        descriptor = None
+        if field == "attribute":  # the seed's value pool holds values of its own attribute, not of this one
+            descriptor = replace(case.descriptor, value_pool=values_of(case.provenance, value))
+        return Mutation(query=query, provenance=case.provenance, reference=ref.with_(query_id=qid), detail=target,
+                        descriptor=descriptor)
 
     def validate(self, case: FuzzCase, mutation: Mutation, view: StateView | None = None) -> Verdict:
         parent, child = case.query.fields, mutation.query.fields
@@ -71,6 +82,9 @@ class TargetChange(Operator):
                 return Verdict.reject(f"entity type {t_new} is not compatible with {t_old}")
         if expected != mutation.reference:
             return Verdict.reject("reference is not the one provenance derives")
+        if changed == ["attribute"] and (mutation.descriptor is None or set(mutation.descriptor.value_pool)
+                                         - set(values_of(prov, child.attribute))):
+            return Verdict.reject(f"the value pool is not of {child.attribute!r}")
         if not set(mutation.reference.supporting) <= prov.memory_ids:
             return Verdict.reject("supporting evidence is not in the state")
         return Verdict.accept("one field changed", "fields re-extracted", "provenance supports target")

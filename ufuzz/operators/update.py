@@ -88,6 +88,8 @@ class Update(Operator):
             return Verdict.reject("backend did not report a successful update")
         if old_fact is not None and value == old_fact.value:
             return Verdict.reject("the update does not record a new value")
+        if value not in case.descriptor.value_pool:  # e.g. a pool left over from another attribute
+            return Verdict.reject(f"{value!r} is not among the question's type-compatible values")
         if set(new_fact.evidence) != set(res.written):
             return Verdict.reject("the new value's evidence is not the written memory")
         stored = {m.id: m for m in view.list()}

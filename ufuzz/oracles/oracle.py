@@ -136,6 +136,16 @@ class Oracle:
                      judge_case(mutant, self._refs[mutant.id], ex, self.context))
         if out is None:
             return None
+        parent_ref = self._refs.get(parent.id)
+        if (mutant.ops == parent.ops and parent_ref is not None and parent_ref.abstain
+                and not self._refs[mutant.id].abstain):
+            # a question made answerable by re-asking it (e.g. about the other speaker) on the same state: the
+            # parent's pass was an abstention, which says nothing of finding this question's evidence — the new
+            # question fails as asked on the unmutated state, a baseline failure of that question
+            self._sink(baseline_failure(mutant, out, ex, "the question fails as asked on the unmutated state "
+                                                         "(its parent abstained: nothing of it was tested)"),
+                       self._refs[mutant.id])
+            return None
         twin = self._twin(mutant, parent)
         if twin is not None:
             twin_ex = run_seed(twin.id) if run_seed is not None else None

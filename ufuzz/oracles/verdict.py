@@ -169,10 +169,13 @@ def failure(mutant: FuzzCase, out: Outcome, ex: Execution, parent_ex: Execution)
 
 
 def baseline_failure(seed: FuzzCase, out: Outcome, ex: Execution, reason: str) -> Failure:
-    """A seed failing its own reference: a finding about the memory system, counted apart from UF@B."""
+    """A seed (or a question re-asked on a seed's unmutated state) failing its own reference: a finding about
+    the memory system, counted apart from UF@B."""
     kind, stage = out.kind or "", out.level
+    f = seed.query.fields
+    asked = [] if seed.parent_id is None else [f.entity, f.attribute, f.scope]  # a re-asked question's own
     return Failure(
-        key=_sha(["baseline", seed.seed_id, kind, stage, _ids(out.offending)]), case_id=seed.id,
+        key=_sha(["baseline", seed.seed_id, kind, stage, _ids(out.offending), *asked]), case_id=seed.id,
         seed_id=seed.seed_id, operator="", target="", kind=kind, stage=stage, offending=out.offending,
         cause=_sha(["baseline", kind, stage, _ids(out.offending), seed.query.fields.entity,
                     seed.query.fields.attribute, seed.query.fields.scope]),

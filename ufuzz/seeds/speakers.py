@@ -202,6 +202,17 @@ def supports(question: str, texts: Iterable[str], names: Sequence[str], answers:
     return False
 
 
+def related(text: str, question: str, answer: str, names: Sequence[str]) -> bool:
+    """Whether ``text`` shares a key term with ``question`` or ``answer`` (True when they have none). A turn
+    sharing nothing with either cannot be found by its words alone (an id typo, or a reply like "Yeah, glad to
+    be part of it" that answers only with the turn before it): not evidence a retriever can be held to."""
+    terms = key_terms(question, names) | key_terms(answer, names)
+    if not terms or terms & _stems(text):
+        return True
+    heads = {t[:5] for t in terms if len(t) >= 5}  # "counselor" / "counseling": the stem alone misses these
+    return bool(heads & {s[:5] for s in _stems(text) if len(s) >= 5})
+
+
 @lru_cache(maxsize=1 << 16)
 def _stems(text: str) -> frozenset[str]:
     """The stems of ``text``'s words (cached: a speaker's texts are checked against many questions)."""

@@ -42,22 +42,25 @@ CONTEXT_PROBABILITY = 0.4
 
 # Statement phrasings per attribute: {who} = entity mention at sentence start, {who_l} = mid-sentence,
 # {v} = value, {a_v} = value with its indefinite article.
+# Initial phrasings state what holds ("X has worked as a farrier for years"), not an event ("X trained as a
+# farrier years ago"): the update operator rewrites the latest evidence with a new value, and a rewritten event
+# reads as a second event beside the first rather than a change (a hand audit found such mutants ambiguous).
 STATEMENTS: dict[str, dict[str, tuple[str, ...]]] = {
     "city": {
-        "initial": ("{who} lives in {v}.", "{who} moved to {v} last spring.",
+        "initial": ("{who} lives in {v}.", "{who} has lived in {v} since last spring.",
                     "{who} has been living in {v} for a few years now.",
                     "{who} just signed a lease on a flat in {v}.", "{who} is settled in {v} and loves the place."),
         "update": ("{who} has moved to {v}!", "{who} relocated to {v} for a fresh start.",
                    "Update: {who_l} lives in {v} now.", "{who} packed up everything and moved to {v} last month."),
     },
     "employer": {
-        "initial": ("{who} works at {v}.", "{who} got a job with {v}.", "{who} has been with {v} for ages.",
+        "initial": ("{who} works at {v}.", "{who} has a job with {v}.", "{who} has been with {v} for ages.",
                     "{who} is employed by {v}."),
         "update": ("{who} switched jobs and is now at {v}.", "{who} started a new position at {v}.",
                    "{who} left the old company and joined {v}."),
     },
     "job": {
-        "initial": ("{who} works as {a_v}.", "{who} is {a_v}.", "{who} trained as {a_v} years ago.",
+        "initial": ("{who} works as {a_v}.", "{who} is {a_v}.", "{who} has worked as {a_v} for years.",
                     "{who} makes a living as {a_v}."),
         "update": ("{who} retrained and now works as {a_v}.", "{who} changed careers and is {a_v} these days.",
                    "{who} has a new career as {a_v}."),
@@ -75,7 +78,7 @@ STATEMENTS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "hobby": {
         "initial": ("{who} is really into {v}.", "{who} spends most weekends on {v}.",
-                    "{who} took up {v} a while ago."),
+                    "{who}'s main hobby is {v}."),
         "update": ("{who} has picked up {v} as a new hobby.", "{who} dropped the old hobby and is all about {v} now."),
     },
     "partner": {
@@ -84,11 +87,11 @@ STATEMENTS: dict[str, dict[str, tuple[str, ...]]] = {
         "update": ("{who} broke up and is now seeing {v}.", "{who} has a new partner, {v}."),
     },
     "pet_name": {
-        "initial": ("{who} has a pet called {v}.", "{who}'s pet is named {v}.", "{who} adopted a pet and named it {v}."),
+        "initial": ("{who} has a pet called {v}.", "{who}'s pet is named {v}.", "{who}'s pet answers to {v}."),
         "update": ("{who} has a new pet now, called {v}.", "{who} rehomed the old pet and adopted one named {v}."),
     },
     "species": {
-        "initial": ("I adopted {a_v} called {who}.", "{who} is my {v}.", "We brought home {a_v} and named it {who}."),
+        "initial": ("My pet {who} is {a_v}.", "{who} is my {v}.", "{who} is {a_v}, in case you wondered."),
         "update": ("{who} turned out to be {a_v} after all.",),
     },
     "vet": {

@@ -22,8 +22,9 @@ the seed, never into memory text:
   question asked of the *other* speaker is a misattribution (``replacement_targets["speaker"]``, the
   speaker-swap operator) where nothing of that speaker's (annotations, own turns) supports it and the
   benchmark does not ask it of them itself;
-* a category-5 (adversarial) question is an abstention whose evidence ids are decoys (invalidated) and whose
-  ``adversarial_answer`` is a stale answer. When its evidence is the other speaker's turns, the question
+* a category-5 (adversarial) question is an abstention whose evidence ids are decoys (invalidated); its
+  ``adversarial_answer`` is no stale answer (it is true of the other speaker, not out of date: answering with
+  it is an unsupported answer like any other). When its evidence is the other speaker's turns, the question
   asked of that speaker has the benchmark's answer: a fact of theirs, so the swap back is a target change
   with the benchmark's own answer and evidence.
 
@@ -59,8 +60,8 @@ from ufuzz.seeds.importers._common import (
     snippets,
     state_ops_for,
 )
-from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_type_of
-from ufuzz.seeds.speakers import name_pattern, pronoun_of, reword_about, supports
+from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_forms, value_type_of
+from ufuzz.seeds.speakers import name_pattern, pronoun_of, related, reword_about, supports
 
 _DATE = re.compile(r"^\s*(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$",
                    re.I)
@@ -69,6 +70,8 @@ _SESSION_DATE = re.compile(r"^session_(\d+)_date_time$")
 _DIA = re.compile(r"^D\s*(\d+)\s*:\s*(\d+)$", re.I)
 _MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july",
                                        "august", "september", "october", "november", "december"), start=1)}
+#: an adversarial_answer that is no answer ("Not mentioned"): no swap back is built on it
+NON_ANSWER = re.compile(r"(?i)(not mentioned|no information|unknown|none|n/?a)\.?")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 #: categories whose questions ask one specific thing a speaker did or said, so that nobody having said it of
 #: the other speaker makes the swapped question unanswerable; multi-hop questions ask for lists that anyone
@@ -205,6 +208,15 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
         if not adversarial and answer is None:
             b.dropped["no_answer"] += 1
             continue
+        if not adversarial and evidence:
+            forms = " ".join(value_forms(answer))  # "3" is written "three" in the turn
+            kept = [e for e in evidence if related(text_of[e], item["question"], forms, speakers)]
+            if len(kept) < len(evidence):
+                b.warnings["evidence_unrelated"] += len(evidence) - len(kept)
+            if not kept:
+                b.dropped["evidence_unrelated"] += 1
+                continue
+            evidence = kept
         if not adversarial and not evidence:
             b.dropped["no_evidence"] += 1
             continue
@@ -224,19 +236,24 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
                                    supporting=tuple(evidence), facts=(fact,), answer_form=form, metadata=meta,
                                    memory_ops=_memory_ops(answer, memories, evidence)))
             continue
-        stale = answer_text(item.get("adversarial_answer"))
+        other_answer = answer_text(item.get("adversarial_answer"))
+        if other_answer is not None and NON_ANSWER.fullmatch(other_answer.strip()):
+            other_answer = None  # "Not mentioned": the benchmark gives no answer for the other speaker either
         facts: tuple[Fact, ...] = ()
         owners = {speaker_of[e] for e in evidence}
         # the adversarial question names one speaker but its evidence is the other's: asked of the speaker who
         # said it, the benchmark's own answer holds (the swap back is a target change with that answer)
-        if (stale and len(owners) == 1 and fields.entity in speakers and next(iter(owners)) != fields.entity
+        if (other_answer and len(owners) == 1 and fields.entity in speakers and next(iter(owners)) != fields.entity
                 and next(iter(owners)) in speakers and (next(iter(owners)), fields.attribute) not in taken):
             owner = next(iter(owners))
-            facts = (Fact(owner, fields.attribute, stale, tuple(evidence), value_type=value_type_of(stale, speakers),
+            facts = (Fact(owner, fields.attribute, other_answer, tuple(evidence),
+                          value_type=value_type_of(other_answer, speakers),
                           valid_from=max(ts_of[e] for e in evidence)),)
             taken.add((owner, fields.attribute))
+        # the other speaker's answer is not out of date (no stale answer): answering with it is an unsupported
+        # answer, as any answer to this question is
         pending.append(Pending(qid=qid, text=item["question"], fields=fields, answer=None, facts=facts,
-                               decoys=tuple(evidence), stale=(stale,) if stale else (), metadata=meta))
+                               decoys=tuple(evidence), metadata=meta))
     # (entity, attribute) the state has a fact for, or the benchmark asks about (its own adversarial questions)
     keys = {(f.entity, f.attribute) for p in pending for f in p.facts} | \
         {(p.fields.entity, p.fields.attribute) for p in pending}
