@@ -42,7 +42,8 @@ No answerer (``answers=False``): MemOS answers through ``MOSCore.chat`` (search 
 memories in a system prompt, call the chat LLM). ``MOSCore`` cannot be constructed without a ``mem_reader`` whose
 chunker is chonkie (MemoryOS's ``mem-reader`` extra, not installed here) with the tokenizer ``gpt2`` fetched from
 the Hugging Face hub by default, and ``chat`` keeps a per-user chat history that would make answers depend on
-earlier queries; the fuzzer's own reader is used instead.
+earlier queries. So the adapter has no response of its own: a campaign judges its retrieval (selection level),
+and the response level only with an answerer the user configures (``--llm-uses answer``).
 
 Semantics the adapter reports (read from the installed source, ``memos/memories/textual/general.py`` and
 ``memos/vec_dbs/qdrant.py``):

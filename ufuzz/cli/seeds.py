@@ -45,7 +45,8 @@ def seeds_synth(personas: int, rng_seed: int, queries: int, output: str) -> None
               help="Retries of a failed LLM request, with exponential backoff.")
 def seeds_import(fmt: str, file: str, output: str, llm_base_url: str | None, llm_model: str | None,
                  llm_api_key_env: str, llm_timeout: float, llm_retries: int) -> None:
-    """Import a benchmark file (locomo, longmemeval, memops, meme, halumem) as a seed suite."""
+    """Import a benchmark file as a seed suite (FORMAT: one of the importers, e.g. locomo or longmemeval; an
+    unknown one is answered with the full list)."""
     from ufuzz.seeds.importers import IMPORTERS, import_file
     from ufuzz.seeds.io import write_suite
 

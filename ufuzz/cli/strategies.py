@@ -18,8 +18,8 @@ def strategies(as_json: bool) -> None:
         click.echo(json.dumps([{"name": n, "group": g, "description": d} for n, g, d in rows], indent=2))
         return
     width = max(len(n) for n, _g, _d in rows)
-    for group in ("strategy", "baseline", "ablation"):
-        click.echo(f"{group}s:")
+    for group, heading in (("strategy", "strategies"), ("baseline", "baselines"), ("ablation", "ablations")):
+        click.echo(f"{heading}:")
         for n, g, d in rows:
             if g == group:
                 click.echo(f"  {n.ljust(width)}  {d}")

@@ -12,7 +12,7 @@ discovery order::
      "parent": {"id": ..., "operator": null, "depth": 0, "query": {...}, "ops": [...], "reference": {...}},
      "mutant": {"id": ..., "operator": "update", "depth": 1, "obligation": {"operator": ..., "target": ...},
                 "query": {...}, "ops": [...], "reference": {...}, "detail": "..."},
-     "expected": {"kind": "stale_answer", "stage": "post-selection", "failure_key": "...", "offending": [...]},
+     "expected": {"kind": "stale_answer", "stage": "response", "failure_key": "...", "offending": [...]},
      "discovery": {"first_seq": 17, "occurrences": 3}, "sha256": "..."}
 
 ``expected.status`` is ``failing`` (a known failure: the default when absent) or ``fixed`` (it was fixed and

@@ -10,7 +10,7 @@ with the campaign's own options:
 
 both queries are executed (top-k ids and a response) and judged with the stored references through the very
 functions a campaign decides failures with (:mod:`ufuzz.oracles.verdict`), with the campaign's own responder
-and judge (:class:`~ufuzz.engine.judging.Judging`, rebuilt from its stored config). A failure is *reproduced*
+and judge (:class:`~ufuzz.oracles.judging.Judging`, rebuilt from its stored config). A failure is *reproduced*
 when the parent passes the recorded level and the mutant fails there with the recorded kind. ``same_key``
 additionally says whether the recomputed unique-failure key (offending memory ids included) matches. A seed's
 baseline failure is re-run alone and judged the same way.

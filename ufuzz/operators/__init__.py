@@ -1,5 +1,6 @@
-"""Mutation operators: on the query (paraphrase, target change, unsupported) and on the memory state (update,
-delete, unrelated edit). Each lives in its own module and is found by :mod:`ufuzz.operators.registry`."""
+"""Mutation operators: on the query (paraphrase, target change, unsupported, speaker swap) and on the memory
+state (update, delete, unrelated edit). Each lives in its own module and is found by
+:mod:`ufuzz.operators.registry` (``ufuzz strategies`` and the registry list them; nothing here is a second list)."""
 
 from __future__ import annotations
 
