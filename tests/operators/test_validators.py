@@ -423,3 +423,13 @@ def test_operators_and_validators_never_retrieve(no_retrieval, c, name, data, r)
         assert op.validate(c, m, view).ok
     finally:
         be.release(handle)
+
+
+def test_an_updated_value_takes_the_article_it_needs():
+    from ufuzz.operators.statewrite import substitute
+
+    assert substitute("Mopsa is a duck, in case you wondered.", "duck", "alpaca") == \
+        "Mopsa is an alpaca, in case you wondered."
+    assert substitute("An urban planner is what Farid is.", "urban planner", "farrier") == "A farrier is what Farid is."
+    assert substitute("Ana lives in Porto.", "Porto", "Oslo") == "Ana lives in Oslo."
+    assert substitute("Ana lives in Porto.", "Lisbon", "Oslo") is None

@@ -25,11 +25,19 @@ def later_timestamp(view: StateView, days: int = 1) -> str:
 
 
 def substitute(text: str, old: str, new: str) -> str | None:
-    """``text`` with the value ``old`` replaced by ``new`` (whole words), or None if ``old`` is absent."""
-    pat = re.compile(r"(?<![\w])" + re.escape(old) + r"(?![\w])", re.IGNORECASE)
+    """``text`` with the value ``old`` replaced by ``new`` (whole words), or None if ``old`` is absent. An
+    indefinite article right before the value follows the new value ("a duck" -> "an alpaca", not "a alpaca")."""
+    pat = re.compile(r"(?<![\w])(?:(\b[Aa]n?) )?" + re.escape(old) + r"(?![\w])", re.IGNORECASE)
     if not pat.search(text):
         return None
-    return pat.sub(new, text)
+
+    def put(m: re.Match[str]) -> str:
+        art = m.group(1)
+        if art is None or art.lower() not in ("a", "an"):
+            return new if art is None else f"{art} {new}"
+        right = "an" if new[:1].lower() in "aeiou" else "a"
+        return f"{right if art[0].islower() else right.capitalize()} {new}"
+    return pat.sub(put, text)
 
 
 def natural_key(memory_id: str) -> list:

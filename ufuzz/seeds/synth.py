@@ -79,7 +79,8 @@ STATEMENTS: dict[str, dict[str, tuple[str, ...]]] = {
     "hobby": {
         "initial": ("{who} is really into {v}.", "{who} spends most weekends on {v}.",
                     "{who}'s main hobby is {v}."),
-        "update": ("{who} has picked up {v} as a new hobby.", "{who} dropped the old hobby and is all about {v} now."),
+        "update": ("{who} gave up the old hobby and has taken up {v} instead.",
+                   "{who} dropped the old hobby and is all about {v} now."),
     },
     "partner": {
         "initial": ("{who} is dating {v}.", "{who} has a partner called {v}.",
