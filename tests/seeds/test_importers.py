@@ -284,7 +284,8 @@ def test_extractor_fields_win_and_unknown_falls_back(tmp_path):
     res = import_file("locomo", FIX / "locomo_sample.json", extractor=ext)
     seed, ref = by_text(res.suite, "What did the kids enjoy?")  # no speaker named: only the extractor knows
     assert (seed.query.fields.entity, seed.query.fields.attribute) == ("Melanie", "kids' favourite activity")
-    assert ref.answer == "swimming in the lake" and ref.supporting == ("D2:3",)
+    # D2:4 ("I also went swimming ...", two turns on, same speaker) shares half the key terms: accepted too
+    assert ref.answer == "swimming in the lake" and ref.supporting == ("D2:3", "D2:4")
     assert res.dropped["no_fields"] == 0
     assert res.warnings["extractor_invalid"] == 1 and res.warnings["extractor_no_fields"] >= 1
     asked = dict(ext.calls)

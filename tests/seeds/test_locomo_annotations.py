@@ -180,3 +180,20 @@ def test_new_fields_are_optional_on_disk(tmp_path):
     assert not any("metadata" in r for r in again if r["kind"] == "seed")
     assert not any("answer_form" in r for r in again if r["kind"] == "reference")
     assert not any("pronoun" in e for r in again if r["kind"] == "checkpoint" for e in r["entities"])
+
+
+def test_neighbouring_turns_that_repeat_the_evidence_support_it_too():
+    """LoCoMo marks one turn where the speaker says the same thing twice; a nearby turn of the same speaker holding
+    half the key terms of question and answer (and no question itself) is accepted as evidence too."""
+    from ufuzz.seeds.importers.locomo import neighbours
+
+    text_of = {"D10:14": "Ana: Did you see it too?", "D10:15": "Ben: We drove up the hill at night.",
+               "D10:16": "Ana: The meteor shower was amazing, it felt awe-inspiring.",
+               "D10:17": "Ana: What meteor shower will you watch next?",
+               "D10:18": "Ana: I was in awe of the universe.", "D10:19": "Ana: Anyway, how is work?",
+               "D11:16": "Ana: Another meteor shower, awe again."}
+    speaker_of = {k: v.split(":")[0] for k, v in text_of.items()}
+    got = neighbours(["D10:18"], text_of, speaker_of, "How did Ana feel watching the meteor shower?",
+                     "in awe of the universe", ["Ana", "Ben"])
+    # not Ben's turn, not a question, not another session, not a turn sharing too little
+    assert got == ("D10:16",)

@@ -213,6 +213,14 @@ def related(text: str, question: str, answer: str, names: Sequence[str]) -> bool
     return bool(heads & {s[:5] for s in _stems(text) if len(s) >= 5})
 
 
+def shared_terms(text: str, terms: set[str]) -> int:
+    """How many of ``terms`` (stems) ``text`` holds, a stem or its first five letters matching (the parts of a
+    hyphenated word count: "awe-inspiring" holds "awe")."""
+    stems = _stems(text) | _stems(text.replace("-", " "))
+    heads = {s[:5] for s in stems if len(s) >= 5}
+    return sum(1 for t in terms if t in stems or (len(t) >= 5 and t[:5] in heads))
+
+
 @lru_cache(maxsize=1 << 16)
 def _stems(text: str) -> frozenset[str]:
     """The stems of ``text``'s words (cached: a speaker's texts are checked against many questions)."""
