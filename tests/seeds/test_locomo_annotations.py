@@ -197,3 +197,17 @@ def test_neighbouring_turns_that_repeat_the_evidence_support_it_too():
                      "in awe of the universe", ["Ana", "Ben"])
     # not Ben's turn, not a question, not another session, not a turn sharing too little
     assert got == ("D10:16",)
+
+
+def test_turns_writing_an_item_of_a_list_answer_support_it_and_counts_over_turns_are_not_seeds():
+    from ufuzz.model import Memory
+    from ufuzz.seeds.importers.locomo import COUNT, carriers
+
+    mems = [Memory("D5:13", "Ana: I'm going to a transgender conference this month.", "2023-01-01", {"speaker": "Ana"}),
+            Memory("D6:2", "Ben: The transgender conference was packed.", "2023-01-02", {"speaker": "Ben"}),
+            Memory("D7:1", "Ana: The conference room was cold.", "2023-01-03", {"speaker": "Ana"})]
+    q = "What transgender-specific events has Ana attended?"
+    # Ana's turn naming "conference" with the question's "transgender"; not Ben's, not one without a key term
+    assert carriers("Poetry reading, conference", q, "Ana", mems, ["Ana", "Ben"]) == ("D5:13",)
+    assert carriers("conference", q, "Ana", mems, ["Ana", "Ben"]) == ()  # a single answer: its marked turns
+    assert COUNT.match("How many times has Ana gone to the beach?") and not COUNT.match("What did Ana count?")

@@ -61,7 +61,13 @@ from ufuzz.seeds.importers._common import (
     snippets,
     state_ops_for,
 )
-from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_forms, value_type_of
+from ufuzz.seeds.importers.fields import (
+    Extractor,
+    establish_fields,
+    mentions_word,
+    value_forms,
+    value_type_of,
+)
 from ufuzz.seeds.speakers import (
     key_terms,
     name_pattern,
@@ -229,6 +235,11 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
         if not adversarial and not evidence:
             b.dropped["no_evidence"] += 1
             continue
+        if not adversarial and len(evidence) > 1 and COUNT.match(item["question"]):
+            # a count over several turns is answered only by all of them: "is any evidence in the top-k" says
+            # nothing of it (a retriever finding one of two beach trips has not found the answer "2")
+            b.dropped["count_over_turns"] += 1
+            continue
         fields = establish_fields(item["question"], snippets(memories, evidence), extractor=extractor,
                                   warnings=b.warnings, names=speakers, answerable=not adversarial)
         if fields is None:
@@ -241,6 +252,8 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
             ops = _memory_ops(answer, memories, evidence)
             near = neighbours(evidence, text_of, speaker_of, item["question"], " ".join(value_forms(answer)),
                               speakers)
+            near += tuple(i for i in carriers(answer, item["question"], fields.entity, memories, speakers)
+                          if i not in evidence and i not in near)
             if near:  # the benchmark marks one turn where its neighbours say the same: they support it too
                 b.warnings["supporting_neighbours"] += len(near)
                 ops = ("unrelated_edit",)  # an update or delete of the marked turns would leave them standing
@@ -313,6 +326,31 @@ def neighbours(evidence: list[str], text_of: dict[str, str], speaker_of: dict[st
                     and not _IMAGE.sub("", text_of[nid]).rstrip().endswith("?")
                     and shared_terms(text_of[nid], terms) >= need):
                 out.append(nid)
+    return tuple(out)
+
+
+#: a question asking for a count
+COUNT = re.compile(r"(?i)\s*how (many|often)\b")
+
+
+def carriers(answer: str, question: str, entity: str, memories: list[Memory], speakers: list[str]) -> tuple[str, ...]:
+    """Turns of ``entity`` that write an item of a list answer ("Poetry reading, conference") as whole words and
+    share a key term of the question besides it ("I'm going to a transgender conference"): LoCoMo's evidence ids
+    for list answers are often incomplete (or mistyped), and such a turn answers its part as well as a marked
+    one. Single-item answers add nothing here (their marked turns are the evidence)."""
+    items = [i.strip() for i in re.split(r",|\band\b|;", answer) if i.strip()]
+    if len(items) < 2:
+        return ()
+    out: list[str] = []
+    for it in items:
+        own = key_terms(it, speakers)
+        rest = key_terms(question, speakers) - own
+        if not own or not rest:
+            continue
+        for m in memories:
+            if (m.metadata.get("speaker") == entity and m.id not in out and mentions_word([m.text], it)
+                    and shared_terms(m.text, rest) >= 1):
+                out.append(m.id)
     return tuple(out)
 
 
