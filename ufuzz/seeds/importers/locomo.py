@@ -379,12 +379,18 @@ def _swap_target(question: str, entity: str, attribute: str, speakers: list[str]
     return (other,)
 
 
+def _session_number(key: str) -> int:
+    """The session number in a per-session key ("session_3_observation" -> 3), for ordering them."""
+    m = re.search(r"(\d+)", key)
+    return int(m.group(1)) if m else 0
+
+
 def _observations(b: Builder, raw: Any, known: set[str], ts_of: dict[str, str], speakers: list[str]) -> list[Fact]:
     """LoCoMo's per-session observations as facts of the speaker they describe, evidenced by their turns."""
     out: list[Fact] = []
     if not isinstance(raw, dict):
         return out
-    for key in sorted(raw, key=lambda k: int(m.group(1)) if (m := re.search(r"(\d+)", k)) else 0):
+    for key in sorted(raw, key=_session_number):
         by_speaker = raw[key]
         if not isinstance(by_speaker, dict):
             b.warnings["observation_malformed"] += 1
@@ -411,7 +417,7 @@ def _events(b: Builder, raw: Any, conv: dict[str, Any], speakers: list[str]) -> 
     out: list[Fact] = []
     if not isinstance(raw, dict):
         return out
-    for key in sorted(raw, key=lambda k: int(m.group(1)) if (m := re.search(r"(\d+)", k)) else 0):
+    for key in sorted(raw, key=_session_number):
         sess = raw[key]
         if not isinstance(sess, dict):
             b.warnings["event_malformed"] += 1
