@@ -95,7 +95,8 @@ def test_a_tampered_mutant_reference_no_longer_reproduces(campaign_dir, tmp_path
     copy = _copy(campaign_dir, tmp_path / "tampered")
     cid, url = _ids(copy)
     base = replay_campaign(copy)
-    victim = next(r for r in base.results if r.kind not in ("missing_evidence", "deleted_evidence_retrieved"))
+    victim = next(r for r in base.results  # a mutant failure (baseline failures have no parent)
+                  if r.parent_id is not None and r.kind not in ("missing_evidence", "deleted_evidence_retrieved"))
     with FailureStore(url, cid) as fs:
         ref = fs.reference(victim.case_id)
         # now the mutant is expected to find a memory that does not exist: it fails, but differently
@@ -114,7 +115,7 @@ def test_a_tampered_parent_reference_no_longer_reproduces(campaign_dir, tmp_path
     copy = _copy(campaign_dir, tmp_path / "tampered-parent")
     cid, url = _ids(copy)
     base = replay_campaign(copy)
-    victim = base.results[0]
+    victim = next(r for r in base.results if r.parent_id is not None)  # a mutant failure
     with FailureStore(url, cid) as fs:
         ref = fs.reference(victim.parent_id)
         fs.record_reference(victim.parent_id, ref.with_(abstain=False, answer=ref.answer or "x",
@@ -182,11 +183,13 @@ def test_summary_counts_only_seed_obligations_as_covered(tmp_path):
 
     full = load_suite(ROOT / "seeds" / "default.jsonl")
     # a seed that passes its own reference (a failing one is retired after its first execution: no phase 2)
-    seeds = [s for s in full.seeds if s.id == "p1-s2"]
+    seeds = [s for s in full.seeds if s.id == "p1-s1"]
     suite = SeedSuite(name="one", checkpoints={s.checkpoint_id: full.checkpoints[s.checkpoint_id] for s in seeds},
                       seeds=seeds, references={s.query.id: full.references[s.query.id] for s in seeds})
     c = Campaign(CampaignConfig(backend="embedded", backend_options={"retrieval": "bm25"}, budget=150, seed=2,
                                 out=str(tmp_path / "c")), suite=suite)
     summary = c.run()
     assert len(c.scheduler.covered) > len(c.scheduler.obligations)  # the situation this is about
-    assert summary["obligations_covered"] == summary["obligations"]
+    # the summary counts the seed obligations covered, not the phase-2 moves beyond them
+    covered = len(c.scheduler.covered & c.scheduler.obligations)
+    assert summary["obligations_covered"] == covered <= summary["obligations"] < len(c.scheduler.covered)

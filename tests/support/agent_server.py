@@ -64,7 +64,7 @@ IDK = "I don't know."
 # Y" note is understood too. Order matters for questions: the first intent whose cue matches wins.
 _LEXICON: tuple[tuple[str, str, str], ...] = (
     ("species", r"kind of animal|species|sort of creature|what animal",
-     r"adopted an? [\w ]+ called|is my \w+|brought home|turned out to be|species"),
+     r"adopted an? [\w ]+ called|is my \w+|brought home|turned out to be|species|my pet \w+ is an? |, in case you"),
     ("feeding_time", r"\bfed\b|feeding|mealtime|meal time",
      r"\bfed\b|\bfeed\b|feeding|dinner is at|eats at|feeding time"),
     ("vet", r"\bvet\b|veterinarian|check-?ups?", r"\bvet\b|seen by|veterinarian"),
@@ -77,11 +77,11 @@ _LEXICON: tuple[tuple[str, str, str], ...] = (
     ("favourite_food", r"favou?rite food|\bdish\b|to eat",
      r"adores|favourite food|eat [\w ]+ every|happier than a plate|craves|can't get enough|favourite food"),
     ("job", r"\bjobs?\b|for a living|profession|occupation",
-     r"works as|making a living|makes a living|trained as|career|\bis an? |\bjob\b(?! with)"),
+     r"works as|worked as|making a living|makes a living|trained as|career|\bis an? |\bjob\b(?! with)"),
     ("employer", r"work(?:s|ed)? (?:for|at)|employ|company",
      r"works at|job with|been with|employed by|switched jobs|position at|joined|company|employer"),
     ("city", r"\blive[sd]?\b|living|based in|\btown\b|\bcity\b|\bhome\b",
-     r"\blives?\b|living in|moved to|relocated|lease|settled|\bcity\b"),
+     r"\blive[sd]?\b|living in|moved to|relocated|lease|settled|\bcity\b"),
 )
 _Q_CUES = tuple((name, re.compile(q, re.I)) for name, q, _m in _LEXICON)
 _M_CUES = tuple((name, re.compile(m, re.I)) for name, _q, m in _LEXICON)
