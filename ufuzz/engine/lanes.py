@@ -1,0 +1,503 @@
+"""Lanes: where a parallel campaign's executions run (``--workers N``; ``--ray-address`` for Ray actors).
+
+A lane is a process with a backend instance of its own (:class:`LaneCore`): it runs *jobs* — a task's parent
+execution when the campaign has none cached, the state operator's mutation on a fork of the parent's state
+(made with the same per-step random generator as anywhere), and the mutant's execution — and gives back what
+happened. It never sees the corpus, the oracle's verdicts, failures or the scheduler: those stay in the
+campaign, which applies the results in task order (:meth:`ufuzz.engine.campaign.Campaign._run_batch`).
+
+Which lane runs a job is decided by the job alone (:func:`assign`: a stable hash of its root seed, so that a
+lane keeps the states it already built, balanced so that every lane gets its share of a batch). On a
+deterministic backend a job's result does not depend on the lane, so neither does the campaign.
+
+Retained state mutants keep their fork in the lane that made it: the lane holds every executed mutant's fork
+until the campaign's next call tells it which mutants were kept (:meth:`LaneCore.run`'s ``keep``); the rest are
+released. A lane that dies is restarted on its next use; its jobs of that batch come back ``lost`` (the campaign
+records an error for each, never a failure), and its states are rebuilt from their recipes as after an eviction.
+
+:class:`ProcessLane` runs a LaneCore in a child interpreter on this machine (``python -m ufuzz.engine.lanes``,
+talking pickles over a socket pair, as the backend worker does); :mod:`ufuzz.engine.raylanes` runs it as a Ray
+actor.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ufuzz.backends import registry
+from ufuzz.backends.protocol import BackendError, StateHandle
+from ufuzz.engine.executor import Executor
+from ufuzz.engine.proposal import Proposal, propose
+from ufuzz.engine.scheduler import Task
+from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference
+
+__all__ = ["LaneCore", "LaneDied", "LaneJob", "LanePool", "LaneResult", "LaneSpec", "ProcessLane", "assign"]
+
+#: seconds a lane may take to start (importing torch and loading a model on a loaded 2-core machine)
+START_TIMEOUT = 600.0
+
+
+class LaneDied(RuntimeError):
+    """A lane died, could not be started or could not be reached; what it was doing is lost."""
+
+
+@dataclass(frozen=True)
+class LaneSpec:
+    """What a lane needs to build its backend and run jobs: the campaign's configuration (with its secrets: it
+    goes to the campaign's own processes only), the backend class and the suite's checkpoints."""
+
+    config: Any  # the CampaignConfig
+    backend_class: str  # "module:QualName", importable in the lane (registrations do not cross processes)
+    checkpoints: dict[str, Checkpoint]
+    path: tuple[str, ...] = ()  # the campaign's sys.path, so that the lane imports the same code
+
+    @classmethod
+    def of(cls, config: Any, backend_class: type, checkpoints: dict[str, Checkpoint]) -> LaneSpec:
+        return cls(config, f"{backend_class.__module__}:{backend_class.__qualname__}", dict(checkpoints),
+                   tuple(p for p in sys.path if p))
+
+
+@dataclass
+class LaneJob:
+    """One task for a lane: the parent (executed first when ``run_parent``), and either the mutant's proposal
+    (made by the campaign: query operators) or the reference a state operator mutates against."""
+
+    counter: int
+    task: Task
+    parent: FuzzCase
+    run_parent: bool
+    reference: Reference | None = None
+    proposal: Proposal | None = None
+
+
+@dataclass
+class LaneResult:
+    parent_ex: Execution | None = None  # when the job ran the parent
+    proposal: Proposal | None = None  # None when the parent's execution failed (nothing else was done)
+    ex: Execution | None = None  # the mutant's execution, when it ran
+    faults: list[tuple[str, str]] = field(default_factory=list)  # backend faults nothing waited for
+    lost: str | None = None  # the lane failed this job as a whole (it died, or an adapter bug escaped)
+
+
+def _import(spec: str) -> Any:
+    module, _, attr = spec.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class LaneCore:
+    """A lane's backend, executor and state operators; :meth:`run` works through a list of jobs."""
+
+    def __init__(self, spec: LaneSpec, workdir: Path) -> None:
+        from ufuzz.llm.client import client_for
+        from ufuzz.operators import create_all
+        from ufuzz.oracles.judging import Judging
+
+        cfg = spec.config
+        self.seed = cfg.seed
+        self.backend = registry.instantiate(
+            cfg.backend, _import(spec.backend_class), Path(workdir) / "backend", cfg.backend_options,
+            isolation=cfg.isolation, worker={"recycle_every": cfg.worker_recycle,
+                                             "max_rss_mb": cfg.worker_max_rss_mb,
+                                             "call_timeout": cfg.worker_timeout})
+        try:
+            llm = client_for(cfg) if "answer" in cfg.llm_uses else None
+            responder, self.context = Judging.of(cfg).build(self.backend, llm)
+            self.executor = Executor(self.backend, spec.checkpoints, k=cfg.k, responder=responder,
+                                     max_live_states=cfg.max_live_states, hidden=not self.context.visible)
+            self.operators = create_all(only=tuple(cfg.operators) if cfg.operators else None)
+        except BaseException:
+            self.backend.close()
+            raise
+        caps = self.backend.capabilities
+        self.fork_queries = caps.cheap_fork if cfg.fork_queries is None else bool(cfg.fork_queries)
+        self.responds = self.executor.answers or self.executor.responder is not None
+        self.pending: dict[str, StateHandle] = {}  # executed mutants' forks, until the campaign says which stay
+
+    # -- the lane's calls ---------------------------------------------------------------------------------
+    def run(self, jobs: Sequence[LaneJob], keep: Sequence[FuzzCase] = ()) -> list[LaneResult]:
+        """Adopt the forks of the mutants the campaign kept (``keep``), release the others, run ``jobs``."""
+        self._settle(keep)
+        return [self._job(job) for job in jobs]
+
+    def execute(self, case: FuzzCase) -> Execution:
+        """``case`` on its state (built or rebuilt here as needed); a state that cannot be had is an error."""
+        try:
+            state = self.executor.state_of(case)
+        except BackendError as exc:
+            return Execution(case_id=case.id, state_key=case.state_key, query=case.query.text,
+                             error=f"{type(exc).__name__}: {exc}")
+        return self.executor.execute(case, state)
+
+    def prepare_queries(self, texts: list[str]) -> int:
+        return int(self.backend.prepare_queries(list(texts)) or 0)
+
+    def close(self) -> None:
+        try:
+            self._settle(())
+            self.executor.close()
+        finally:
+            self.backend.close()
+
+    # -- jobs ---------------------------------------------------------------------------------------------
+    def _settle(self, keep: Sequence[FuzzCase]) -> None:
+        kept = {c.id: c for c in keep}
+        for mid, handle in self.pending.items():
+            case = kept.get(mid)
+            if case is not None:
+                self.executor.adopt(case, handle)
+            else:
+                self.executor.release(handle)
+        self.pending.clear()
+
+    def _job(self, job: LaneJob) -> LaneResult:
+        res = LaneResult()
+        try:
+            self._work(job, res)
+        except Exception as exc:  # noqa: BLE001 - an adapter bug outside the guarded calls: this job is lost
+            res.lost = f"{type(exc).__name__}: {exc}"
+        res.faults = list(self.executor.faults)
+        self.executor.faults.clear()
+        return res
+
+    def _work(self, job: LaneJob, res: LaneResult) -> None:
+        from ufuzz.oracles.oracle import could_fail
+
+        parent, task = job.parent, job.task
+        if job.run_parent:
+            res.parent_ex = self.execute(parent)
+            if res.parent_ex.error is not None:
+                return
+        op = self.operators[task.operator]
+        if job.proposal is None:  # a state operator: it mutates a fork of the parent's state, here
+            proposal = propose(op, parent, job.reference, task.target, task.obligation, job.counter, self.seed,
+                               executor=self.executor, fork=True)
+        else:
+            proposal = job.proposal
+            if proposal.valid and self.fork_queries and self.executor.copyable:
+                try:
+                    proposal.handle = self.executor.fork(parent)
+                except BackendError as exc:
+                    proposal.error = (f"{op.name}:{task.target}", f"{type(exc).__name__}: {exc}")
+        res.proposal = proposal
+        if proposal.error is None and proposal.valid:
+            if not could_fail(proposal.mutant, proposal.mutation.reference, self.responds, self.context):
+                proposal.unjudged = True
+            else:
+                res.ex = self._run_mutant(proposal, parent)
+        if proposal.handle is not None:
+            if res.ex is not None and res.ex.error is None:
+                self.pending[proposal.mutant.id] = proposal.handle  # it may be kept as a parent
+            else:
+                self.executor.release(proposal.handle)
+
+    def _run_mutant(self, proposal: Proposal, parent: FuzzCase) -> Execution | None:
+        try:
+            state = proposal.handle if proposal.handle is not None else self.executor.state_of(parent)
+        except BackendError as exc:
+            proposal.state_error = f"{type(exc).__name__}: {exc}"
+            return None
+        return self.executor.execute(proposal.mutant, state)
+
+
+# -- assignment --------------------------------------------------------------------------------------------
+def assign(seed_ids: Sequence[str], lanes: int) -> list[int]:
+    """The lane of each job of a batch, from the jobs alone: the lane its root seed hashes to (so a lane keeps
+    the states it built), unless that lane already has its share of the batch — then the first lane that has
+    room. Every lane gets at most ceil(jobs / lanes) jobs."""
+    share = max(1, math.ceil(len(seed_ids) / lanes))
+    load = [0] * lanes
+    out = []
+    for sid in seed_ids:
+        lane = zlib.crc32(sid.encode("utf-8")) % lanes
+        if load[lane] >= share:
+            lane = next(i for i in range(lanes) if load[i] < share)
+        load[lane] += 1
+        out.append(lane)
+    return out
+
+
+# -- a lane in a child process --------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> None:
+    """Child main (``python -m ufuzz.engine.lanes FD``): the first message is (spec, workdir); then answer
+    ("ok", value) | ("err", message) per (method, args) request; None closes the lane."""
+    from multiprocessing.connection import Connection
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the campaign's: it stops between batches
+    try:
+        import faulthandler
+
+        faulthandler.enable()
+    except Exception:  # noqa: BLE001
+        pass
+    conn = Connection(int((argv or sys.argv[1:])[0]))
+    spec, workdir = conn.recv()
+    sys.path[:] = [p for p in spec.path if p] + [p for p in sys.path if p not in spec.path]
+    try:
+        core = LaneCore(spec, Path(workdir))
+        conn.send(("ok", None))
+    except BaseException as exc:  # noqa: BLE001 - reported to the campaign, which says so
+        conn.send(("err", f"{type(exc).__name__}: {exc}"))
+        return
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            break
+        if msg is None:
+            break
+        method, args = msg
+        try:
+            conn.send(("ok", getattr(core, method)(*args)))
+        except BaseException as exc:  # noqa: BLE001
+            traceback.print_exc()
+            conn.send(("err", f"{type(exc).__name__}: {exc}"))
+    try:
+        core.close()
+    except BaseException:  # noqa: BLE001
+        traceback.print_exc()
+    try:
+        conn.send(("ok", None))
+    except (OSError, ConnectionError):
+        pass
+
+
+class ProcessLane:
+    """A :class:`LaneCore` in a child interpreter on this machine, started on first use and after a death."""
+
+    def __init__(self, index: int, spec: LaneSpec, workdir: Path) -> None:
+        self.index = index
+        self.spec = spec
+        self.workdir = Path(workdir)
+        self.log_path = self.workdir / "lane.log"
+        self.starts = 0
+        self._proc: subprocess.Popen | None = None
+        self._conn: Any = None
+        self._broken: str | None = None  # why the last start or send failed (raised by result())
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None
+
+    def start(self) -> None:
+        """Launch the child; :meth:`ready` waits for it (so that several lanes start at once)."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.workdir / "backend", ignore_errors=True)  # a dead lane's states are gone
+        parent, child = mp.Pipe()
+        env = dict(os.environ)
+        pkg_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
+        with self.log_path.open("ab") as log:
+            self._proc = subprocess.Popen([sys.executable, "-m", "ufuzz.engine.lanes", str(child.fileno())],
+                                          pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=log,
+                                          stderr=subprocess.STDOUT, env=env, cwd=str(self.workdir))
+        child.close()
+        self._conn = parent
+        self.starts += 1
+        try:
+            parent.send((self.spec, str(self.workdir)))
+        except (OSError, ConnectionError):
+            pass  # it died at once: ready() says how
+
+    def ready(self) -> None:
+        reply = self._receive("start", START_TIMEOUT)
+        if reply[0] != "ok":
+            self.kill()
+            raise LaneDied(f"lane {self.index} could not start: {reply[1]}")
+
+    def submit(self, method: str, *args: Any) -> None:
+        """Send a request; its answer is :meth:`result`'s. A lane that is down is started first."""
+        self._broken = None
+        try:
+            if self._proc is None:
+                self.start()
+                self.ready()
+            self._conn.send((method, args))
+        except LaneDied as exc:
+            self._broken = str(exc)
+        except (OSError, ConnectionError):
+            self._broken = f"lane {self.index} died before {method} ({self._exit()})"
+            self.kill()
+
+    def result(self) -> Any:
+        if self._broken is not None:
+            raise LaneDied(self._broken)
+        reply = self._receive("a batch", None)
+        if reply[0] != "ok":
+            raise LaneDied(f"lane {self.index}: {reply[1]}")
+        return reply[1]
+
+    def call(self, method: str, *args: Any) -> Any:
+        self.submit(method, *args)
+        return self.result()
+
+    def _receive(self, what: str, timeout: float | None) -> Any:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while not self._conn.poll(1.0):
+                if self._proc.poll() is not None and not self._conn.poll(0):
+                    raise EOFError
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.kill()
+                    raise LaneDied(f"lane {self.index}: {what} took longer than {timeout:g} s (lane killed)")
+            return self._conn.recv()
+        except (EOFError, OSError, ConnectionError):
+            message = f"lane {self.index} died during {what} ({self._exit()}; see {self.log_path})"
+            self.kill()
+            raise LaneDied(message) from None
+
+    def _exit(self) -> str:
+        if self._proc is None:
+            return "not running"
+        try:
+            code = self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return "still running"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+    def kill(self) -> None:
+        proc, conn = self._proc, self._conn
+        self._proc = self._conn = None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        if proc is not None:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> None:
+        """Ask the lane to release its states and close its backend, then end it."""
+        if self._proc is None:
+            return
+        try:
+            self._conn.send(None)
+            if self._conn.poll(120):
+                self._conn.recv()
+        except (EOFError, OSError, ConnectionError):
+            pass
+        self.kill()
+
+
+# -- the lanes of a campaign -----------------------------------------------------------------------------------
+class LanePool:
+    """A campaign's lanes: runs a batch's jobs on them at once and gives the results back in job order."""
+
+    def __init__(self, lanes: Sequence[Any], observer: Callable[..., None] | None = None) -> None:
+        self.lanes = list(lanes)
+        self.observer = observer
+        self._keep: list[list[FuzzCase]] = [[] for _ in self.lanes]
+        self.lost = 0  # jobs lost to lanes that died
+
+    def __len__(self) -> int:
+        return len(self.lanes)
+
+    def start(self) -> None:
+        """Start every lane (at once); the first that cannot start ends the campaign's start."""
+        try:
+            for lane in self.lanes:
+                lane.start()
+            for lane in self.lanes:
+                lane.ready()
+        except BaseException:
+            self.close()
+            raise
+
+    def lane_of(self, case: FuzzCase) -> int:
+        return assign([case.seed_id], len(self.lanes))[0]
+
+    def keep(self, lane: int, case: FuzzCase) -> None:
+        """The mutant ``case``, executed in ``lane``, stays as a parent: its fork there becomes its state."""
+        self._keep[lane].append(case)
+
+    def run(self, jobs: Sequence[LaneJob]) -> list[tuple[int, LaneResult]]:
+        """(lane, result) of every job, in job order; a lane that fails loses its jobs (``LaneResult.lost``)."""
+        where = assign([j.parent.seed_id for j in jobs], len(self.lanes))
+        mine: list[list[int]] = [[] for _ in self.lanes]
+        for i, lane in enumerate(where):
+            mine[lane].append(i)
+        busy = []
+        for lane, idx in enumerate(mine):
+            keep, self._keep[lane] = self._keep[lane], []
+            if idx or keep:
+                self.lanes[lane].submit("run", [jobs[i] for i in idx], keep)
+                busy.append(lane)
+        out: list[LaneResult | None] = [None] * len(jobs)
+        for lane in busy:
+            try:
+                results = self.lanes[lane].result()
+            except LaneDied as exc:
+                self._died(lane, str(exc))
+                results = [LaneResult(lost=str(exc)) for _ in mine[lane]]
+                self.lost += len(results)
+            for i, res in zip(mine[lane], results, strict=True):
+                out[i] = res
+        return [(lane, res) for lane, res in zip(where, out, strict=True)]
+
+    def execute(self, case: FuzzCase) -> Execution:
+        """``case`` executed now in its lane (the oracle's baseline attribution asks for a seed's execution)."""
+        lane = self.lane_of(case)
+        keep, self._keep[lane] = self._keep[lane], []
+        try:
+            if keep:
+                self.lanes[lane].call("run", [], keep)
+            return self.lanes[lane].call("execute", case)
+        except LaneDied as exc:
+            self._died(lane, str(exc))
+            return Execution(case_id=case.id, state_key=case.state_key, query=case.query.text,
+                             error=f"LaneDied: {exc}")
+
+    def prepare_queries(self, texts: list[str]) -> None:
+        """Only a speed-up (the embedded backend embeds a batch at once): a lane that fails here is not asked
+        again until its next batch, which restarts it."""
+        for lane in self.lanes:
+            lane.submit("prepare_queries", list(texts))
+        for i, lane in enumerate(self.lanes):
+            try:
+                lane.result()
+            except LaneDied as exc:
+                self._died(i, str(exc))
+
+    def _died(self, lane: int, message: str) -> None:
+        self._keep[lane] = []
+        if self.observer is not None:
+            try:
+                self.observer("lane_died", lane=lane, message=message)
+            except Exception:  # noqa: BLE001 - an observer must not break the campaign
+                pass
+
+    def close(self) -> None:
+        for lane in self.lanes:
+            try:
+                lane.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+
+
+if __name__ == "__main__":  # run as the package's module, so that results pickle as ufuzz.engine.lanes classes
+    from ufuzz.engine import lanes as _lanes
+
+    _lanes.main()
