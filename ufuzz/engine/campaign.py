@@ -606,11 +606,15 @@ class Campaign:
                 on_progress(self.progress)
 
     def _batch_loop(self, on_progress: Callable[[Progress], None] | None) -> str:
-        """The loop of a parallel campaign: a batch of ``workers`` tasks at a time, run in the lanes at once and
+        """The loop of a parallel campaign: a batch of tasks at a time (:func:`ufuzz.engine.lanes.batch_size`), run
+        in the lanes at once and
         applied here in task order (:meth:`_run_batch`). Between batches it is what :meth:`_loop` is between
         steps: the place to stop, to commit and to snapshot."""
+        from ufuzz.engine.lanes import batch_size
+
         cfg = self.config
         hidden = self.executor.hidden
+        size = batch_size(cfg.workers)
         while True:
             if self.progress.executions >= cfg.budget:
                 return ending.BUDGET_SPENT
@@ -619,7 +623,7 @@ class Campaign:
             if self._deadline is not None and time.monotonic() >= self._deadline:
                 return ending.TIME_LIMIT
             batch: list[tuple[Task, int]] = []
-            while len(batch) < cfg.workers:
+            while len(batch) < size:
                 task = self.scheduler.next()
                 if task is None:
                     break

@@ -35,6 +35,7 @@ import traceback
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from multiprocessing import connection as mp_connection
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,18 @@ from ufuzz.engine.scheduler import Task
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference
 
 __all__ = ["LaneCore", "LaneDied", "LaneJob", "LanePool", "LaneResult", "LaneSpec", "ProcessLane", "assign"]
+
+#: tasks in a parallel campaign's batch per lane: more evens out jobs of unequal length (a state mutant's writes
+#: beside a query mutant's one call), fewer applies feedback sooner. Part of the schedule: changing it changes
+#: which tasks are drawn before which results are known, so it is fixed
+TASKS_PER_LANE = 4
+
+
+def batch_size(workers: int) -> int:
+    """Tasks per batch for ``workers`` lanes: one with one lane (the campaign of ``--workers 1``, step by step),
+    else :data:`TASKS_PER_LANE` per lane."""
+    return 1 if workers <= 1 else workers * TASKS_PER_LANE
+
 
 #: seconds a lane may take to start (importing torch and loading a model on a loaded 2-core machine)
 START_TIMEOUT = 600.0
@@ -91,6 +104,7 @@ class LaneResult:
     ex: Execution | None = None  # the mutant's execution, when it ran
     faults: list[tuple[str, str]] = field(default_factory=list)  # backend faults nothing waited for
     lost: str | None = None  # the lane failed this job as a whole (it died, or an adapter bug escaped)
+    seconds: float = 0.0  # the job's time in its lane (benchmarks: how evenly a batch's work is spread)
 
 
 def _import(spec: str) -> Any:
@@ -131,9 +145,11 @@ class LaneCore:
         self.pending: dict[str, StateHandle] = {}  # executed mutants' forks, until the campaign says which stay
 
     # -- the lane's calls ---------------------------------------------------------------------------------
-    def run(self, jobs: Sequence[LaneJob], keep: Sequence[FuzzCase] = ()) -> list[LaneResult]:
-        """Adopt the forks of the mutants the campaign kept (``keep``), release the others, run ``jobs``."""
-        self._settle(keep)
+    def run(self, jobs: Sequence[LaneJob], keep: Sequence[FuzzCase] | None = None) -> list[LaneResult]:
+        """Run ``jobs``; first, when ``keep`` is given (the campaign's first call of a batch), adopt the forks of
+        the mutants it kept and release the others executed here before."""
+        if keep is not None:
+            self._settle(keep)
         return [self._job(job) for job in jobs]
 
     def execute(self, case: FuzzCase) -> Execution:
@@ -168,12 +184,14 @@ class LaneCore:
 
     def _job(self, job: LaneJob) -> LaneResult:
         res = LaneResult()
+        t0 = time.perf_counter()
         try:
             self._work(job, res)
         except Exception as exc:  # noqa: BLE001 - an adapter bug outside the guarded calls: this job is lost
             res.lost = f"{type(exc).__name__}: {exc}"
         res.faults = list(self.executor.faults)
         self.executor.faults.clear()
+        res.seconds = time.perf_counter() - t0
         return res
 
     def _work(self, job: LaneJob, res: LaneResult) -> None:
@@ -347,6 +365,19 @@ class ProcessLane:
         self.submit(method, *args)
         return self.result()
 
+    @staticmethod
+    def wait(lanes: Sequence[ProcessLane], timeout: float) -> list[ProcessLane]:
+        """The lanes of ``lanes`` whose answer (or death) is in, waiting up to ``timeout`` seconds for one."""
+        broken = [lane for lane in lanes if lane._broken is not None or lane._conn is None]
+        if broken:
+            return broken
+        conns = {id(lane._conn): lane for lane in lanes}
+        ready = mp_connection.wait([lane._conn for lane in lanes], timeout)
+        out = [conns[id(c)] for c in ready]
+        if not out:  # a lane that died without closing its end (its children hold it) is ready too
+            out = [lane for lane in lanes if lane._proc is not None and lane._proc.poll() is not None]
+        return out
+
     def _receive(self, what: str, timeout: float | None) -> Any:
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
@@ -404,12 +435,20 @@ class ProcessLane:
 
 # -- the lanes of a campaign -----------------------------------------------------------------------------------
 class LanePool:
-    """A campaign's lanes: runs a batch's jobs on them at once and gives the results back in job order."""
+    """A campaign's lanes: runs a batch's jobs on them at once and gives the results back in job order.
+
+    Jobs are handed out one at a time to whichever lane is free — preferably a job whose parent's state that
+    lane already holds (building a checkpoint's state is the dearest call of many backends), then one whose root
+    seed hashes to that lane (:func:`assign`), else the first job left — so that a batch whose jobs take unequal
+    times (a state mutant's writes, a query mutant's single call) keeps every lane busy. Which lane runs a job
+    may thus depend on timing; what a job gives back does not (on a deterministic backend), and the results
+    are applied in job order whatever their lanes."""
 
     def __init__(self, lanes: Sequence[Any], observer: Callable[..., None] | None = None) -> None:
         self.lanes = list(lanes)
         self.observer = observer
         self._keep: list[list[FuzzCase]] = [[] for _ in self.lanes]
+        self._held: list[set[str]] = [set() for _ in self.lanes]  # state keys each lane was given work on
         self.lost = 0  # jobs lost to lanes that died
 
     def __len__(self) -> int:
@@ -432,38 +471,61 @@ class LanePool:
     def keep(self, lane: int, case: FuzzCase) -> None:
         """The mutant ``case``, executed in ``lane``, stays as a parent: its fork there becomes its state."""
         self._keep[lane].append(case)
+        self._held[lane].add(case.state_key)
 
     def run(self, jobs: Sequence[LaneJob]) -> list[tuple[int, LaneResult]]:
-        """(lane, result) of every job, in job order; a lane that fails loses its jobs (``LaneResult.lost``)."""
-        where = assign([j.parent.seed_id for j in jobs], len(self.lanes))
-        mine: list[list[int]] = [[] for _ in self.lanes]
-        for i, lane in enumerate(where):
-            mine[lane].append(i)
-        busy = []
-        for lane, idx in enumerate(mine):
-            keep, self._keep[lane] = self._keep[lane], []
-            if idx or keep:
-                self.lanes[lane].submit("run", [jobs[i] for i in idx], keep)
-                busy.append(lane)
-        out: list[LaneResult | None] = [None] * len(jobs)
-        for lane in busy:
-            try:
-                results = self.lanes[lane].result()
-            except LaneDied as exc:
-                self._died(lane, str(exc))
-                results = [LaneResult(lost=str(exc)) for _ in mine[lane]]
-                self.lost += len(results)
-            for i, res in zip(mine[lane], results, strict=True):
-                out[i] = res
-        return [(lane, res) for lane, res in zip(where, out, strict=True)]
+        """(lane, result) of every job, in job order; a lane that fails loses its job (``LaneResult.lost``)."""
+        prefer = assign([j.parent.seed_id for j in jobs], len(self.lanes))
+        left = list(range(len(jobs)))
+        out: list[tuple[int, LaneResult] | None] = [None] * len(jobs)
+        busy: dict[int, int | None] = {}  # lane -> the job it runs (None: only its keep list)
+        first = set(range(len(self.lanes)))  # lanes not yet called in this batch: they settle their forks first
+
+        def feed(lane: int) -> None:
+            held = self._held[lane]
+            i = next((i for i in left if jobs[i].parent.state_key in held),
+                     next((i for i in left if prefer[i] == lane), left[0] if left else None))
+            if i is None and lane not in first:
+                return
+            if i is not None:
+                left.remove(i)
+                held.add(jobs[i].parent.state_key)
+            keep = None
+            if lane in first:
+                first.discard(lane)
+                keep, self._keep[lane] = self._keep[lane], []
+            self.lanes[lane].submit("run", [] if i is None else [jobs[i]], keep)
+            busy[lane] = i
+
+        for lane in range(len(self.lanes)):
+            if left or self._keep[lane]:
+                feed(lane)
+        while busy:
+            for lane in self._ready(list(busy)):
+                i = busy.pop(lane)
+                try:
+                    results = self.lanes[lane].result()
+                except LaneDied as exc:
+                    self._died(lane, str(exc))
+                    results = [] if i is None else [LaneResult(lost=str(exc))]
+                    self.lost += len(results)
+                if i is not None:
+                    out[i] = (lane, results[0])
+                if left:
+                    feed(lane)
+        return out  # type: ignore[return-value]
+
+    def _ready(self, lanes: list[int]) -> list[int]:
+        """Some of ``lanes`` whose answer is in (waits until at least one is)."""
+        while True:
+            ready = type(self.lanes[lanes[0]]).wait([self.lanes[i] for i in lanes], 1.0)
+            if ready:
+                return [i for i in lanes if any(self.lanes[i] is r for r in ready)]
 
     def execute(self, case: FuzzCase) -> Execution:
         """``case`` executed now in its lane (the oracle's baseline attribution asks for a seed's execution)."""
         lane = self.lane_of(case)
-        keep, self._keep[lane] = self._keep[lane], []
         try:
-            if keep:
-                self.lanes[lane].call("run", [], keep)
             return self.lanes[lane].call("execute", case)
         except LaneDied as exc:
             self._died(lane, str(exc))
@@ -471,8 +533,8 @@ class LanePool:
                              error=f"LaneDied: {exc}")
 
     def prepare_queries(self, texts: list[str]) -> None:
-        """Only a speed-up (the embedded backend embeds a batch at once): a lane that fails here is not asked
-        again until its next batch, which restarts it."""
+        """Only a speed-up (the embedded backend embeds a batch at once): a lane that fails here is restarted
+        on its next use."""
         for lane in self.lanes:
             lane.submit("prepare_queries", list(texts))
         for i, lane in enumerate(self.lanes):
@@ -483,6 +545,7 @@ class LanePool:
 
     def _died(self, lane: int, message: str) -> None:
         self._keep[lane] = []
+        self._held[lane] = set()
         if self.observer is not None:
             try:
                 self.observer("lane_died", lane=lane, message=message)

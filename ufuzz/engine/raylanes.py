@@ -172,6 +172,7 @@ class RayLane:
 
     def submit(self, method: str, *args: Any) -> None:
         self._broken = None
+        self._ref = None
         try:
             if self._actor is None:
                 self.start()
@@ -193,6 +194,16 @@ class RayLane:
     def call(self, method: str, *args: Any) -> Any:
         self.submit(method, *args)
         return self.result()
+
+    @staticmethod
+    def wait(lanes: list[RayLane], timeout: float) -> list[RayLane]:
+        """The lanes of ``lanes`` whose answer is in, waiting up to ``timeout`` seconds for one."""
+        broken = [lane for lane in lanes if lane._broken is not None or lane._ref is None]
+        if broken or not lanes:
+            return broken
+        ray = lanes[0].ray
+        ready, _ = ray.wait([lane._ref for lane in lanes], num_returns=1, timeout=timeout)
+        return [lane for lane in lanes if any(lane._ref == r for r in ready)]
 
     def kill(self) -> None:
         actor, self._actor = self._actor, None
