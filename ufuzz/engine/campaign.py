@@ -280,6 +280,8 @@ class Campaign:
         self._last_snapshot = 0.0
         self._snapshot_cost = 0.0
         self._ahead_at = 0  # the step up to which query texts were prepared ahead
+        self._drawn = 0  # tasks drawn from the scheduler (a parallel campaign draws ahead of what it applied)
+        self._inflight: dict[str, Any] | None = None  # a parallel campaign's batch queued and not yet applied
         self._ahead_idle = 0  # look-aheads in a row that found nothing to prepare (then it stops)
         self._heartbeat_stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
@@ -606,15 +608,19 @@ class Campaign:
                 on_progress(self.progress)
 
     def _batch_loop(self, on_progress: Callable[[Progress], None] | None) -> str:
-        """The loop of a parallel campaign: a batch of tasks at a time (:func:`ufuzz.engine.lanes.batch_size`), run
-        in the lanes at once and
-        applied here in task order (:meth:`_run_batch`). Between batches it is what :meth:`_loop` is between
-        steps: the place to stop, to commit and to snapshot."""
+        """The loop of a parallel campaign: batches of tasks (:func:`ufuzz.engine.lanes.batch_size`), each
+        drawn and queued to the lanes before the previous one is applied, so that the lanes work on batch k+1
+        while this process applies batch k in task order (:meth:`_apply_batch`). Which tasks a batch holds is
+        fixed by the seed and N alone. Between batches is what :meth:`_loop` has between steps: the place to
+        stop, to commit and to snapshot (the batch in flight is part of the snapshot, and a resumed campaign
+        queues it again)."""
         from ufuzz.engine.lanes import batch_size
 
         cfg = self.config
         hidden = self.executor.hidden
         size = batch_size(cfg.workers)
+        if self._inflight is not None and "tickets" not in self._inflight:  # resumed: queue it again
+            self._inflight["tickets"] = self.lanes.submit(self._inflight["jobs"])
         while True:
             if self.progress.executions >= cfg.budget:
                 return ending.BUDGET_SPENT
@@ -622,18 +628,15 @@ class Campaign:
                 return ending.INTERRUPTED
             if self._deadline is not None and time.monotonic() >= self._deadline:
                 return ending.TIME_LIMIT
-            batch: list[tuple[Task, int]] = []
-            while len(batch) < size:
-                task = self.scheduler.next()
-                if task is None:
-                    break
-                if not batch and self.step >= self._ahead_at:
-                    self._look_ahead(task)
-                batch.append((task, self.step + len(batch) + 1))
-            if not batch:
-                return ending.EXHAUSTED
+            nxt = self._draw(size)
+            if self._inflight is None:
+                if nxt is None:
+                    return ending.EXHAUSTED
+                self._inflight = nxt  # the pipeline fills: the next batch is drawn before this one is applied
+                continue
+            current, self._inflight = self._inflight, nxt
             self._at_boundary = False
-            self._run_batch(batch, hidden)
+            self._apply_batch(current, hidden)
             self._end_step(counted=True)
             limit = cfg.max_consecutive_errors
             if limit and self._consecutive >= limit:
@@ -642,6 +645,42 @@ class Campaign:
                 return ending.ERROR
             if on_progress is not None:
                 on_progress(self.progress)
+
+    def _draw(self, size: int) -> dict[str, Any] | None:
+        """The next batch: up to ``size`` tasks from the scheduler, their jobs made and queued to the lanes."""
+        from ufuzz.engine.lanes import LaneJob
+
+        batch: list[tuple[Task, int]] = []
+        while len(batch) < size:
+            task = self.scheduler.next()
+            if task is None:
+                break
+            if not batch and self._drawn >= self._ahead_at:
+                self._look_ahead(task, base=self._drawn)
+            self._drawn += 1
+            batch.append((task, self._drawn))
+        if not batch:
+            return None
+        # A parent not executed yet gets a job of its own, ahead of its tasks' jobs, which the lanes start only
+        # once it is in, and skip when it fails its reference everywhere (no mutant of it could show a failure);
+        # a parent that a job of the batch in flight executes is not run again.
+        planned = {(j.parent.state_key, j.parent.query.text) for j in (self._inflight or {}).get("jobs", ())
+                   if j.task is None}
+        jobs = []
+        for task, counter in batch:
+            parent = self.cases[task.case_id]
+            key = (parent.state_key, parent.query.text)
+            reference = self.oracle.reference_of(parent.id)
+            if key not in planned and self.executor.cached(parent) is None:
+                planned.add(key)
+                jobs.append(LaneJob(0, None, parent, True, reference))
+            op = self.operators[task.operator]
+            # a query mutant is made here; a state operator's is made in its lane, on a fork of the parent's state
+            proposal = None if op.kind == "state" else propose(op, parent, reference, task.target,
+                                                                 task.obligation, counter, self.config.seed)
+            jobs.append(LaneJob(counter, task, parent, False, reference, proposal,
+                                after=key if key in planned else None))
+        return {"batch": batch, "jobs": jobs, "tickets": self.lanes.submit(jobs)}
 
     def _end_step(self, force_snapshot: bool = False, counted: bool = False) -> None:
         """Counters of a finished step; the step's records may now be committed (with a snapshot when due)."""
@@ -687,7 +726,7 @@ class Campaign:
             self._last_snapshot = time.monotonic()
             self._snapshot_cost = cost
 
-    def _look_ahead(self, task: Task) -> None:
+    def _look_ahead(self, task: Task, base: int | None = None) -> None:
         """Prepare the query texts of the next LOOK_AHEAD steps in one batch (the embedded backend embeds them
         together, ~4x cheaper per text than one at a time on a cold cache).
 
@@ -696,7 +735,8 @@ class Campaign:
         turns out wrong only costs a wasted embedding; nothing here touches the campaign's own state, and the
         backend's preparation changes no result. Once two look-aheads in a row do not pay for themselves (a warm
         cache, a backend that does not embed) it stops."""
-        self._ahead_at = self.step + LOOK_AHEAD
+        base = self.step if base is None else base  # the counter of the task before ``task``
+        self._ahead_at = base + LOOK_AHEAD
         if self._ahead_idle >= 2 or "paraphrase" in self.config.llm_uses:  # never call an LLM ahead
             return
         t0 = time.perf_counter()
@@ -711,7 +751,7 @@ class Campaign:
                 parent = self.cases[nxt.case_id]
                 try:
                     m = op.mutate(parent, self.oracle.reference_of(parent.id), nxt.target,
-                                  random.Random(f"{self.config.seed}:{self.step + j}"), None)
+                                  random.Random(f"{self.config.seed}:{base + j}"), None)
                     texts.append(m.query.text)
                 except Exception:  # noqa: BLE001 - a guess that cannot be made is skipped
                     pass
@@ -740,7 +780,9 @@ class Campaign:
         """The engine's and the oracle's state after the current step, each pickled for its own table."""
         engine = {"step": self.step, "progress": asdict(self.progress), "scheduler": self.scheduler,
                   "feedback": self.feedback, "cases": self.cases, "executor": self.executor.snapshot(),
-                  "consecutive": self._consecutive, "last_error": self._last_error}
+                  "consecutive": self._consecutive, "last_error": self._last_error, "drawn": self._drawn,
+                  "inflight": None if self._inflight is None else
+                  {"batch": self._inflight["batch"], "jobs": self._inflight["jobs"]}}
         oracle = {"step": self.step, "oracle": self.oracle.snapshot(), "tally": self.tally,
                   "failure_log": self.failure_log, "counts": self.failures.counts()}
         seeds = self._seed_names(self.cases.seeds())
@@ -776,6 +818,8 @@ class Campaign:
         self.cases = engine["cases"]
         self.executor.restore(engine["executor"])
         self._consecutive, self._last_error = engine["consecutive"], engine["last_error"]
+        self._drawn = engine.get("drawn", self.step)
+        self._inflight = engine.get("inflight")
         self.oracle.restore(oracle["oracle"])
         self.tally, self.failure_log = oracle["tally"], oracle["failure_log"]
         gone = self.store.rollback(self.campaign_id, step=self.step, seq=self.progress.executions)
@@ -980,54 +1024,57 @@ class Campaign:
         return True
 
     # -- a batch of steps (parallel campaigns) -------------------------------------------------------------
-    def _run_batch(self, batch: list[tuple[Task, int]], hidden: bool) -> None:
-        """Make the batch's jobs (query mutants are made here; a state operator's mutant is made in its lane,
-        on a fork of the parent's state), run them in the lanes at once, then apply each result in task order as
-        :meth:`_step` would have. A task begun after the budget was spent is not applied."""
-        from ufuzz.engine.lanes import LaneJob
-
-        jobs: list[LaneJob] = []
-        planned: set[tuple[str, str]] = set()  # parents an earlier job of this batch executes
-        for task, counter in batch:
-            parent = self.cases[task.case_id]
-            key = (parent.state_key, parent.query.text)
-            run_parent = key not in planned and self.executor.cached(parent) is None
-            planned.add(key)
-            op = self.operators[task.operator]
-            reference = self.oracle.reference_of(parent.id)
-            proposal = None if op.kind == "state" else propose(op, parent, reference, task.target,
-                                                                 task.obligation, counter, self.config.seed)
-            jobs.append(LaneJob(counter, task, parent, run_parent, reference, proposal))
-        for job, (lane, res) in zip(jobs, self.lanes.run(jobs), strict=True):
-            if self.progress.executions >= self.config.budget:  # not begun: the scheduler takes it back
-                self.scheduler.report(job.task, NO_MUTANT)
+    def _apply_batch(self, current: dict[str, Any], hidden: bool) -> None:
+        """Apply a batch's results in task order, as :meth:`_step` would have; a task begun after the budget was
+        spent is not applied (the scheduler gets it back). Forks the lanes hold for mutants not kept are
+        released with their next request."""
+        results = self.lanes.collect(current["tickets"])
+        parents: dict[tuple[str, str], Any] = {}  # the batch's parent runs, by (state, query)
+        tasks = iter(current["batch"])
+        for job, (lane, res) in zip(current["jobs"], results, strict=True):
+            if job.task is None:
+                parents[(job.parent.state_key, job.parent.query.text)] = res
                 continue
-            self.step = job.counter
-            self._apply_job(job, lane, res, hidden)
-            for operation, message in res.faults:  # e.g. a release that failed in the lane
-                self._error(job.task.case_id, operation, message)
-            self.progress.phase = job.task.phase
-            self._count()
+            task, counter = next(tasks)
+            if self.progress.executions >= self.config.budget:
+                self.scheduler.report(task, NO_MUTANT)
+            else:
+                self.step = counter
+                self._apply_job(job, lane, res, hidden, parents)
+                for operation, message in res.faults:  # e.g. a release that failed in the lane
+                    self._error(task.case_id, operation, message)
+                self.progress.phase = task.phase
+                self._count()
+            if res.holds and not res.proposal.adopted:
+                self.lanes.decide(lane, res.proposal.mutant, keep=False)
 
-    def _apply_job(self, job: Any, lane: int, res: Any, hidden: bool) -> None:
+    def _apply_job(self, job: Any, lane: int, res: Any, hidden: bool, parents: dict[tuple[str, str], Any]) -> None:
         """One job's result, applied as :meth:`_step` applies its own work: every path reports to the scheduler
         exactly once."""
         task, parent = job.task, job.parent
-        if res.lost is not None:  # the lane died (it is restarted): an error record, never a failure
-            self._error(parent.id, "lane", res.lost)
-            self.scheduler.report(task, NO_MUTANT)
-            return
         parent_ex = self.executor.cached(parent)
         if parent_ex is None:
-            if not job.run_parent:  # an earlier job of the batch ran it and it failed: no mutant of it now
+            # the parent's own job of this batch, applied with the first task that needs it; none (an earlier
+            # batch ran it and it failed, or this batch's run was used up by an earlier task): no mutant now
+            ran = parents.pop((parent.state_key, parent.query.text), None)
+            if ran is None or ran.lost is not None:
+                if ran is not None:
+                    self._error(parent.id, "lane", ran.lost)
                 self.scheduler.report(task, NO_MUTANT)
                 return
-            parent_ex = res.parent_ex
+            parent_ex = ran.parent_ex
             self._record_exec(parent_ex, is_parent=True, checkpoint_id=parent.checkpoint_id)
             if parent_ex.error is None:
                 self.feedback.observe(parent.seed_id, parent.checkpoint_id, parent_ex, None, hidden=hidden)
                 self.executor.remember(parent, parent_ex)
+        if res.lost is not None:  # the lane died (it is restarted): an error record, never a failure
+            self._error(parent.id, "lane", res.lost)
+            self.scheduler.report(task, NO_MUTANT)
+            return
         if not self._parent_ready(task, parent, parent_ex):
+            return
+        if res.skipped:  # the lane judged the parent untestable and this process did not: no mutant this time
+            self.scheduler.report(task, NO_MUTANT)
             return
         self.scheduler.report(task, self._apply(task, res.proposal, parent, parent_ex, res.ex, hidden, lane=lane))
 
@@ -1100,7 +1147,7 @@ class Campaign:
         self.executor.remember(mutant, ex)
         if proposal.handle is not None:
             if lane is not None:  # the fork is in the lane: it becomes the mutant's state there
-                self.lanes.keep(lane, mutant)
+                self.lanes.decide(lane, mutant, keep=True)
             else:
                 self.executor.adopt(mutant, proposal.handle)
             proposal.adopted = True

@@ -44,6 +44,7 @@ from ufuzz.backends.protocol import BackendError, StateHandle
 from ufuzz.engine.executor import Executor
 from ufuzz.engine.proposal import Proposal, propose
 from ufuzz.engine.scheduler import Task
+from ufuzz.lru import LRU
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference
 
 __all__ = ["LaneCore", "LaneDied", "LaneJob", "LanePool", "LaneResult", "LaneSpec", "ProcessLane", "assign"]
@@ -59,6 +60,9 @@ def batch_size(workers: int) -> int:
     else :data:`TASKS_PER_LANE` per lane."""
     return 1 if workers <= 1 else workers * TASKS_PER_LANE
 
+
+#: parent jobs' outcomes a pool remembers (their tasks come in the same or the next batch)
+GATES = 4096
 
 #: seconds a lane may take to start (importing torch and loading a model on a loaded 2-core machine)
 START_TIMEOUT = 600.0
@@ -90,11 +94,12 @@ class LaneJob:
     (made by the campaign: query operators) or the reference a state operator mutates against."""
 
     counter: int
-    task: Task
+    task: Task | None  # None: only the parent's execution is asked for
     parent: FuzzCase
     run_parent: bool
     reference: Reference | None = None
     proposal: Proposal | None = None
+    after: tuple[str, str] | None = None  # (state key, query) of a parent job of the batch that must come first
 
 
 @dataclass
@@ -105,6 +110,9 @@ class LaneResult:
     faults: list[tuple[str, str]] = field(default_factory=list)  # backend faults nothing waited for
     lost: str | None = None  # the lane failed this job as a whole (it died, or an adapter bug escaped)
     seconds: float = 0.0  # the job's time in its lane (benchmarks: how evenly a batch's work is spread)
+    holds: bool = False  # the lane keeps the mutant's fork until the campaign says to adopt or drop it
+    testable: bool | None = None  # a parent job: whether the parent passes a level it is judged at
+    skipped: bool = False  # not run: its parent's job found the parent failing, or untestable
 
 
 def _import(spec: str) -> Any:
@@ -145,11 +153,17 @@ class LaneCore:
         self.pending: dict[str, StateHandle] = {}  # executed mutants' forks, until the campaign says which stay
 
     # -- the lane's calls ---------------------------------------------------------------------------------
-    def run(self, jobs: Sequence[LaneJob], keep: Sequence[FuzzCase] | None = None) -> list[LaneResult]:
-        """Run ``jobs``; first, when ``keep`` is given (the campaign's first call of a batch), adopt the forks of
-        the mutants it kept and release the others executed here before."""
-        if keep is not None:
-            self._settle(keep)
+    def run(self, jobs: Sequence[LaneJob], keep: Sequence[FuzzCase] = (), drop: Sequence[str] = (),
+            prepare: Sequence[str] = ()) -> list[LaneResult]:
+        """Run ``jobs``; first adopt the forks of the mutants the campaign kept (``keep``: their cases) as their
+        states, release those of the mutants it did not (``drop``: their ids), and prepare ``prepare`` (query
+        texts the backend may embed in one batch: only a speed-up, a failure is ignored)."""
+        self._settle(keep, drop)
+        if prepare:
+            try:
+                self.prepare_queries(list(prepare))
+            except BackendError:
+                pass
         return [self._job(job) for job in jobs]
 
     def execute(self, case: FuzzCase) -> Execution:
@@ -166,21 +180,21 @@ class LaneCore:
 
     def close(self) -> None:
         try:
-            self._settle(())
+            self._settle((), list(self.pending))
             self.executor.close()
         finally:
             self.backend.close()
 
     # -- jobs ---------------------------------------------------------------------------------------------
-    def _settle(self, keep: Sequence[FuzzCase]) -> None:
-        kept = {c.id: c for c in keep}
-        for mid, handle in self.pending.items():
-            case = kept.get(mid)
-            if case is not None:
+    def _settle(self, keep: Sequence[FuzzCase], drop: Sequence[str]) -> None:
+        for case in keep:
+            handle = self.pending.pop(case.id, None)
+            if handle is not None:
                 self.executor.adopt(case, handle)
-            else:
+        for mid in drop:
+            handle = self.pending.pop(mid, None)
+            if handle is not None:
                 self.executor.release(handle)
-        self.pending.clear()
 
     def _job(self, job: LaneJob) -> LaneResult:
         res = LaneResult()
@@ -200,7 +214,9 @@ class LaneCore:
         parent, task = job.parent, job.task
         if job.run_parent:
             res.parent_ex = self.execute(parent)
-            if res.parent_ex.error is not None:
+            if task is None and job.reference is not None and res.parent_ex.error is None:
+                res.testable = self._testable(parent, job.reference, res.parent_ex)
+            if res.parent_ex.error is not None or task is None:
                 return
         op = self.operators[task.operator]
         if job.proposal is None:  # a state operator: it mutates a fork of the parent's state, here
@@ -221,9 +237,21 @@ class LaneCore:
                 res.ex = self._run_mutant(proposal, parent)
         if proposal.handle is not None:
             if res.ex is not None and res.ex.error is None:
-                self.pending[proposal.mutant.id] = proposal.handle  # it may be kept as a parent
+                # it may be kept as a parent: the campaign says which (LaneResult.holds tells it to)
+                self.pending[proposal.mutant.id] = proposal.handle
+                res.holds = True
             else:
                 self.executor.release(proposal.handle)
+
+    def _testable(self, parent: FuzzCase, reference: Reference, ex: Execution) -> bool:
+        """As :meth:`ufuzz.oracles.oracle.Oracle.testable` (the same pure verdict), so that the lanes skip the
+        mutants of a parent the campaign will not test; when unsure (a judge that failed) it says testable."""
+        from ufuzz.oracles.verdict import judge_case
+
+        try:
+            return any(o.passed for o in judge_case(parent, reference, ex, self.context).values())
+        except Exception:  # noqa: BLE001 - e.g. an LLM judge that failed: the campaign decides
+            return True
 
     def _run_mutant(self, proposal: Proposal, parent: FuzzCase) -> Execution | None:
         try:
@@ -426,8 +454,10 @@ class ProcessLane:
             return
         try:
             self._conn.send(None)
-            if self._conn.poll(120):
-                self._conn.recv()
+            deadline = time.monotonic() + 120
+            while self._conn.poll(max(0.0, deadline - time.monotonic())):
+                if self._conn.recv() == ("ok", None):  # the close's answer (a job still running answers first)
+                    break
         except (EOFError, OSError, ConnectionError):
             pass
         self.kill()
@@ -435,21 +465,33 @@ class ProcessLane:
 
 # -- the lanes of a campaign -----------------------------------------------------------------------------------
 class LanePool:
-    """A campaign's lanes: runs a batch's jobs on them at once and gives the results back in job order.
+    """A campaign's lanes, fed from one queue of jobs: :meth:`submit` queues a batch's jobs, :meth:`collect`
+    gives their results back in job order once all are in; meanwhile the lanes go on with later batches' jobs.
 
-    Jobs are handed out one at a time to whichever lane is free — preferably a job whose parent's state that
-    lane already holds (building a checkpoint's state is the dearest call of many backends), then one whose root
-    seed hashes to that lane (:func:`assign`), else the first job left — so that a batch whose jobs take unequal
-    times (a state mutant's writes, a query mutant's single call) keeps every lane busy. Which lane runs a job
-    may thus depend on timing; what a job gives back does not (on a deterministic backend), and the results
-    are applied in job order whatever their lanes."""
+    A free lane is handed the next job — among the first queued ones, preferably one whose parent's state that
+    lane already holds (building a state is the dearest call of many backends), then one whose state no other
+    lane holds and whose root seed hashes to it (:func:`assign`), then one on a checkpoint's state (each lane
+    builds one once), else the first — so that jobs of unequal length (a state mutant's writes, a query
+    mutant's single call) keep every lane busy. Which lane runs a job may thus depend on timing;
+    what a job gives back does not (on a deterministic backend), and the campaign applies results in job order.
+    The campaign's decisions about forks a lane holds (:meth:`decide`) and query texts to prepare travel with
+    that lane's next request."""
 
     def __init__(self, lanes: Sequence[Any], observer: Callable[..., None] | None = None) -> None:
         self.lanes = list(lanes)
         self.observer = observer
-        self._keep: list[list[FuzzCase]] = [[] for _ in self.lanes]
-        self._held: list[set[str]] = [set() for _ in self.lanes]  # state keys each lane was given work on
         self.lost = 0  # jobs lost to lanes that died
+        self._queue: list[int] = []  # tickets not sent yet, in order
+        self._jobs: dict[int, LaneJob] = {}
+        self._done: dict[int, tuple[int, LaneResult]] = {}
+        self._busy: dict[int, int] = {}  # lane -> the ticket it runs
+        self._tickets = 0
+        self._keep: list[list[FuzzCase]] = [[] for _ in self.lanes]
+        self._drop: list[list[str]] = [[] for _ in self.lanes]
+        self._prepare: list[list[str]] = [[] for _ in self.lanes]
+        self._held: list[set[str]] = [set() for _ in self.lanes]  # state keys each lane was given work on
+        # parent jobs' outcomes by (state key, query): None while running; False holds back (skips) their tasks
+        self._gate: LRU[tuple[str, str], bool | None] = LRU(GATES)
 
     def __len__(self) -> int:
         return len(self.lanes)
@@ -465,55 +507,125 @@ class LanePool:
             self.close()
             raise
 
-    def lane_of(self, case: FuzzCase) -> int:
-        return assign([case.seed_id], len(self.lanes))[0]
+    # -- the campaign's side ---------------------------------------------------------------------------------
+    def submit(self, jobs: Sequence[LaneJob], *, first: bool = False) -> list[int]:
+        """Queue ``jobs`` (at the front with ``first``); their tickets, for :meth:`collect`."""
+        tickets = list(range(self._tickets, self._tickets + len(jobs)))
+        self._tickets += len(jobs)
+        self._jobs.update(zip(tickets, jobs, strict=True))
+        for job in jobs:
+            if job.task is None and job.reference is not None:
+                self._gate[(job.parent.state_key, job.parent.query.text)] = None
+        self._queue = tickets + self._queue if first else self._queue + tickets
+        self._feed()
+        return tickets
 
-    def keep(self, lane: int, case: FuzzCase) -> None:
-        """The mutant ``case``, executed in ``lane``, stays as a parent: its fork there becomes its state."""
-        self._keep[lane].append(case)
-        self._held[lane].add(case.state_key)
+    def collect(self, tickets: Sequence[int]) -> list[tuple[int, LaneResult]]:
+        """(lane, result) of each ticket, in order, waiting for the ones not in yet (the lanes go on meanwhile
+        with the jobs queued after them). A lane that fails loses its job (``LaneResult.lost``)."""
+        while any(t not in self._done for t in tickets):
+            self._pump()
+        out = []
+        for t in tickets:
+            out.append(self._done.pop(t))
+            del self._jobs[t]
+        return out
 
     def run(self, jobs: Sequence[LaneJob]) -> list[tuple[int, LaneResult]]:
-        """(lane, result) of every job, in job order; a lane that fails loses its job (``LaneResult.lost``)."""
-        prefer = assign([j.parent.seed_id for j in jobs], len(self.lanes))
-        left = list(range(len(jobs)))
-        out: list[tuple[int, LaneResult] | None] = [None] * len(jobs)
-        busy: dict[int, int | None] = {}  # lane -> the job it runs (None: only its keep list)
-        first = set(range(len(self.lanes)))  # lanes not yet called in this batch: they settle their forks first
+        return self.collect(self.submit(jobs))
 
-        def feed(lane: int) -> None:
-            held = self._held[lane]
-            i = next((i for i in left if jobs[i].parent.state_key in held),
-                     next((i for i in left if prefer[i] == lane), left[0] if left else None))
-            if i is None and lane not in first:
-                return
-            if i is not None:
-                left.remove(i)
-                held.add(jobs[i].parent.state_key)
-            keep = None
-            if lane in first:
-                first.discard(lane)
-                keep, self._keep[lane] = self._keep[lane], []
-            self.lanes[lane].submit("run", [] if i is None else [jobs[i]], keep)
-            busy[lane] = i
+    def execute(self, case: FuzzCase) -> Execution:
+        """``case`` executed now, ahead of the queued jobs (the oracle's baseline attribution asks for a seed)."""
+        (_, res), = self.run_first(LaneJob(0, None, case, run_parent=True))
+        if res.lost is not None or res.parent_ex is None:
+            return Execution(case_id=case.id, state_key=case.state_key, query=case.query.text,
+                             error=f"LaneDied: {res.lost}")
+        return res.parent_ex
 
+    def run_first(self, job: LaneJob) -> list[tuple[int, LaneResult]]:
+        return self.collect(self.submit([job], first=True))
+
+    def decide(self, lane: int, case: FuzzCase, keep: bool) -> None:
+        """The mutant ``case``, whose fork ``lane`` holds, stays as a parent (its fork there becomes its state)
+        or not (the fork is released)."""
+        if keep:
+            self._keep[lane].append(case)
+            self._held[lane].add(case.state_key)
+        else:
+            self._drop[lane].append(case.id)
+
+    def prepare_queries(self, texts: list[str]) -> None:
+        """Have every lane prepare these query texts with its next request (only a speed-up)."""
+        for pending in self._prepare:
+            pending.extend(texts)
+
+    # -- feeding the lanes -----------------------------------------------------------------------------------
+    def _feed(self) -> None:
+        for t in [t for t in self._queue if self._blocked(t) is False]:  # their parent is no use: skipped
+            self._queue.remove(t)
+            self._done[t] = (-1, LaneResult(skipped=True))
         for lane in range(len(self.lanes)):
-            if left or self._keep[lane]:
-                feed(lane)
-        while busy:
-            for lane in self._ready(list(busy)):
-                i = busy.pop(lane)
-                try:
-                    results = self.lanes[lane].result()
-                except LaneDied as exc:
-                    self._died(lane, str(exc))
-                    results = [] if i is None else [LaneResult(lost=str(exc))]
-                    self.lost += len(results)
-                if i is not None:
-                    out[i] = (lane, results[0])
-                if left:
-                    feed(lane)
-        return out  # type: ignore[return-value]
+            if lane not in self._busy and any(self._blocked(t) is None for t in self._queue):
+                self._send(lane)
+
+    def _blocked(self, t: int) -> bool | None:
+        """None: the job may run; True: its parent's job is not in yet; False: it is, and no use (skip it)."""
+        after = self._jobs[t].after
+        if after is None or after not in self._gate:
+            return None
+        ok = self._gate.get(after)
+        return True if ok is None and self._waiting(after) else (None if ok or ok is None else False)
+
+    def _waiting(self, key: tuple[str, str]) -> bool:
+        return any(self._jobs[t].task is None and (self._jobs[t].parent.state_key, self._jobs[t].parent.query.text)
+                   == key for t in [*self._queue, *self._busy.values()])
+
+    def _pick(self, lane: int) -> int:
+        runnable = [t for t in self._queue if self._blocked(t) is None]
+        window = runnable[:max(1, TASKS_PER_LANE * len(self.lanes))]
+        held = self._held[lane]
+        for t in window:
+            if self._jobs[t].parent.state_key in held:
+                return t
+        held_elsewhere = set().union(*(h for i, h in enumerate(self._held) if i != lane))
+        for t in window:  # a state no lane holds yet: its root seed's lane, then a checkpoint's (built once a lane)
+            parent = self._jobs[t].parent
+            if parent.state_key not in held_elsewhere and assign([parent.seed_id], len(self.lanes))[0] == lane:
+                return t
+        for t in window:
+            if not self._jobs[t].parent.ops:
+                return t
+        return window[0]  # a mutated state another lane holds: rebuilt here from its recipe
+
+    def _send(self, lane: int) -> None:
+        t = self._pick(lane)
+        self._queue.remove(t)
+        job = self._jobs[t]
+        self._held[lane].add(job.parent.state_key)
+        keep, drop, prepare = self._keep[lane], self._drop[lane], self._prepare[lane]
+        self._keep[lane], self._drop[lane], self._prepare[lane] = [], [], []
+        self.lanes[lane].submit("run", [job], keep, drop, prepare)
+        self._busy[lane] = t
+
+    def _pump(self) -> None:
+        """Wait for at least one busy lane's answer, take every answer in, and feed the lanes that are free."""
+        busy = list(self._busy)
+        if not busy:
+            raise RuntimeError("no job is running and none is queued")  # collect() waits only for sent tickets
+        for lane in self._ready(busy):
+            t = self._busy.pop(lane)
+            try:
+                res = self.lanes[lane].result()[0]
+            except LaneDied as exc:
+                self._died(lane, str(exc))
+                res = LaneResult(lost=str(exc))
+                self.lost += 1
+            self._done[t] = (lane, res)
+            job = self._jobs[t]
+            if job.task is None and job.reference is not None:
+                ok = res.lost is None and res.parent_ex is not None and res.parent_ex.error is None
+                self._gate[(job.parent.state_key, job.parent.query.text)] = ok and res.testable is not False
+        self._feed()
 
     def _ready(self, lanes: list[int]) -> list[int]:
         """Some of ``lanes`` whose answer is in (waits until at least one is)."""
@@ -522,29 +634,8 @@ class LanePool:
             if ready:
                 return [i for i in lanes if any(self.lanes[i] is r for r in ready)]
 
-    def execute(self, case: FuzzCase) -> Execution:
-        """``case`` executed now in its lane (the oracle's baseline attribution asks for a seed's execution)."""
-        lane = self.lane_of(case)
-        try:
-            return self.lanes[lane].call("execute", case)
-        except LaneDied as exc:
-            self._died(lane, str(exc))
-            return Execution(case_id=case.id, state_key=case.state_key, query=case.query.text,
-                             error=f"LaneDied: {exc}")
-
-    def prepare_queries(self, texts: list[str]) -> None:
-        """Only a speed-up (the embedded backend embeds a batch at once): a lane that fails here is restarted
-        on its next use."""
-        for lane in self.lanes:
-            lane.submit("prepare_queries", list(texts))
-        for i, lane in enumerate(self.lanes):
-            try:
-                lane.result()
-            except LaneDied as exc:
-                self._died(i, str(exc))
-
     def _died(self, lane: int, message: str) -> None:
-        self._keep[lane] = []
+        self._keep[lane], self._drop[lane] = [], []
         self._held[lane] = set()
         if self.observer is not None:
             try:
