@@ -17,8 +17,10 @@ campaign is the uninterrupted one — same executions, mutants and failures.
 
 Each step is a task from the scheduler, worked on in two parts: *propose and execute* (operators and backend:
 :meth:`Campaign._propose`, :meth:`Campaign._run_mutant`) and *apply* (records, feedback, oracle, scheduler:
-:meth:`Campaign._apply`), so that the first part of several tasks can later run elsewhere while the second is
-applied here in task order. ``plot_data.csv`` (:mod:`ufuzz.engine.plotdata`) records the curve as it goes.
+:meth:`Campaign._apply`). With ``--workers N`` the first part runs in lanes (:mod:`ufuzz.engine.lanes`: child
+processes or Ray actors, each with a backend of its own), a batch of tasks at a time, while the second is applied
+here in task order (:meth:`Campaign._batch_loop`). ``plot_data.csv`` (:mod:`ufuzz.engine.plotdata`) records
+the curve as it goes.
 """
 
 from __future__ import annotations
@@ -119,9 +121,9 @@ class CampaignConfig:
     window_records: int = 256
     window_seconds: float = 1.0
     snapshot_seconds: float = 0.0  # at least this long between snapshots (0: every window unless slow)
-    # Parallel runs (ufuzz.engine.lanes): N > 1 runs each batch of N tasks in N lanes, each with a backend of its
-    # own, and applies the results in task order — the same seed and N give the same campaign. ray_address runs
-    # the lanes as Ray actors ("local": a cluster this process starts; "auto", "host:port", "ray://host:port").
+    # Parallel runs (ufuzz.engine.lanes): N > 1 runs batches of tasks in N lanes, each with a backend of its own,
+    # and applies the results in task order — the same seed and N give the same campaign. ray_address runs the
+    # lanes as Ray actors ("local": a cluster this process starts; "auto", "host:port", "ray://host:port").
     workers: int = 1
     ray_address: str | None = None
 

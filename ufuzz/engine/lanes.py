@@ -555,9 +555,20 @@ class LanePool:
             self._drop[lane].append(case.id)
 
     def prepare_queries(self, texts: list[str]) -> None:
-        """Have every lane prepare these query texts with its next request (only a speed-up)."""
-        for pending in self._prepare:
-            pending.extend(texts)
+        """Have every lane prepare these query texts (only a speed-up): at once when the lanes are idle (the
+        seeds' queries, before the first batch: a lane loads its embedding model then, not during the campaign),
+        else with each lane's next request."""
+        if self._busy or self._queue:
+            for pending in self._prepare:
+                pending.extend(texts)
+            return
+        for lane in self.lanes:
+            lane.submit("run", [], (), (), list(texts))
+        for i, lane in enumerate(self.lanes):
+            try:
+                lane.result()
+            except LaneDied as exc:
+                self._died(i, str(exc))
 
     # -- feeding the lanes -----------------------------------------------------------------------------------
     def _feed(self) -> None:
