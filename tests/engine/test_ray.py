@@ -118,3 +118,13 @@ def test_an_address_nobody_answers_at_is_refused_naming_the_option(pg, tmp_path)
     from sqlalchemy import create_engine, inspect
 
     assert not inspect(create_engine(url)).get_table_names()  # nothing written to the corpus either
+
+
+def test_one_ray_lane_is_the_campaign_of_one_worker(cluster, seeds_file, tmp_path):
+    """``--workers 1`` with Ray runs the backend in one actor, step by step: the campaign of ``--workers 1``."""
+    one, ray_one = tmp_path / "one", tmp_path / "ray-one"
+    _run(one, seeds_file, 1, budget=80)
+    assert _run(ray_one, seeds_file, 1, budget=80, ray_address="local")["status"] == "budget_spent"
+    expected, got = _corpus(one), _corpus(ray_one)
+    for part in expected:
+        assert got[part] == expected[part], part

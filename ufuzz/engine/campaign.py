@@ -634,8 +634,10 @@ class Campaign:
             if self._inflight is None:
                 if nxt is None:
                     return ending.EXHAUSTED
-                self._inflight = nxt  # the pipeline fills: the next batch is drawn before this one is applied
-                continue
+                self._inflight = nxt
+                if size > 1:  # the pipeline fills: the next batch is drawn before this one is applied
+                    continue
+                nxt = None  # one lane (Ray): step by step, the campaign of --workers 1
             current, self._inflight = self._inflight, nxt
             self._at_boundary = False
             self._apply_batch(current, hidden)
