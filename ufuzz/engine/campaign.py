@@ -1044,9 +1044,12 @@ class Campaign:
                 self.scheduler.report(task, NO_MUTANT)
             else:
                 self.step = counter
+                errors_before = self.progress.errors
                 self._apply_job(job, lane, res, hidden, parents)
                 for operation, message in res.faults:  # e.g. a release that failed in the lane
                     self._error(task.case_id, operation, message)
+                if self.progress.errors == errors_before:  # a step without a fault breaks a run of errors
+                    self._consecutive = 0
                 self.progress.phase = task.phase
                 self._count()
             if res.holds and not res.proposal.adopted:
