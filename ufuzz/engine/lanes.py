@@ -1,19 +1,21 @@
 """Lanes: where a parallel campaign's executions run (``--workers N``; ``--ray-address`` for Ray actors).
 
-A lane is a process with a backend instance of its own (:class:`LaneCore`): it runs *jobs* — a task's parent
-execution when the campaign has none cached, the state operator's mutation on a fork of the parent's state
-(made with the same per-step random generator as anywhere), and the mutant's execution — and gives back what
-happened. It never sees the corpus, the oracle's verdicts, failures or the scheduler: those stay in the
-campaign, which applies the results in task order (:meth:`ufuzz.engine.campaign.Campaign._run_batch`).
+A lane is a process with a backend instance of its own (:class:`LaneCore`): it runs *jobs* — a parent's
+execution (a job of its own, with a verdict on whether the parent can be tested at all), a state operator's
+mutation on a fork of the parent's state (made with the same per-step random generator as anywhere), a mutant's
+execution — and gives back what happened. It never sees the corpus, the oracle's verdicts, failures or the
+scheduler: those stay in the campaign, which applies the results in task order
+(:meth:`ufuzz.engine.campaign.Campaign._batch_loop`).
 
-Which lane runs a job is decided by the job alone (:func:`assign`: a stable hash of its root seed, so that a
-lane keeps the states it already built, balanced so that every lane gets its share of a batch). On a
-deterministic backend a job's result does not depend on the lane, so neither does the campaign.
+The campaign's :class:`LanePool` feeds the lanes from one queue: a free lane takes the next job, preferring one
+whose state it holds, then one whose root seed hashes to it (:func:`home_lane`). Which lane runs a job may depend
+on timing; on a deterministic backend its result does not, so neither does the campaign. A task's job waits
+for its parent's job and is skipped when that parent failed or cannot be tested.
 
 Retained state mutants keep their fork in the lane that made it: the lane holds every executed mutant's fork
-until the campaign's next call tells it which mutants were kept (:meth:`LaneCore.run`'s ``keep``); the rest are
-released. A lane that dies is restarted on its next use; its jobs of that batch come back ``lost`` (the campaign
-records an error for each, never a failure), and its states are rebuilt from their recipes as after an eviction.
+until the campaign says, with that lane's next request, whether the mutant was kept (adopted as its state) or
+not (released). A lane that dies is restarted on its next job; the job it was running comes back ``lost`` (the
+campaign records an error, never a failure), and its states are rebuilt from their recipes as after an eviction.
 
 :class:`ProcessLane` runs a LaneCore in a child interpreter on this machine (``python -m ufuzz.engine.lanes``,
 talking pickles over a socket pair, as the backend worker does); :mod:`ufuzz.engine.raylanes` runs it as a Ray
@@ -23,7 +25,6 @@ actor.
 from __future__ import annotations
 
 import importlib
-import math
 import multiprocessing as mp
 import os
 import shutil
@@ -47,7 +48,7 @@ from ufuzz.engine.scheduler import Task
 from ufuzz.lru import LRU
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference
 
-__all__ = ["LaneCore", "LaneDied", "LaneJob", "LanePool", "LaneResult", "LaneSpec", "ProcessLane", "assign"]
+__all__ = ["LaneCore", "LaneDied", "LaneJob", "LanePool", "LaneResult", "LaneSpec", "ProcessLane", "batch_size", "home_lane"]
 
 #: tasks in a parallel campaign's batch per lane: more evens out jobs of unequal length (a state mutant's writes
 #: beside a query mutant's one call), fewer applies feedback sooner. Part of the schedule: changing it changes
@@ -90,8 +91,9 @@ class LaneSpec:
 
 @dataclass
 class LaneJob:
-    """One task for a lane: the parent (executed first when ``run_parent``), and either the mutant's proposal
-    (made by the campaign: query operators) or the reference a state operator mutates against."""
+    """One job for a lane: a parent's execution alone (``task`` None, ``run_parent``), or a task — either the
+    mutant's proposal (made by the campaign: query operators) or the reference a state operator mutates
+    against — on the parent's state."""
 
     counter: int
     task: Task | None  # None: only the parent's execution is asked for
@@ -262,21 +264,11 @@ class LaneCore:
         return self.executor.execute(proposal.mutant, state)
 
 
-# -- assignment --------------------------------------------------------------------------------------------
-def assign(seed_ids: Sequence[str], lanes: int) -> list[int]:
-    """The lane of each job of a batch, from the jobs alone: the lane its root seed hashes to (so a lane keeps
-    the states it built), unless that lane already has its share of the batch — then the first lane that has
-    room. Every lane gets at most ceil(jobs / lanes) jobs."""
-    share = max(1, math.ceil(len(seed_ids) / lanes))
-    load = [0] * lanes
-    out = []
-    for sid in seed_ids:
-        lane = zlib.crc32(sid.encode("utf-8")) % lanes
-        if load[lane] >= share:
-            lane = next(i for i in range(lanes) if load[i] < share)
-        load[lane] += 1
-        out.append(lane)
-    return out
+# -- a seed's lane ------------------------------------------------------------------------------------------
+def home_lane(seed_id: str, lanes: int) -> int:
+    """The lane a root seed's jobs prefer (a stable hash, the same in every process and run), so that a lane
+    tends to keep working on the states it has built."""
+    return zlib.crc32(seed_id.encode("utf-8")) % lanes
 
 
 # -- a lane in a child process --------------------------------------------------------------------------
@@ -470,7 +462,7 @@ class LanePool:
 
     A free lane is handed the next job — among the first queued ones, preferably one whose parent's state that
     lane already holds (building a state is the dearest call of many backends), then one whose state no other
-    lane holds and whose root seed hashes to it (:func:`assign`), then one on a checkpoint's state (each lane
+    lane holds and whose root seed hashes to it (:func:`home_lane`), then one on a checkpoint's state (each lane
     builds one once), else the first — so that jobs of unequal length (a state mutant's writes, a query
     mutant's single call) keep every lane busy. Which lane runs a job may thus depend on timing;
     what a job gives back does not (on a deterministic backend), and the campaign applies results in job order.
@@ -601,7 +593,7 @@ class LanePool:
         held_elsewhere = set().union(*(h for i, h in enumerate(self._held) if i != lane))
         for t in window:  # a state no lane holds yet: its root seed's lane, then a checkpoint's (built once a lane)
             parent = self._jobs[t].parent
-            if parent.state_key not in held_elsewhere and assign([parent.seed_id], len(self.lanes))[0] == lane:
+            if parent.state_key not in held_elsewhere and home_lane(parent.seed_id, len(self.lanes)) == lane:
                 return t
         for t in window:
             if not self._jobs[t].parent.ops:

@@ -2,7 +2,7 @@
 
 Each lane is an actor holding a :class:`ufuzz.engine.lanes.LaneCore` (one backend instance), placed by Ray with
 one CPU each and spread over the cluster's nodes. The campaign drives them exactly as it drives local lanes —
-the same batches, the same assignment of jobs to lanes, results applied in task order — so a Ray run gives the
+the same batches, the same queue of jobs, results applied in task order — so a Ray run gives the
 same campaign and the same failures as ``--workers N`` on one machine with the same seed and N.
 
 Only the campaign's own process writes the corpus. A campaign whose lanes run on other machines keeps it in
