@@ -6,7 +6,7 @@ BUDGET ?= 2000
 # the integration tests run the real memory libraries: `make test` installs their extras too, and the
 # PostgreSQL driver for the corpus-store tests against a real server (best effort: scripts/install_postgres.sh),
 # and Debian's chromium for the HTML report's browser tests (best effort: scripts/install_chromium.sh)
-TEST_EXTRAS ?= mem0,graphiti,amem,postgres
+TEST_EXTRAS ?= mem0,graphiti,amem,postgres,ray
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 

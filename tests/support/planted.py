@@ -313,6 +313,9 @@ PAIRS: dict[str, tuple[type[_Planted], type[_Planted]]] = {
     "add-evicts": _pair(CapacityEviction),
     "low-threshold": _pair(RelevanceCutoff),
 }
+# importable by name, as a campaign's lanes (other processes) import a backend class
+for _bad, _good in PAIRS.values():
+    globals()[_bad.__name__], globals()[_good.__name__] = _bad, _good
 
 #: the class of failures each planted defect must produce
 CLASSES: dict[str, PlantedClass] = {

@@ -60,7 +60,15 @@ def create(name: str, workdir: Path, options: dict[str, Any] | None = None, *, i
     libraries). ``worker`` holds the worker's settings (recycle_every, max_rss_mb, call_timeout)."""
     if isolation not in ISOLATION:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATION)}, not {isolation!r}")
-    cls = load(name)
+    return instantiate(name, load(name), workdir, options, isolation=isolation, worker=worker)
+
+
+def instantiate(name: str, cls: type[MemoryBackend], workdir: Path, options: dict[str, Any] | None = None, *,
+                isolation: str = "none", worker: dict[str, Any] | None = None) -> MemoryBackend:
+    """An instance of the backend class ``cls`` registered as ``name`` (see :func:`create`): what another
+    process (a campaign's lane) that does not share this one's registrations uses, given the class itself."""
+    if isolation not in ISOLATION:
+        raise ValueError(f"isolation must be one of {', '.join(ISOLATION)}, not {isolation!r}")
     cls.check_options(options)  # a bad option fails here, before a worker process is started for it
     ok, hint = cls.dependencies_installed()
     if not ok:

@@ -70,6 +70,12 @@ from ufuzz.engine.ending import EXIT_CODES
               help="Recycle the backend worker after this many backend calls (0 = no limit).")
 @click.option("--worker-timeout", type=Finite(min=0, max=86400, min_open=True), default=600, show_default=True,
               help="Seconds one backend call may take before the worker is killed (an error record).")
+@click.option("--workers", type=click.IntRange(min=1, max=4096), default=1, show_default=True,
+              help="Run N lanes at once, each with its own backend (batches of N tasks, applied in task order: the "
+                   "same --seed and N give the same campaign).")
+@click.option("--ray-address", default=None, metavar="ADDRESS",
+              help="Run the lanes as Ray actors: local (a cluster started here), auto, HOST:PORT or "
+                   "ray://HOST:PORT; the corpus then goes to PostgreSQL (--db postgresql://...) unless local.")
 @click.option("--max-time", "max_time", default=None, metavar="DURATION",
               help="Stop cleanly after this wall time (600, 90s, 30m, 2h); the campaign's status is then time_limit.")
 @click.option("--baseline", type=click.Path(dir_okay=False), default=None,
@@ -97,7 +103,8 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
         llm_base_url: str | None, llm_model: str | None, llm_api_key_env: str, llm_uses: str, reader: str,
         reader_threshold: float | None, llm_timeout: float, llm_retries: int, retrieval: str, explore_share: float,
         isolation: str,
-        worker_max_rss_mb: float | None, worker_recycle: int, worker_timeout: float, max_time: str | None,
+        worker_max_rss_mb: float | None, worker_recycle: int, worker_timeout: float, workers: int,
+        ray_address: str | None, max_time: str | None,
         baseline: str | None, fail_on: str | None, progress_every: int, max_consecutive_errors: int,
         preflight: bool, resume_dir: str | None, force: bool, quiet: bool) -> None:
     """Run a fuzzing campaign (or continue one: --resume DIR)."""
@@ -114,7 +121,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
 
     if resume_dir is not None:
         _resume(ctx, resume_dir, db=db, opts=opts, budget=budget, quiet=quiet, progress_every=progress_every,
-                max_consecutive_errors=max_consecutive_errors, preflight=preflight)
+                max_consecutive_errors=max_consecutive_errors, preflight=preflight, ray_address=ray_address)
         return
     options = parse_opts(opts)
     if config_file:
@@ -142,7 +149,8 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
                              llm_retries=llm_retries, retrieval=retrieval, explore_share=explore_share,
                              isolation=isolation,
                              worker_max_rss_mb=worker_max_rss_mb, worker_recycle=worker_recycle,
-                             worker_timeout=worker_timeout, max_time=seconds,
+                             worker_timeout=worker_timeout, workers=workers, ray_address=ray_address,
+                             max_time=seconds,
                              max_consecutive_errors=max_consecutive_errors, preflight=preflight)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
@@ -188,16 +196,18 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
 
 #: options ``--resume`` may be given with (everything else is the campaign's own configuration)
 RESUME_OPTIONS = {"resume_dir", "db", "opts", "budget", "quiet", "progress_every", "max_consecutive_errors",
-                  "preflight"}
+                  "preflight", "ray_address"}
 
 
 def _resume(ctx: click.Context, resume_dir: str, *, db: str | None, opts: tuple[str, ...], budget: int,
-            quiet: bool, progress_every: int, max_consecutive_errors: int, preflight: bool) -> None:
+            quiet: bool, progress_every: int, max_consecutive_errors: int, preflight: bool,
+            ray_address: str | None = None) -> None:
     from ufuzz.backends.protocol import BackendError, BackendUnavailable
     from ufuzz.cli.progress import run_with_progress
     from ufuzz.corpus.store import CorpusDatabaseError
     from ufuzz.engine.campaign import Campaign, ResumeError
     from ufuzz.engine.preflight import PreflightError
+    from ufuzz.engine.startup import StartError
 
     given = sorted(name for name in ctx.params if name not in RESUME_OPTIONS
                    and ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE)
@@ -206,7 +216,7 @@ def _resume(ctx: click.Context, resume_dir: str, *, db: str | None, opts: tuple[
         flags = ", ".join(flag.get(n, n) for n in given)
         raise click.UsageError(f"--resume continues a campaign with its own configuration: {flags} cannot be "
                                "changed (only --budget, --db, --opt, --max-consecutive-errors, --[no-]preflight, "
-                               "--quiet, --progress-every)")
+                               "--ray-address, --quiet, --progress-every)")
     explicit = ctx.get_parameter_source("budget") is click.core.ParameterSource.COMMANDLINE
     out_dir = Path(resume_dir)
     if not out_dir.is_dir():
@@ -214,7 +224,8 @@ def _resume(ctx: click.Context, resume_dir: str, *, db: str | None, opts: tuple[
     try:
         campaign = Campaign.resume(out_dir, db, budget=budget if explicit else None,
                                    backend_options=parse_opts(opts),
-                                   max_consecutive_errors=max_consecutive_errors, preflight=preflight)
+                                   max_consecutive_errors=max_consecutive_errors, preflight=preflight,
+                                   ray_address=ray_address)
     except ResumeError as exc:
         raise click.BadParameter(str(exc), param_hint="'--resume'") from None
     except CorpusDatabaseError as exc:
@@ -226,6 +237,8 @@ def _resume(ctx: click.Context, resume_dir: str, *, db: str | None, opts: tuple[
     except PreflightError as exc:
         _fail(f"backend {campaign.config.backend!r} is unreachable or broken: its preflight round trip failed: "
               f"{exc}")
+    except StartError as exc:
+        raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
     except (BackendUnavailable, BackendError, ValueError) as exc:
         raise click.ClickException(f"backend {campaign.config.backend!r}: {exc}") from None
     _end(summary, out_dir)

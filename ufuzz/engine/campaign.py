@@ -17,8 +17,10 @@ campaign is the uninterrupted one — same executions, mutants and failures.
 
 Each step is a task from the scheduler, worked on in two parts: *propose and execute* (operators and backend:
 :meth:`Campaign._propose`, :meth:`Campaign._run_mutant`) and *apply* (records, feedback, oracle, scheduler:
-:meth:`Campaign._apply`), so that the first part of several tasks can later run elsewhere while the second is
-applied here in task order. ``plot_data.csv`` (:mod:`ufuzz.engine.plotdata`) records the curve as it goes.
+:meth:`Campaign._apply`). With ``--workers N`` the first part runs in lanes (:mod:`ufuzz.engine.lanes`: child
+processes or Ray actors, each with a backend of its own), a batch of tasks at a time, while the second is applied
+here in task order (:meth:`Campaign._batch_loop`). ``plot_data.csv`` (:mod:`ufuzz.engine.plotdata`) records
+the curve as it goes.
 """
 
 from __future__ import annotations
@@ -45,12 +47,13 @@ from ufuzz.engine import ending
 from ufuzz.engine.cases import CaseBook
 from ufuzz.engine.executor import Executor
 from ufuzz.engine.feedback import Ablation, FeedbackState
+from ufuzz.engine.proposal import Proposal, propose
 from ufuzz.engine.scheduler import NO_MUTANT, Scheduler, SchedulerConfig, StepOutcome, Task
 from ufuzz.engine.snapshot import SnapshotError, dump, load
-from ufuzz.llm.client import LLMError
+from ufuzz.llm.client import LLMError, client_for
 from ufuzz.model import Execution, FuzzCase, Reference, SeedSuite
 from ufuzz.operators import create_all
-from ufuzz.operators.base import Mutation, Operator, Rejected, StateView
+from ufuzz.operators.base import Operator
 from ufuzz.oracles.judging import READERS, Judging
 from ufuzz.oracles.oracle import Oracle
 from ufuzz.oracles.verdict import Failure, Tally
@@ -118,6 +121,11 @@ class CampaignConfig:
     window_records: int = 256
     window_seconds: float = 1.0
     snapshot_seconds: float = 0.0  # at least this long between snapshots (0: every window unless slow)
+    # Parallel runs (ufuzz.engine.lanes): N > 1 runs batches of tasks in N lanes, each with a backend of its own,
+    # and applies the results in task order — the same seed and N give the same campaign. ray_address runs the
+    # lanes as Ray actors ("local": a cluster this process starts; "auto", "host:port", "ray://host:port").
+    workers: int = 1
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         bad = [u for u in self.llm_uses if u not in LLM_USES]
@@ -142,6 +150,12 @@ class CampaignConfig:
             raise ValueError("--llm-timeout must be in (0, 3600] seconds and --llm-retries in [0, 10]")
         if self.window_records < 1 or self.window_seconds < 0 or self.snapshot_seconds < 0:
             raise ValueError("window_records must be >= 1, window_seconds and snapshot_seconds >= 0")
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
+            raise ValueError(f"--workers must be a whole number of at least 1, not {self.workers!r}")
+        if self.ray_address is not None:
+            from ufuzz.engine.raylanes import check_address
+
+            check_address(self.ray_address, self.db)
 
     def to_dict(self) -> dict[str, Any]:
         """The config as recorded with the campaign: a backend's secret options masked (its declared
@@ -182,22 +196,6 @@ class Progress:
     errors: int = 0
     uncovered_obligations: int = 0
     phase: int = 1
-
-
-@dataclass
-class Proposal:
-    """A step's mutant in the making: the fork it writes to and, once valid, the mutant and its mutation."""
-
-    handle: str | None = None  # the mutant's own fork (state operators; query mutants where forks are cheap)
-    mutant: FuzzCase | None = None  # the mutant, or a stand-in recorded as rejected
-    mutation: Mutation | None = None  # set only when the mutation was produced and validated
-    valid: bool = False
-    reason: str = ""  # why it was rejected
-    error: tuple[str, str] | None = None  # (operation, message) of a backend fault: no mutant at all
-    state_error: str | None = None  # a valid mutant whose state could not be had: not executed
-    adopted: bool = False  # the fork became a retained mutant's live state: not released
-    final: bool = False  # rejected, and no other try can go otherwise (the operator's move is deterministic)
-    unjudged: bool = False  # valid, but none of its checks can fail here: not executed
 
 
 class ResumeError(ValueError):
@@ -261,6 +259,8 @@ class Campaign:
         self.llm: Any = None
         self.operators: dict[str, Operator] = {}
         self.executor: Executor | None = None
+        self.lanes: Any = None  # LanePool of a parallel campaign (workers > 1 or Ray); None runs here
+        self._ray: Any = None  # the Ray connection this campaign made (closed with it)
         self.feedback: FeedbackState | None = None
         self.scheduler: Scheduler | None = None
         self.oracle: Oracle | None = None
@@ -282,6 +282,8 @@ class Campaign:
         self._last_snapshot = 0.0
         self._snapshot_cost = 0.0
         self._ahead_at = 0  # the step up to which query texts were prepared ahead
+        self._drawn = 0  # tasks drawn from the scheduler (a parallel campaign draws ahead of what it applied)
+        self._inflight: dict[str, Any] | None = None  # a parallel campaign's batch queued and not yet applied
         self._ahead_idle = 0  # look-aheads in a row that found nothing to prepare (then it stops)
         self._heartbeat_stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
@@ -360,6 +362,10 @@ class Campaign:
         # full disk): nothing is left behind
         check_start(self.out, self.config.db)
         cfg = self.config
+        if cfg.ray_address is not None:  # before anything is created: an unreachable cluster leaves nothing
+            from ufuzz.engine.raylanes import connect
+
+            self._ray = connect(cfg.ray_address, cfg.workers)
         with undo_on_failure(self.out, self._abandon_start):
             self.out.mkdir(parents=True, exist_ok=True)
             self.backend = self._backend or registry.create(
@@ -372,6 +378,8 @@ class Campaign:
                 from ufuzz.engine.preflight import preflight
 
                 self.preflight = preflight(self.backend, self.llm)
+            if self.parallel:
+                self.lanes = self._start_lanes()
             url = cfg.db or f"sqlite:///{(self.out / 'corpus.sqlite').resolve()}"
             self.store = CorpusStore(url)
             me = {"pid": os.getpid(), "host": socket.gethostname()}
@@ -398,6 +406,35 @@ class Campaign:
         self.plot = PlotData(self.out / "plot_data.csv", append=self._resume_id is not None)
         if hasattr(self.backend, "observer"):  # a backend worker: its restarts go to the campaign log
             self.backend.observer = lambda event, **facts: self.log.info(event, **facts)
+        if self.lanes is not None:  # a lane that dies is logged (its jobs are error records)
+            self.lanes.observer = lambda event, **facts: self._log_safely("warning", event, **facts)
+
+    @property
+    def parallel(self) -> bool:
+        """Whether the executions run in lanes (``--workers N`` > 1, or Ray) rather than in this process."""
+        return self.config.workers > 1 or self.config.ray_address is not None
+
+    def _start_lanes(self) -> Any:
+        """The campaign's lanes, started (each builds its own backend: a bad option fails here, cleanly)."""
+        from ufuzz.backends.protocol import BackendUnavailable
+        from ufuzz.engine.lanes import LaneDied, LanePool, LaneSpec, ProcessLane
+
+        cfg = self.config
+        try:
+            cls = registry.load(cfg.backend)
+        except KeyError:
+            cls = type(self._backend)
+        spec = LaneSpec.of(cfg, cls, self.suite.checkpoints)
+        if self._ray is not None:
+            lanes = self._ray.lanes(spec, cfg.workers)
+        else:
+            lanes = [ProcessLane(i, spec, self.out / "lanes" / f"lane{i}") for i in range(cfg.workers)]
+        pool = LanePool(lanes)
+        try:
+            pool.start()
+        except LaneDied as exc:
+            raise BackendUnavailable(str(exc)) from None
+        return pool
 
     def _abandon_start(self) -> None:
         """Close what a failed set-up opened (:func:`ufuzz.engine.startup.undo_on_failure` then removes its
@@ -408,14 +445,15 @@ class Campaign:
                                            message="the campaign failed to start")
             except Exception:  # noqa: BLE001 - best effort: the set-up's own error is reported
                 pass
-        things = (self._log_file, self.failures, self.store, None if self._backend is not None else self.backend)
+        things = (self._log_file, self.failures, self.store, None if self._backend is not None else self.backend,
+                  self.lanes, self._ray)
         for thing in things:
             try:
                 if thing is not None:
                     thing.close()
             except Exception:  # noqa: BLE001 - best effort
                 pass
-        self._log_file = self.failures = self.store = self.backend = None
+        self._log_file = self.failures = self.store = self.backend = self.lanes = self._ray = None
 
     def _prepare(self) -> None:
         """Operators, executor, oracle and the write window; then either the seeds (a new campaign) or the
@@ -469,7 +507,7 @@ class Campaign:
         self.scheduler.seal()
         # every seed runs as a parent: its query is embedded (where the backend embeds) in batches now
         try:
-            self.backend.prepare_queries([s.query.text for s in seeds])
+            self._prepare_queries([s.query.text for s in seeds])
         except BackendError as exc:  # only a speed-up: the queries are embedded one by one later instead
             self.log.warning("prepare_queries_failed", error=str(exc))
         self.progress.uncovered_obligations = self.scheduler.uncovered()
@@ -536,6 +574,8 @@ class Campaign:
         return self._finish()
 
     def _loop(self, on_progress: Callable[[Progress], None] | None) -> str:
+        if self.lanes is not None:
+            return self._batch_loop(on_progress)
         cfg = self.config
         hidden = self.executor.hidden
         while True:
@@ -569,8 +609,95 @@ class Campaign:
             if on_progress is not None:
                 on_progress(self.progress)
 
-    def _end_step(self, force_snapshot: bool = False) -> None:
+    def _batch_loop(self, on_progress: Callable[[Progress], None] | None) -> str:
+        """The loop of a parallel campaign: batches of tasks (:func:`ufuzz.engine.lanes.batch_size`), each
+        drawn and queued to the lanes before the previous one is applied, so that the lanes work on batch k+1
+        while this process applies batch k in task order (:meth:`_apply_batch`). Which tasks a batch holds is
+        fixed by the seed and N alone. Between batches is what :meth:`_loop` has between steps: the place to
+        stop, to commit and to snapshot (the batch in flight is part of the snapshot, and a resumed campaign
+        queues it again)."""
+        from ufuzz.engine.lanes import batch_size
+
+        cfg = self.config
+        hidden = self.executor.hidden
+        size = batch_size(cfg.workers)
+        if self._inflight is not None and "tickets" not in self._inflight:  # resumed: queue it again
+            self._inflight["tickets"] = self.lanes.submit(self._inflight["jobs"])
+        while True:
+            if self.progress.executions >= cfg.budget:
+                return ending.BUDGET_SPENT
+            if self._stop.is_set():
+                return ending.INTERRUPTED
+            if self._deadline is not None and time.monotonic() >= self._deadline:
+                return ending.TIME_LIMIT
+            nxt = self._draw(size)
+            if self._inflight is None:
+                if nxt is None:
+                    return ending.EXHAUSTED
+                self._inflight = nxt
+                if size > 1:  # the pipeline fills: the next batch is drawn before this one is applied
+                    continue
+                nxt = None  # one lane (Ray): step by step, the campaign of --workers 1
+            current, self._inflight = self._inflight, nxt
+            self._at_boundary = False
+            self._apply_batch(current, hidden)
+            self._end_step(counted=True)
+            limit = cfg.max_consecutive_errors
+            if limit and self._consecutive >= limit:
+                self.message = (f"{self._consecutive} backend errors in a row (--max-consecutive-errors {limit}); "
+                                f"the last: {self._last_error}")
+                return ending.ERROR
+            if on_progress is not None:
+                on_progress(self.progress)
+
+    def _draw(self, size: int) -> dict[str, Any] | None:
+        """The next batch: up to ``size`` tasks from the scheduler, their jobs made and queued to the lanes."""
+        from ufuzz.engine.lanes import LaneJob
+
+        batch: list[tuple[Task, int]] = []
+        while len(batch) < size:
+            task = self.scheduler.next()
+            if task is None:
+                break
+            if not batch and self._drawn >= self._ahead_at:
+                self._look_ahead(task, base=self._drawn)
+            self._drawn += 1
+            batch.append((task, self._drawn))
+        if not batch:
+            return None
+        # A parent not executed yet gets a job of its own, ahead of its tasks' jobs, which the lanes start only
+        # once it is in, and skip when it fails its reference everywhere (no mutant of it could show a failure);
+        # a parent that a job of the batch in flight executes is not run again.
+        planned = {(j.parent.state_key, j.parent.query.text) for j in (self._inflight or {}).get("jobs", ())
+                   if j.task is None}
+        jobs = []
+        for task, counter in batch:
+            parent = self.cases[task.case_id]
+            key = (parent.state_key, parent.query.text)
+            reference = self.oracle.reference_of(parent.id)
+            if key not in planned and self.executor.cached(parent) is None:
+                planned.add(key)
+                jobs.append(LaneJob(0, None, parent, True, reference))
+            op = self.operators[task.operator]
+            # a query mutant is made here; a state operator's is made in its lane, on a fork of the parent's state
+            proposal = None if op.kind == "state" else propose(op, parent, reference, task.target,
+                                                                 task.obligation, counter, self.config.seed)
+            jobs.append(LaneJob(counter, task, parent, False, reference, proposal,
+                                after=key if key in planned else None))
+        return {"batch": batch, "jobs": jobs, "tickets": self.lanes.submit(jobs)}
+
+    def _end_step(self, force_snapshot: bool = False, counted: bool = False) -> None:
         """Counters of a finished step; the step's records may now be committed (with a snapshot when due)."""
+        if not counted:
+            self._count()
+        self.window.mark()
+        self._mark = (replace(self.progress), len(self.failure_log))
+        self._at_boundary = True
+        if force_snapshot or self.window.due():
+            self._flush(snapshot=force_snapshot or self._snapshot_due())
+
+    def _count(self) -> None:
+        """The progress counters after a step (and its row of plot_data.csv)."""
         p = self.progress
         p.uncovered_obligations = self.scheduler.uncovered()
         p.coverage = self.feedback.reached()
@@ -580,11 +707,6 @@ class Campaign:
         p.reader_failures = len(self.tally.reader)
         if self.plot is not None:
             self.plot.record(p)
-        self.window.mark()
-        self._mark = (replace(p), len(self.failure_log))
-        self._at_boundary = True
-        if force_snapshot or self.window.due():
-            self._flush(snapshot=force_snapshot or self._snapshot_due())
 
     def _snapshot_due(self) -> bool:
         # a slow snapshot (a large suite) is taken less often: at most ~5% of the time goes to snapshots
@@ -608,7 +730,7 @@ class Campaign:
             self._last_snapshot = time.monotonic()
             self._snapshot_cost = cost
 
-    def _look_ahead(self, task: Task) -> None:
+    def _look_ahead(self, task: Task, base: int | None = None) -> None:
         """Prepare the query texts of the next LOOK_AHEAD steps in one batch (the embedded backend embeds them
         together, ~4x cheaper per text than one at a time on a cold cache).
 
@@ -617,7 +739,8 @@ class Campaign:
         turns out wrong only costs a wasted embedding; nothing here touches the campaign's own state, and the
         backend's preparation changes no result. Once two look-aheads in a row do not pay for themselves (a warm
         cache, a backend that does not embed) it stops."""
-        self._ahead_at = self.step + LOOK_AHEAD
+        base = self.step if base is None else base  # the counter of the task before ``task``
+        self._ahead_at = base + LOOK_AHEAD
         if self._ahead_idle >= 2 or "paraphrase" in self.config.llm_uses:  # never call an LLM ahead
             return
         t0 = time.perf_counter()
@@ -632,7 +755,7 @@ class Campaign:
                 parent = self.cases[nxt.case_id]
                 try:
                     m = op.mutate(parent, self.oracle.reference_of(parent.id), nxt.target,
-                                  random.Random(f"{self.config.seed}:{self.step + j}"), None)
+                                  random.Random(f"{self.config.seed}:{base + j}"), None)
                     texts.append(m.query.text)
                 except Exception:  # noqa: BLE001 - a guess that cannot be made is skipped
                     pass
@@ -640,7 +763,7 @@ class Campaign:
             nxt = sim.next()
         cost = time.perf_counter() - t0  # the look-ahead's own cost (the batch itself replaces later work)
         try:
-            done = self.backend.prepare_queries(texts) if texts else 0
+            done = self._prepare_queries(texts) if texts else 0
         except BackendError as exc:  # only a speed-up
             self.log.warning("prepare_queries_failed", error=str(exc))
             done = 0
@@ -649,12 +772,21 @@ class Campaign:
         paid = done * 0.01 > cost
         self._ahead_idle = 0 if paid else self._ahead_idle + 1
 
+    def _prepare_queries(self, texts: list[str]) -> int:
+        """Let the backend(s) that will run these queries prepare them (embed them in one batch)."""
+        if self.lanes is not None:
+            self.lanes.prepare_queries(texts)
+            return len(texts)
+        return self.backend.prepare_queries(texts)
+
     # -- snapshots ------------------------------------------------------------------------------------------
     def _snapshot(self) -> tuple[bytes, bytes]:
         """The engine's and the oracle's state after the current step, each pickled for its own table."""
         engine = {"step": self.step, "progress": asdict(self.progress), "scheduler": self.scheduler,
                   "feedback": self.feedback, "cases": self.cases, "executor": self.executor.snapshot(),
-                  "consecutive": self._consecutive, "last_error": self._last_error}
+                  "consecutive": self._consecutive, "last_error": self._last_error, "drawn": self._drawn,
+                  "inflight": None if self._inflight is None else
+                  {"batch": self._inflight["batch"], "jobs": self._inflight["jobs"]}}
         oracle = {"step": self.step, "oracle": self.oracle.snapshot(), "tally": self.tally,
                   "failure_log": self.failure_log, "counts": self.failures.counts()}
         seeds = self._seed_names(self.cases.seeds())
@@ -690,6 +822,8 @@ class Campaign:
         self.cases = engine["cases"]
         self.executor.restore(engine["executor"])
         self._consecutive, self._last_error = engine["consecutive"], engine["last_error"]
+        self._drawn = engine.get("drawn", self.step)
+        self._inflight = engine.get("inflight")
         self.oracle.restore(oracle["oracle"])
         self.tally, self.failure_log = oracle["tally"], oracle["failure_log"]
         gone = self.store.rollback(self.campaign_id, step=self.step, seq=self.progress.executions)
@@ -733,6 +867,12 @@ class Campaign:
         if self.executor is not None:
             try:
                 self.executor.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+        for thing in (self.lanes, self._ray):
+            try:
+                if thing is not None:
+                    thing.close()
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
         if self.plot is not None:
@@ -819,18 +959,18 @@ class Campaign:
 
     def _llm_client(self) -> Any:
         """The LLM client of every configured LLM use (paraphrase, answer, judge), or None without any."""
-        cfg = self.config
-        if not cfg.llm_uses:
-            return None
-        from ufuzz.llm import CallCache, LLMClient, LLMConfig
-
-        return LLMClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model or "default",
-                                   api_key_env=cfg.llm_api_key_env, timeout=cfg.llm_timeout,
-                                   max_retries=cfg.llm_retries), CallCache(cfg.llm_cache))
+        return client_for(self.config)
 
     # -- one step ------------------------------------------------------------------------------------------
     def _parent_execution(self, parent: FuzzCase, hidden: bool) -> Execution:
-        ex, fresh = self.executor.execute_parent(parent)
+        if self.lanes is not None:  # a parallel campaign: the cache is here, the backends are in the lanes
+            ex = self.executor.cached(parent)
+            fresh = ex is None
+            if fresh:
+                ex = self.lanes.execute(parent)
+                self.executor.remember(parent, ex)
+        else:
+            ex, fresh = self.executor.execute_parent(parent)
         if fresh:
             self._record_exec(ex, is_parent=True, checkpoint_id=parent.checkpoint_id)
             if ex.error is None:
@@ -850,20 +990,7 @@ class Campaign:
         fork unless the mutant was kept."""
         parent = self.cases[task.case_id]
         parent_ex = self._parent_execution(parent, hidden)
-        if parent_ex.error is not None or self.progress.executions >= self.config.budget:
-            self.scheduler.report(task, NO_MUTANT)
-            return
-        try:
-            testable = self.oracle.testable(parent, parent_ex)
-        except LLMError as exc:  # the LLM judge failed on the parent: no verdict, an error record, no mutant now
-            self._error(parent.id, "judge", f"{type(exc).__name__}: {exc}")
-            self.scheduler.report(task, NO_MUTANT)
-            return
-        if not testable:
-            # the parent fails every level it is judged at: no mutant of it could show a failure the mutation
-            # caused, so none is made (the scheduler learns only that the case is done, not why)
-            self.scheduler.retire(parent.id)
-            self.scheduler.report(task, NO_MUTANT)
+        if not self._parent_ready(task, parent, parent_ex):
             return
         proposal = self._propose(task, parent, counter)
         outcome = NO_MUTANT
@@ -880,40 +1007,96 @@ class Campaign:
                 self.executor.release(proposal.handle)
         self.scheduler.report(task, outcome)
 
+    def _parent_ready(self, task: Task, parent: FuzzCase, parent_ex: Execution) -> bool:
+        """Whether a mutant of ``parent`` is to be made (and its result applied); if not, the task is reported
+        as having none."""
+        if parent_ex.error is not None or self.progress.executions >= self.config.budget:
+            self.scheduler.report(task, NO_MUTANT)
+            return False
+        try:
+            testable = self.oracle.testable(parent, parent_ex)
+        except LLMError as exc:  # the LLM judge failed on the parent: no verdict, an error record, no mutant now
+            self._error(parent.id, "judge", f"{type(exc).__name__}: {exc}")
+            self.scheduler.report(task, NO_MUTANT)
+            return False
+        if not testable:
+            # the parent fails every level it is judged at: no mutant of it could show a failure the mutation
+            # caused, so none is made (the scheduler learns only that the case is done, not why)
+            self.scheduler.retire(parent.id)
+            self.scheduler.report(task, NO_MUTANT)
+            return False
+        return True
+
+    # -- a batch of steps (parallel campaigns) -------------------------------------------------------------
+    def _apply_batch(self, current: dict[str, Any], hidden: bool) -> None:
+        """Apply a batch's results in task order, as :meth:`_step` would have; a task begun after the budget was
+        spent is not applied (the scheduler gets it back). Forks the lanes hold for mutants not kept are
+        released with their next request."""
+        results = self.lanes.collect(current["tickets"])
+        parents: dict[tuple[str, str], Any] = {}  # the batch's parent runs, by (state, query)
+        tasks = iter(current["batch"])
+        for job, (lane, res) in zip(current["jobs"], results, strict=True):
+            if job.task is None:
+                parents[(job.parent.state_key, job.parent.query.text)] = res
+                continue
+            task, counter = next(tasks)
+            if self.progress.executions >= self.config.budget:
+                self.scheduler.report(task, NO_MUTANT)
+            else:
+                self.step = counter
+                errors_before = self.progress.errors
+                self._apply_job(job, lane, res, hidden, parents)
+                for operation, message in res.faults:  # e.g. a release that failed in the lane
+                    self._error(task.case_id, operation, message)
+                if self.progress.errors == errors_before:  # a step without a fault breaks a run of errors
+                    self._consecutive = 0
+                self.progress.phase = task.phase
+                self._count()
+            if res.holds and not res.proposal.adopted:
+                self.lanes.decide(lane, res.proposal.mutant, keep=False)
+
+    def _apply_job(self, job: Any, lane: int, res: Any, hidden: bool, parents: dict[tuple[str, str], Any]) -> None:
+        """One job's result, applied as :meth:`_step` applies its own work: every path reports to the scheduler
+        exactly once."""
+        task, parent = job.task, job.parent
+        parent_ex = self.executor.cached(parent)
+        if parent_ex is None:
+            # the parent's own job of this batch, applied with the first task that needs it; none (an earlier
+            # batch ran it and it failed, or this batch's run was used up by an earlier task): no mutant now
+            ran = parents.pop((parent.state_key, parent.query.text), None)
+            if ran is None or ran.lost is not None:
+                if ran is not None:
+                    self._error(parent.id, "lane", ran.lost)
+                self.scheduler.report(task, NO_MUTANT)
+                return
+            parent_ex = ran.parent_ex
+            self._record_exec(parent_ex, is_parent=True, checkpoint_id=parent.checkpoint_id)
+            if parent_ex.error is None:
+                self.feedback.observe(parent.seed_id, parent.checkpoint_id, parent_ex, None, hidden=hidden)
+                self.executor.remember(parent, parent_ex)
+        if res.lost is not None:  # the lane died (it is restarted): an error record, never a failure
+            self._error(parent.id, "lane", res.lost)
+            self.scheduler.report(task, NO_MUTANT)
+            return
+        if not self._parent_ready(task, parent, parent_ex):
+            return
+        if res.skipped:  # the lane judged the parent untestable and this process did not: no mutant this time
+            self.scheduler.report(task, NO_MUTANT)
+            return
+        self.scheduler.report(task, self._apply(task, res.proposal, parent, parent_ex, res.ex, hidden, lane=lane))
+
     def _propose(self, task: Task, parent: FuzzCase, counter: int) -> Proposal:
         """Mutate ``parent`` for the task's target and validate the result (never looking at retrieval or
         responses). Touches only the backend (the mutant's fork): nothing is recorded here."""
-        cfg = self.config
         op = self.operators[task.operator]
-        rng = random.Random(f"{cfg.seed}:{counter}")
-        proposal = Proposal()
-        mutation, reason, ok = None, "", False
-        try:
-            fork_queries = self.backend.capabilities.cheap_fork if cfg.fork_queries is None else cfg.fork_queries
-            if op.kind == "state" or (fork_queries and self.executor.copyable):
-                proposal.handle = self.executor.fork(parent)
-            view = StateView(self.backend, proposal.handle, listings=self.executor.listings,
-                             key=parent.state_key) if op.kind == "state" else None
-            mutation = op.mutate(parent, self.oracle.reference_of(parent.id), task.target, rng, view)
-            verdict = op.validate(parent, mutation, view)
-            ok, reason = verdict.ok, verdict.reason
-        except Rejected as exc:
-            reason = str(exc)
-        except (BackendError, NotImplementedError) as exc:
-            proposal.error = (f"{op.name}:{task.target}", f"{type(exc).__name__}: {exc}")
-            return proposal
-        mid = f"x{counter:06d}"
-        if mutation is not None:
-            proposal.mutant = parent.child(mid, operator=op.name, query=mutation.query,
-                                           provenance=mutation.provenance, ops=mutation.ops,
-                                           obligation=task.obligation, detail=mutation.detail,
-                                           descriptor=mutation.descriptor)
-        else:  # the operator could not produce a mutant for this target: recorded as rejected
-            proposal.mutant = parent.child(mid, operator=op.name, obligation=task.obligation, detail="not produced")
-        proposal.valid, proposal.reason = ok and mutation is not None, reason
-        proposal.mutation = mutation if proposal.valid else None
-        proposal.final = not proposal.valid and not op.varies(parent, task.target)
-        return proposal
+        fork = op.kind == "state" or (self._fork_queries() and self.executor.copyable)
+        return propose(op, parent, self.oracle.reference_of(parent.id), task.target, task.obligation, counter,
+                       self.config.seed, executor=self.executor, fork=fork)
+
+    def _fork_queries(self) -> bool:
+        """Whether query mutants run on a fork of their own (see ``CampaignConfig.fork_queries``)."""
+        cfg = self.config
+        return self.backend.capabilities.cheap_fork if cfg.fork_queries is None else bool(cfg.fork_queries)
 
     def _run_mutant(self, proposal: Proposal, parent: FuzzCase) -> Execution | None:
         """Execute a valid mutant on its own fork (or, for a query mutant where forks are dear, on the
@@ -926,7 +1109,7 @@ class Campaign:
         return self.executor.execute(proposal.mutant, state)
 
     def _apply(self, task: Task, proposal: Proposal, parent: FuzzCase, parent_ex: Execution,
-               ex: Execution | None, hidden: bool) -> StepOutcome:
+               ex: Execution | None, hidden: bool, lane: int | None = None) -> StepOutcome:
         """Record the proposal and its execution, judge it (the verdict goes to the failure store only) and
         decide from its feedback whether it stays as a parent."""
         cfg = self.config
@@ -970,7 +1153,10 @@ class Campaign:
         self.cases.retain(mutant, parent)
         self.executor.remember(mutant, ex)
         if proposal.handle is not None:
-            self.executor.adopt(mutant, proposal.handle)
+            if lane is not None:  # the fork is in the lane: it becomes the mutant's state there
+                self.lanes.decide(lane, mutant, keep=True)
+            else:
+                self.executor.adopt(mutant, proposal.handle)
             proposal.adopted = True
         return StepOutcome(valid=True, retained=True, new_case_id=mutant.id, moves=tuple(self._moves(mutant)),
                            coverage_gain=fb.coverage_gain, divergence=fb.divergence,
@@ -1009,6 +1195,8 @@ class Campaign:
             "llm": self.llm.stats() if self.llm is not None else None,
             "worker": stats.to_dict() if (stats := getattr(self.backend, "stats", None))
             is not None and hasattr(stats, "to_dict") else None,
+            "workers": self.config.workers, "ray_address": self.config.ray_address,
+            "lanes_lost_jobs": self.lanes.lost if self.lanes is not None else 0,
             "failures": sorted(f.key for _, f in log),
         }
 

@@ -182,6 +182,10 @@ class Executor:
             self._cache[key] = ex
         return ex, True
 
+    def cached(self, case: FuzzCase) -> Execution | None:
+        """The cached parent execution of ``case`` (by state and query text), or None."""
+        return self._cache.get((case.state_key, case.query.text))
+
     def has_parent_execution(self, case: FuzzCase) -> bool:
         return (case.state_key, case.query.text) in self._cache
 

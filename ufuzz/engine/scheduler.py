@@ -134,6 +134,9 @@ class Scheduler:
         self._current: str | None = None  # the seed phase 1 is on
         self._started = 0  # seeds phase 1 has started (each costs a parent execution)
         self._executed = 0  # mutants executed (valid outcomes)
+        # phase-1 obligations handed out and not reported yet (a parallel campaign draws a batch of tasks before
+        # it reports any): another task of the batch takes the next obligation rather than a second try of it
+        self._inflight: Counter[str] = Counter()
 
     # -- input ------------------------------------------------------------------------------------------
     def _allowed(self, operator: str) -> bool:
@@ -185,13 +188,8 @@ class Scheduler:
             share = self.config.explore_share
             if share and self._retained and self._queue and self.rng.random() < share:
                 return self._pick_pool()
-            while self._queue:
-                p = self._queue[0]
-                key = p.obligation.key
-                if (key in self._covered or key in self._closed or p.tries >= self.config.attempts
-                        or p.case_id in self._retired):
-                    self._queue.popleft()
-                    continue
+            p = self._next_pending()
+            if p is not None:
                 seed = p.obligation.seed_id
                 if seed != self._current:  # leaving a seed: first its follow-up on its retained mutants
                     burst = self._burst_task()
@@ -200,11 +198,27 @@ class Scheduler:
                     self._current = seed
                     self._started += 1
                 p.tries += 1
+                self._inflight[p.obligation.key] += 1
                 return Task(p.case_id, p.obligation.operator, p.obligation.target, p.obligation, 1)
             burst = self._burst_task()
             if burst is not None:
                 return burst
         return self._pick_pool()
+
+    def _next_pending(self) -> _Pending | None:
+        """The first obligation of the queue still open and not in flight; those that are done are dropped
+        from the front of the queue."""
+        while self._queue and self._done(self._queue[0]):
+            self._queue.popleft()
+        for p in self._queue:
+            if not self._done(p) and not self._inflight[p.obligation.key]:
+                return p
+        return None
+
+    def _done(self, p: _Pending) -> bool:
+        key = p.obligation.key
+        return (key in self._covered or key in self._closed or p.tries >= self.config.attempts
+                or p.case_id in self._retired)
 
     def _burst_task(self) -> Task | None:
         """A follow-up task on a retained mutant of the seed phase 1 is leaving, while its share lasts: its
@@ -251,6 +265,10 @@ class Scheduler:
     def report(self, task: Task, outcome: StepOutcome) -> None:
         """The outcome of a task: a valid mutant covers its obligation; a retained one joins the pool; a
         final rejection closes the obligation (phase 1) or removes the move from its pool entry (phase 2)."""
+        if task.phase == 1 and self._inflight[task.obligation.key] > 0:
+            self._inflight[task.obligation.key] -= 1
+            if not self._inflight[task.obligation.key]:
+                del self._inflight[task.obligation.key]
         if outcome.valid:
             self._covered.add(task.obligation.key)
             self._executed += 1

@@ -361,6 +361,16 @@ class LLMClient:
                 "retries": self.retries}
 
 
+def client_for(cfg: Any) -> LLMClient | None:
+    """The client of a campaign's configuration (``llm_*`` fields of a CampaignConfig) — one for every LLM use
+    it configures (paraphrase, answer, judge) — or None when it configures none."""
+    if not cfg.llm_uses:
+        return None
+    return LLMClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model or "default",
+                               api_key_env=cfg.llm_api_key_env, timeout=cfg.llm_timeout,
+                               max_retries=cfg.llm_retries), CallCache(cfg.llm_cache))
+
+
 def _retry_after(response: Any) -> float | None:
     """A response's ``Retry-After`` in seconds (the number form only), or None."""
     try:

@@ -37,6 +37,17 @@ SeedRunner = Callable[[str], Execution | None]
 MAX_PARENT_VERDICTS = 16384
 
 
+def could_fail(mutant: FuzzCase, reference: Reference, responds: bool, context: Any) -> bool:
+    """Whether some check of ``mutant`` with ``reference`` can fail under ``context`` (a verdict context: is
+    retrieval visible, the backend's relevance threshold). A pure function, so that a lane that made a state
+    mutant (:mod:`ufuzz.engine.lanes`) decides as the campaign would whether executing it is worth the call."""
+    if responds:
+        return True
+    if not context.visible:
+        return False
+    return not reference.abstain or context.threshold is not None or bool(deleted_by(mutant))
+
+
 class Oracle:
     def __init__(self, sink: Callable[[Failure, Reference], None], context: Context | None = None,
                  reference_sink: Callable[[str, Reference], None] | None = None) -> None:
@@ -113,11 +124,7 @@ class Oracle:
         """Whether some check of ``mutant`` with ``reference`` can fail: a response is judged when the system
         responds (``responds``); at the selection level an answerable reference always can, an abstaining one
         only against the backend's own relevance threshold or when the mutant deleted memories."""
-        if responds:
-            return True
-        if not self.context.visible:
-            return False
-        return not reference.abstain or self.context.threshold is not None or bool(deleted_by(mutant))
+        return could_fail(mutant, reference, responds, self.context)
 
     def _twin(self, mutant: FuzzCase, parent: FuzzCase) -> FuzzCase | None:
         """The seed asking ``mutant``'s question on the same unmutated state, if any (and not its parent)."""
