@@ -573,18 +573,33 @@ class Campaign:
                 signal.signal(signal.SIGTERM, previous_term)
         return self._finish()
 
+    def _ending(self) -> str | None:
+        """Why the campaign must end before its next step or batch (budget, Ctrl-C, time limit), or None."""
+        if self.progress.executions >= self.config.budget:
+            return ending.BUDGET_SPENT
+        if self._stop.is_set():
+            return ending.INTERRUPTED
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            return ending.TIME_LIMIT
+        return None
+
+    def _too_many_errors(self) -> bool:
+        """``max_consecutive_errors`` backend errors in a row: the campaign ends as an error, saying why."""
+        limit = self.config.max_consecutive_errors
+        if not (limit and self._consecutive >= limit):
+            return False
+        self.message = (f"{self._consecutive} backend errors in a row (--max-consecutive-errors {limit}); "
+                        f"the last: {self._last_error}")
+        return True
+
     def _loop(self, on_progress: Callable[[Progress], None] | None) -> str:
         if self.lanes is not None:
             return self._batch_loop(on_progress)
-        cfg = self.config
         hidden = self.executor.hidden
         while True:
-            if self.progress.executions >= cfg.budget:
-                return ending.BUDGET_SPENT
-            if self._stop.is_set():
-                return ending.INTERRUPTED
-            if self._deadline is not None and time.monotonic() >= self._deadline:
-                return ending.TIME_LIMIT
+            reason = self._ending()
+            if reason is not None:
+                return reason
             task = self.scheduler.next()
             if task is None:
                 return ending.EXHAUSTED
@@ -601,10 +616,7 @@ class Campaign:
                 self._consecutive = 0  # a fork that worked) breaks a run of errors, executed or not
             self.progress.phase = task.phase
             self._end_step()
-            limit = cfg.max_consecutive_errors
-            if limit and self._consecutive >= limit:
-                self.message = (f"{self._consecutive} backend errors in a row (--max-consecutive-errors {limit}); "
-                                f"the last: {self._last_error}")
+            if self._too_many_errors():
                 return ending.ERROR
             if on_progress is not None:
                 on_progress(self.progress)
@@ -624,12 +636,9 @@ class Campaign:
         if self._inflight is not None and "tickets" not in self._inflight:  # resumed: queue it again
             self._inflight["tickets"] = self.lanes.submit(self._inflight["jobs"])
         while True:
-            if self.progress.executions >= cfg.budget:
-                return ending.BUDGET_SPENT
-            if self._stop.is_set():
-                return ending.INTERRUPTED
-            if self._deadline is not None and time.monotonic() >= self._deadline:
-                return ending.TIME_LIMIT
+            reason = self._ending()
+            if reason is not None:
+                return reason
             nxt = self._draw(size)
             if self._inflight is None:
                 if nxt is None:
@@ -642,10 +651,7 @@ class Campaign:
             self._at_boundary = False
             self._apply_batch(current, hidden)
             self._end_step(counted=True)
-            limit = cfg.max_consecutive_errors
-            if limit and self._consecutive >= limit:
-                self.message = (f"{self._consecutive} backend errors in a row (--max-consecutive-errors {limit}); "
-                                f"the last: {self._last_error}")
+            if self._too_many_errors():
                 return ending.ERROR
             if on_progress is not None:
                 on_progress(self.progress)
