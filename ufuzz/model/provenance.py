@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import networkx as nx
 
@@ -106,7 +107,7 @@ class Provenance:
         n = needle.strip().lower()
         if not n:
             return []
-        pat = re.compile(rf"(?<!\w){re.escape(n)}(?!\w)")
+        pat = _word_pattern(n)
         return [mid for mid, text in self.memory_texts if n in text.lower() and pat.search(text.lower())]
 
     def values_of_type(self, value_type: str) -> set[str]:
@@ -200,6 +201,12 @@ class Provenance:
 class UndefinedReference(ValueError):
     """No behaviour is right for the question on this state (e.g. a ``previous`` question whose previous
     value was deleted): an operator must not build a test on it."""
+
+
+@lru_cache(maxsize=1 << 14)
+def _word_pattern(needle: str) -> re.Pattern[str]:
+    """A lower-case needle as a whole-word pattern, compiled once (see :meth:`Provenance.text_mentions`)."""
+    return re.compile(rf"(?<!\w){re.escape(needle)}(?!\w)")
 
 
 def _order(f: Fact) -> tuple[str, str]:
