@@ -139,19 +139,17 @@ class Oracle:
         """Judge a mutant against its reference, given its parent's execution. Returns a failure key or None."""
         if ex.error is not None or parent_ex.error is not None:
             return None
-        out = caused(self.levels_of(parent, parent_ex),
-                     judge_case(mutant, self._refs[mutant.id], ex, self.context))
+        ref = self._refs[mutant.id]
+        out = caused(self.levels_of(parent, parent_ex), judge_case(mutant, ref, ex, self.context))
         if out is None:
             return None
         parent_ref = self._refs.get(parent.id)
-        if (mutant.ops == parent.ops and parent_ref is not None and parent_ref.abstain
-                and not self._refs[mutant.id].abstain):
+        if mutant.ops == parent.ops and parent_ref is not None and parent_ref.abstain and not ref.abstain:
             # a question made answerable by re-asking it (e.g. about the other speaker) on the same state: the
             # parent's pass was an abstention, which says nothing of finding this question's evidence — the new
             # question fails as asked on the unmutated state, a baseline failure of that question
             self._sink(baseline_failure(mutant, out, ex, "the question fails as asked on the unmutated state "
-                                                         "(its parent abstained: nothing of it was tested)"),
-                       self._refs[mutant.id])
+                                                         "(its parent abstained: nothing of it was tested)"), ref)
             return None
         twin = self._twin(mutant, parent)
         if twin is not None:
@@ -162,5 +160,5 @@ class Oracle:
             if same is not None and not same.passed and same.kind == out.kind:
                 return None  # the seed's own baseline failure, recorded there
         f = failure(mutant, out, ex, parent_ex)
-        self._sink(f, self._refs[mutant.id])
+        self._sink(f, ref)
         return f.key

@@ -207,16 +207,18 @@ def related(text: str, question: str, answer: str, names: Sequence[str]) -> bool
     sharing nothing with either cannot be found by its words alone (an id typo, or a reply like "Yeah, glad to
     be part of it" that answers only with the turn before it): not evidence a retriever can be held to."""
     terms = key_terms(question, names) | key_terms(answer, names)
-    if not terms or terms & _stems(text):
-        return True
-    heads = {t[:5] for t in terms if len(t) >= 5}  # "counselor" / "counseling": the stem alone misses these
-    return bool(heads & {s[:5] for s in _stems(text) if len(s) >= 5})
+    return not terms or _held(_stems(text), terms) > 0
 
 
 def shared_terms(text: str, terms: set[str]) -> int:
-    """How many of ``terms`` (stems) ``text`` holds, a stem or its first five letters matching (the parts of a
-    hyphenated word count: "awe-inspiring" holds "awe")."""
-    stems = _stems(text) | _stems(text.replace("-", " "))
+    """How many of ``terms`` (stems) ``text`` holds (the parts of a hyphenated word count: "awe-inspiring"
+    holds "awe")."""
+    return _held(_stems(text) | _stems(text.replace("-", " ")), terms)
+
+
+def _held(stems: frozenset[str], terms: set[str]) -> int:
+    """How many of ``terms`` are among ``stems``, a stem or its first five letters matching ("counselor" /
+    "counseling": the crude stem alone misses these)."""
     heads = {s[:5] for s in stems if len(s) >= 5}
     return sum(1 for t in terms if t in stems or (len(t) >= 5 and t[:5] in heads))
 
