@@ -33,6 +33,8 @@ import random
 from collections import Counter, deque
 from dataclasses import dataclass
 
+import numpy as np
+
 from ufuzz.model import Obligation
 
 
@@ -76,6 +78,7 @@ class PoolEntry:
     moves: list[tuple[str, str]]
     energy: float
     picks: int = 0
+    slot: int = -1  # its place in the scheduler's pool (and weight array)
 
 
 @dataclass
@@ -119,8 +122,14 @@ class Scheduler:
         self.config = config or SchedulerConfig()
         self._queue: deque[_Pending] = deque()
         self._pool: list[PoolEntry] = []
+        # each pool entry's pick weight, energy / (1 + picks), kept up to date as entries change (0: not pickable —
+        # no moves left, or retired), so a pick sums one array instead of rebuilding the pool: a long campaign's
+        # pool holds tens of thousands of entries
+        self._weights = np.zeros(64)
+        self._slots: dict[str, list[int]] = {}  # pool slots by case id
         self._covered: set[str] = set()
         self._known: set[str] = set()
+        self._uncovered = 0  # len(self._known - self._covered), kept as a count
         self.phase2_picks = 0
         self._retained = 0
         self._pending_by_seed: list[dict[str, list[_Pending]]] = []
@@ -152,14 +161,25 @@ class Scheduler:
             if ob.key in self._known:
                 continue
             self._known.add(ob.key)
+            self._uncovered += ob.key not in self._covered
             by_op.setdefault(op, []).append(_Pending(case_id, ob))
         self._add_entry(PoolEntry(case_id, seed_id, moves, energy=1.0))
         self._pending_by_seed.append(by_op)
         self._burst_left[seed_id] = int(self.config.burst * sum(len(v) for v in by_op.values()))
 
     def _add_entry(self, entry: PoolEntry) -> None:
+        entry.slot = len(self._pool)
         self._pool.append(entry)
         self._entries.setdefault(entry.case_id, entry)
+        self._slots.setdefault(entry.case_id, []).append(entry.slot)
+        if entry.slot >= len(self._weights):
+            self._weights = np.concatenate([self._weights, np.zeros(len(self._weights))])
+        self._reweigh(entry)
+
+    def _reweigh(self, entry: PoolEntry) -> None:
+        """The entry's pick weight after its picks, moves or retirement changed."""
+        pickable = entry.moves and entry.case_id not in self._retired
+        self._weights[entry.slot] = entry.energy / (1.0 + entry.picks) if pickable else 0.0
 
     def seal(self) -> None:
         """Fix the phase-1 order once all seeds are added: the seeds in shuffled order, each seed's obligations
@@ -235,29 +255,42 @@ class Scheduler:
         return self._pick_from(family)
 
     def _pick_pool(self) -> Task | None:
-        pool = [e for e in self._pool if e.moves and e.case_id not in self._retired]
-        if not pool:
+        weights = self._weights[:len(self._pool)]
+        pickable = np.flatnonzero(weights)
+        if not len(pickable):
             return None
         if not self.config.obligation_first and not self.config.retain:
             # random strategy: uniform over seed × operator × target
-            moves = [(e, m) for e in pool for m in e.moves]
+            moves = [(e, m) for e in (self._pool[i] for i in pickable) for m in e.moves]
             entry, (op, target) = moves[self.rng.randrange(len(moves))]
-        else:
-            return self._pick_from(pool)
-        entry.picks += 1
-        self.phase2_picks += 1
-        return Task(entry.case_id, op, target, Obligation(entry.seed_id, op, target), 2)
+            return self._take(entry, op, target)
+        return self._move_of(self._pool[self._draw(weights, pickable)])
+
+    def _draw(self, weights: np.ndarray, pickable: np.ndarray) -> int:
+        """A pool slot with probability proportional to its weight — the very slot ``random.choices`` would
+        give over the pickable entries with the same random number: the running sums of the pickable weights
+        are the same floats (a zero weight adds nothing; numpy's cumsum adds left to right, as
+        ``itertools.accumulate`` does), and a number past the last sum falls on the last pickable entry."""
+        cum = np.cumsum(weights)
+        slot = int(np.searchsorted(cum, self.rng.random() * (float(cum[-1]) + 0.0), side="right"))
+        return slot if slot < len(weights) else int(pickable[-1])
 
     def _pick_from(self, pool: list[PoolEntry]) -> Task:
-        """An entry by energy / (1 + picks), then one of its moves (by effect rate, or uniformly)."""
-        weights = [e.energy / (1.0 + e.picks) for e in pool]
-        entry = self.rng.choices(pool, weights=weights, k=1)[0]
+        """An entry of ``pool`` by energy / (1 + picks), then one of its moves."""
+        return self._move_of(self.rng.choices(pool, weights=[e.energy / (1.0 + e.picks) for e in pool], k=1)[0])
+
+    def _move_of(self, entry: PoolEntry) -> Task:
+        """One of the entry's moves (by effect rate, or uniformly)."""
         if self.config.use_effect:
             op, target = self.rng.choices(entry.moves, weights=[self.effect_rate(o) for o, _ in entry.moves],
                                           k=1)[0]
         else:
             op, target = entry.moves[self.rng.randrange(len(entry.moves))]
+        return self._take(entry, op, target)
+
+    def _take(self, entry: PoolEntry, op: str, target: str) -> Task:
         entry.picks += 1
+        self._reweigh(entry)
         self.phase2_picks += 1
         return Task(entry.case_id, op, target, Obligation(entry.seed_id, op, target), 2)
 
@@ -270,7 +303,10 @@ class Scheduler:
             if not self._inflight[task.obligation.key]:
                 del self._inflight[task.obligation.key]
         if outcome.valid:
-            self._covered.add(task.obligation.key)
+            key = task.obligation.key
+            if key in self._known and key not in self._covered:
+                self._uncovered -= 1
+            self._covered.add(key)
             self._executed += 1
             self._tries[task.operator] += 1
             if outcome.retained or outcome.coverage_gain > 0 or (outcome.divergence or 0.0) > 0.0:
@@ -281,6 +317,7 @@ class Scheduler:
             entry = self._entries.get(task.case_id)
             if entry is not None and (task.operator, task.target) in entry.moves:
                 entry.moves.remove((task.operator, task.target))
+                self._reweigh(entry)
         if not (outcome.valid and outcome.retained and self.config.retain and outcome.new_case_id
                 and outcome.moves):
             return
@@ -303,6 +340,8 @@ class Scheduler:
     def retire(self, case_id: str) -> None:
         """No more tasks on ``case_id``: its remaining obligations are dropped, its pool entry never picked."""
         self._retired.add(case_id)
+        for slot in self._slots.get(case_id, ()):
+            self._reweigh(self._pool[slot])
 
     # -- introspection ------------------------------------------------------------------------------------
     @property
@@ -314,7 +353,7 @@ class Scheduler:
         return frozenset(self._known)
 
     def uncovered(self) -> int:
-        return len(self._known - self._covered)
+        return self._uncovered
 
     def closed(self) -> frozenset[str]:
         """Obligations a final (deterministic) rejection ended."""

@@ -16,7 +16,7 @@ import pickle
 import zlib
 from typing import Any
 
-FORMAT = 1
+FORMAT = 2
 
 __all__ = ["FORMAT", "SnapshotError", "dump", "load"]
 
