@@ -1,0 +1,41 @@
+"""Resume snapshots: known objects travel as names, everything else round-trips, bad snapshots are refused."""
+
+from __future__ import annotations
+
+import pickle
+import zlib
+from dataclasses import dataclass
+
+import pytest
+
+from ufuzz.engine.snapshot import FORMAT, SnapshotError, dump, load
+
+
+@dataclass
+class Big:
+    text: str
+
+
+def test_known_objects_are_written_as_names_and_come_back_as_the_same_objects():
+    seed = Big("x" * 5000)
+    state = {"cases": {"a": seed, "b": Big("mutant")}, "again": [seed], "n": 3}
+    data = dump(state, {"seed:a": seed})
+    assert b"x" * 100 not in zlib.decompress(data)  # the seed's content is not in the snapshot
+    back = load(data, {"seed:a": seed})
+    assert back["cases"]["a"] is seed and back["again"][0] is seed
+    assert back["cases"]["b"] == Big("mutant") and back["n"] == 3
+
+
+def test_a_snapshot_naming_an_object_the_campaign_lacks_is_refused():
+    seed = Big("s")
+    data = dump({"cases": [seed]}, {"seed:a": seed})
+    with pytest.raises(SnapshotError, match="seed:a"):
+        load(data, {})
+
+
+def test_other_formats_and_damage_are_refused():
+    old = zlib.compress(pickle.dumps({"format": FORMAT - 1, "step": 1}))
+    with pytest.raises(SnapshotError, match="format"):
+        load(old)
+    with pytest.raises(SnapshotError, match="cannot be read"):
+        load(b"not a snapshot")
