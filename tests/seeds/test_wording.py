@@ -278,3 +278,19 @@ def test_split_contexts_takes_every_leading_context_sentence():
     assert split_contexts("Quick question. Just a small thing. When did Ana go?") == \
         ("Quick question. Just a small thing.", "When did Ana go?")
     assert split_contexts("When did Ana go?") == ("", "When did Ana go?")
+
+
+_WORDS = sorted({w for s in ATTRIBUTES.values() for p in s.phrases for w in re.findall(r"[a-z]+", p)}
+                | {w for ws in SCOPE_WORDS.values() for p in ws for w in re.findall(r"[a-z]+", p)}
+                | {"works", "worked", "trains", "dating", "the", "of", "Lena", "city"})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=12))
+def test_attributes_and_scopes_are_found_where_any_of_their_phrases_matches(words):
+    """extract() searches each attribute's (and scope's) phrases as one pattern: it must find exactly the
+    attributes and scopes one of whose phrases matches on its own."""
+    text = " ".join(words)
+    m = extract(text, ())
+    assert m.attributes == {a for a, s in ATTRIBUTES.items() if any(re.search(p, text, re.I) for p in s.phrases)}
+    assert m.scopes == {s for s, ws in SCOPE_WORDS.items() if any(re.search(p, text, re.I) for p in ws)}

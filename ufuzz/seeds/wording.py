@@ -346,8 +346,14 @@ def _alternation(terms: tuple[str, ...], ignore_case: bool) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w)(?:{alts})(?!\w)", re.IGNORECASE if ignore_case else 0)
 
 
-_ATTR_RES = {a: tuple(re.compile(p, re.IGNORECASE) for p in s.phrases) for a, s in ATTRIBUTES.items()}
-_SCOPE_RES = {s: tuple(re.compile(p, re.IGNORECASE) for p in ws) for s, ws in SCOPE_WORDS.items()}
+def _any_of(patterns: Iterable[str]) -> re.Pattern[str]:
+    """One pattern that matches where any of ``patterns`` does (an alternation of non-capturing groups): one
+    search per attribute instead of one per phrase (validators extract fields thousands of times a campaign)."""
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+
+
+_ATTR_RES = {a: _any_of(s.phrases) for a, s in ATTRIBUTES.items()}
+_SCOPE_RES = {s: _any_of(ws) for s, ws in SCOPE_WORDS.items()}
 
 
 def _mask(text: str, terms: Iterable[str], ignore_case: bool) -> tuple[str, set[str]]:
@@ -375,8 +381,8 @@ def extract(text: str, known_entities: Iterable[str], known_values: Iterable[str
     """
     masked, entities = _mask(text, known_entities, ignore_case=False)
     masked, values = _mask(masked, known_values, ignore_case=True)
-    attributes = {a for a, pats in _ATTR_RES.items() if any(p.search(masked) for p in pats)}
-    scopes = {s for s, pats in _SCOPE_RES.items() if any(p.search(masked) for p in pats)}
+    attributes = {a for a, pat in _ATTR_RES.items() if pat.search(masked)}
+    scopes = {s for s, pat in _SCOPE_RES.items() if pat.search(masked)}
     return Mentions(frozenset(entities), frozenset(attributes), frozenset(scopes), frozenset(values))
 
 
