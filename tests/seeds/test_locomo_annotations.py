@@ -211,3 +211,33 @@ def test_turns_writing_an_item_of_a_list_answer_support_it_and_counts_over_turns
     assert carriers("Poetry reading, conference", q, "Ana", mems, ["Ana", "Ben"]) == ("D5:13",)
     assert carriers("conference", q, "Ana", mems, ["Ana", "Ben"]) == ()  # a single answer: its marked turns
     assert COUNT.match("How many times has Ana gone to the beach?") and not COUNT.match("What did Ana count?")
+
+
+def test_a_phrase_or_a_sentence_is_no_list_its_words_bring_no_carriers():
+    """Audited false class: "a safe and inviting place for people to grow" was split at "and", and turns about
+    "a safe place" for a poetry reading and "a safe and loving home" became its evidence."""
+    from ufuzz.model import Memory
+    from ufuzz.seeds.importers.locomo import carriers
+
+    def mem(mid, text):
+        return Memory(mid, f"Ana: {text}", "2023-01-01", {"speaker": "Ana"})
+
+    mems = [mem("D4:5", "My hand-painted bowl reminds me of art and self-expression."),
+            mem("D11:11", "Your art is amazing, it reminds me of my bowl."),
+            mem("D4:15", "I want to create a safe, inviting place for people to grow."),
+            mem("D19:5", "My dream is to create a safe and loving home for kids."),
+            mem("D13:9", "I love the horse's grace and strength in your painting."),
+            mem("D9:16", "I painted this after I visited an LGBTQ center."),
+            mem("D2:1", "We went camping at the beach."), mem("D3:4", "Camping in the mountains was great.")]
+    speakers = ["Ana", "Ben"]
+    q = "What is Ana's hand-painted bowl a reminder of?"
+    assert carriers("art and self-expression", q, "Ana", mems, speakers) == ("D4:5", "D11:11")  # split alone
+    assert carriers("art and self-expression", q, "Ana", mems, speakers, ["D4:5"]) == ()  # one turn writes it whole
+    # a phrase and a sentence: "a safe" and "strength" are no list items
+    assert carriers("a safe and inviting place for people to grow", "What kind of place does Ana want to create?",
+                    "Ana", mems, speakers) == ()
+    assert carriers("visiting an LGBTQ center and wanting to capture unity and strength",
+                    "What inspired Ana's painting?", "Ana", mems, speakers, ["D9:16"]) == ()
+    # a real list spread over turns keeps its carriers
+    assert carriers("beach, mountains", "Where has Ana gone camping?", "Ana", mems, speakers, ["D2:1"]) == \
+        ("D2:1", "D3:4")

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -252,8 +253,8 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
             ops = _memory_ops(answer, memories, evidence)
             near = neighbours(evidence, text_of, speaker_of, item["question"], " ".join(value_forms(answer)),
                               speakers)
-            near += tuple(i for i in carriers(answer, item["question"], fields.entity, memories, speakers)
-                          if i not in evidence and i not in near)
+            near += tuple(i for i in carriers(answer, item["question"], fields.entity, memories, speakers,
+                                              evidence) if i not in evidence and i not in near)
             if near:  # the benchmark marks one turn where its neighbours say the same: they support it too
                 b.warnings["supporting_neighbours"] += len(near)
                 ops = ("unrelated_edit",)  # an update or delete of the marked turns would leave them standing
@@ -333,13 +334,24 @@ def neighbours(evidence: list[str], text_of: dict[str, str], speaker_of: dict[st
 COUNT = re.compile(r"(?i)\s*how (many|often)\b")
 
 
-def carriers(answer: str, question: str, entity: str, memories: list[Memory], speakers: list[str]) -> tuple[str, ...]:
+#: the most words of one item of a list answer ("Her mentors, family, and friends"; "beach, mountains, forest")
+LIST_ITEM_WORDS = 3
+
+
+def carriers(answer: str, question: str, entity: str, memories: list[Memory], speakers: list[str],
+             evidence: Sequence[str] = ()) -> tuple[str, ...]:
     """Turns of ``entity`` that write an item of a list answer ("Poetry reading, conference") as whole words and
     share a key term of the question besides it ("I'm going to a transgender conference"): LoCoMo's evidence ids
     for list answers are often incomplete (or mistyped), and such a turn answers its part as well as a marked
-    one. Single-item answers add nothing here (their marked turns are the evidence)."""
+    one. Single-item answers add nothing here (their marked turns are the evidence), and neither does an answer
+    one marked turn writes whole ("a safe and inviting place for people to grow" is one phrase of one turn, not
+    the items "a safe" and "inviting place …": a turn about "a safe place" to read poetry answers nothing of it),
+    nor one with a part longer than a list item ("visiting an LGBTQ center and wanting to capture unity and
+    strength" is a sentence: its last word is no item, and a turn on a horse painting's "grace and strength"
+    answers nothing of it)."""
     items = [i.strip() for i in re.split(r",|\band\b|;", answer) if i.strip()]
-    if len(items) < 2:
+    if (len(items) < 2 or any(len(i.split()) > LIST_ITEM_WORDS for i in items)
+            or _written_whole(answer, [m.text for m in memories if m.id in set(evidence)])):
         return ()
     out: list[str] = []
     for it in items:
@@ -352,6 +364,19 @@ def carriers(answer: str, question: str, entity: str, memories: list[Memory], sp
                     and shared_terms(m.text, rest) >= 1):
                 out.append(m.id)
     return tuple(out)
+
+
+_WORDS = re.compile(r"[a-z0-9']+")
+
+
+def _written_whole(answer: str, texts: list[str]) -> bool:
+    """Whether one of ``texts`` writes the answer's words in its order, as one run (list separators — commas,
+    "and", semicolons — aside)."""
+    def words(text: str) -> str:
+        return " ".join(w for w in _WORDS.findall(text.lower()) if w != "and")
+
+    want = words(answer)
+    return bool(want) and any(f" {want} " in f" {words(t)} " for t in texts)
 
 
 def _memory_ops(answer: str, memories: list[Memory], evidence: list[str]) -> tuple[str, ...] | None:
