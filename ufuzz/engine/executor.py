@@ -51,6 +51,7 @@ class Executor:
         # (checkpoint + ops) when a retained mutant needs it again. This bounds memory and open files on
         # backends whose states are heavy (a Kuzu database, a qdrant directory per state).
         self._states: OrderedDict[str, StateHandle] = OrderedDict()
+        self._live: set[StateHandle] = set()  # the handles of _states, for release() to ask in O(1)
         self._pinned: set[str] = set()
         self.max_live_states = max(1, int(max_live_states))
         self.evictions = 0
@@ -88,6 +89,7 @@ class Executor:
             else:
                 self._pinned.add(key)
             self._states[key] = handle
+            self._live.add(handle)
             self._evict(keep=key)
         self._states.move_to_end(key)
         return self._states[key]
@@ -97,6 +99,7 @@ class Executor:
         while len(unpinned) + (keep not in self._pinned) > self.max_live_states and unpinned:
             victim = unpinned.pop(0)
             handle = self._states.pop(victim)
+            self._live.discard(handle)
             self.evictions += 1
             self._release_quietly(handle)
 
@@ -131,11 +134,12 @@ class Executor:
             self.release(handle)
             return
         self._states[case.state_key] = handle
+        self._live.add(handle)
         self._states.move_to_end(case.state_key)
         self._evict(keep=case.state_key)
 
     def release(self, handle: StateHandle) -> None:
-        if handle in self._states.values():
+        if handle in self._live:
             return
         self._release_quietly(handle)
 
@@ -207,3 +211,4 @@ class Executor:
         for handle in list(self._states.values()):
             self._release_quietly(handle)
         self._states.clear()
+        self._live.clear()
