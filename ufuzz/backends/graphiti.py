@@ -278,11 +278,13 @@ def _driver_class() -> type:
     from graphiti_core.driver.kuzu_driver import KuzuDriver
 
     class BoundedKuzuDriver(KuzuDriver):
-        def __init__(self, db: str, *, buffer_pool_size: int, max_db_size: int, threads: int) -> None:
+        def __init__(self, db: str, *, buffer_pool_size: int, max_db_size: int, threads: int,
+                     schema: bool = True) -> None:
             GraphDriver.__init__(self)
             self.db = kuzu.Database(db, buffer_pool_size=buffer_pool_size, max_db_size=max_db_size,
                                     max_num_threads=threads)
-            self.setup_schema()
+            if schema:  # CREATE ... IF NOT EXISTS: nothing to do in a copy or a reopened file of a built state
+                self.setup_schema()
             self.client = kuzu.AsyncConnection(self.db, max_concurrent_queries=1)
             # the same operation objects as KuzuDriver.__init__ (graphiti-core 0.31.2)
             self._entity_node_ops = entity_node_ops.KuzuEntityNodeOperations()
@@ -501,8 +503,9 @@ class GraphitiBackend(MemoryBackend):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
-                driver = self._driver_cls(str(d / "graph.kuzu"), buffer_pool_size=self.buffer_pool_mb << 20,
-                                          max_db_size=self.max_db_mb << 20, threads=1)
+                path = d / "graph.kuzu"
+                driver = self._driver_cls(str(path), buffer_pool_size=self.buffer_pool_mb << 20,
+                                          max_db_size=self.max_db_mb << 20, threads=1, schema=not path.exists())
         except Exception as exc:  # noqa: BLE001
             raise BackendError(f"graphiti {op}: cannot open Kuzu database in {d.name}: {exc}") from exc
         g = Graphiti(graph_driver=driver, llm_client=llm, embedder=self._embedder, cross_encoder=self._ranker)
