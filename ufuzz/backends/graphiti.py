@@ -83,6 +83,8 @@ _NS = uuidlib.UUID("6b1d3c8e-5a52-4c1e-9a4f-2f0f4d6b7a11")
 _USER = "user"
 _NOTES = "user notes"
 _GROUP = "ufuzz"
+#: the Kuzu node table Graphiti stores entity edges in (its FTS index is what edge BM25 search queries)
+_EDGE_TABLE = "RelatesToNode_"
 _EMBED_DIM = 384
 _RERANKERS = ("cross_encoder", "rrf", "mmr")
 _WRITE_MODES = ("direct", "episode")
@@ -531,9 +533,7 @@ class GraphitiBackend(MemoryBackend):
         self._states.put(handle, st)
         self._within_budget(keep=handle)
         try:
-            # Known bug 2: KuzuDriver.build_indices_and_constraints is a no-op, so the FTS indexes that BM25
-            # search queries are never created; the graph-ops implementation creates them.
-            self._run("build", st.driver.graph_ops.build_indices_and_constraints(st.driver))
+            self._run("build", self._build_indices(st))
             if self.write_mode == "direct":
                 self._run("build", self._ingest_direct(st, checkpoint))
             else:
@@ -543,6 +543,22 @@ class GraphitiBackend(MemoryBackend):
             self.release(handle)
             raise
         return handle
+
+    async def _build_indices(self, st: _State) -> None:
+        """Known bug 2: KuzuDriver.build_indices_and_constraints is a no-op, so the FTS indexes that BM25
+        search queries are never created; the graph-ops implementation creates them. Direct mode creates only
+        the one its searches query (edges: ``RelatesToNode_``, Graphiti's own statement): nothing reads the
+        episode, entity and community indexes there, and each costs ~12 MB resident and ~9 ms on every open
+        of every state (a fork opens a database). Episode mode needs them all (add_episode searches nodes)."""
+        from graphiti_core.driver.driver import GraphProvider
+        from graphiti_core.graph_queries import get_fulltext_indices
+
+        if self.write_mode != "direct":
+            await st.driver.graph_ops.build_indices_and_constraints(st.driver)
+            return
+        for q in get_fulltext_indices(GraphProvider.KUZU):
+            if f"'{_EDGE_TABLE}'" in q:
+                await st.driver.execute_query(q)
 
     def fork(self, state: StateHandle) -> StateHandle:
         """CHECKPOINT (writes only what the WAL holds) and clone the database file: a reflink where the file
