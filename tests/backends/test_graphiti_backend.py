@@ -238,3 +238,29 @@ def test_connection_renewed_without_changing_results(backend):
     for _ in range(8):  # 6 queries each: past the renewal interval
         assert _ranking(backend, s) == first
     assert backend._states[s].driver.client is not client
+
+
+def _fts_indexes(b, s) -> set[str]:
+    import kuzu
+
+    conn = kuzu.Connection(b._states[s].driver.db)
+    try:
+        return {row[1] for row in conn.execute("CALL SHOW_INDEXES() RETURN *") if row[2] == "FTS"}
+    finally:
+        conn.close()
+
+
+def test_direct_mode_builds_the_edge_fts_index_its_bm25_search_uses(tmp_path):
+    # cosine can contribute nothing at sim_min_score 0.999: what ranks comes from BM25 over the edge FTS index
+    # (and Graphiti's BFS from what BM25 found); a missing index would make every search a backend error
+    b = GraphitiBackend(tmp_path / "c", {"sim_min_score": 0.999})
+    try:
+        s = b.build(tiny_checkpoint())
+        assert _fts_indexes(b, s) == {"edge_name_and_fact"}  # only the index direct-mode searches query
+        f = b.fork(s)
+        assert _fts_indexes(b, f) == {"edge_name_and_fact"}
+        assert b.add(f, Memory("zz", "Lena bought a zanzibarite lamp.", "2024-05-01T00:00:00")).ok
+        assert b.retrieve(f, "zanzibarite", 3)[0].id == "zz"  # a word only BM25 can match, in a fork's write
+        assert "zz" not in [r.id for r in b.retrieve(s, "zanzibarite", 3)]
+    finally:
+        b.close()
