@@ -264,3 +264,26 @@ def test_direct_mode_builds_the_edge_fts_index_its_bm25_search_uses(tmp_path):
         assert "zz" not in [r.id for r in b.retrieve(s, "zanzibarite", 3)]
     finally:
         b.close()
+
+
+def test_minilm_is_the_shared_model_on_one_torch_thread(tmp_path):
+    # one torch thread (UFUZZ_TORCH_THREADS unset): two spinning threads made every single-text encode many
+    # times slower on a busy 2-core machine. A fresh process: the model and the thread count are per process.
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, torch\n"
+            "from pathlib import Path\n"
+            "from ufuzz.backends import embedding, graphiti\n"
+            "from ufuzz.backends.conformance import tiny_checkpoint\n"
+            "b = graphiti.GraphitiBackend(Path(sys.argv[1]))\n"
+            "b.retrieve(b.build(tiny_checkpoint()), 'Where does Lena live?', 3)\n"
+            "assert graphiti._minilm() is embedding.load_model()\n"
+            "print(torch.get_num_threads())\n"
+            "b.close()\n")
+    env = {k: v for k, v in os.environ.items() if k != "UFUZZ_TORCH_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "c")], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "1"
