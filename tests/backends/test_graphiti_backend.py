@@ -287,3 +287,31 @@ def test_minilm_is_the_shared_model_on_one_torch_thread(tmp_path):
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-1] == "1"
+
+
+def test_rebuild_copies_a_pristine_twin_and_never_a_written_one(backend, tmp_path):
+    ck = _bigger()
+    fresh = GraphitiBackend(tmp_path / "fresh")  # builds every state from scratch: the reference
+    try:
+        ref = fresh.build(ck)
+        first = backend.build(ck)
+        again = backend.build(ck)  # a copy of ``first`` (never written)
+        assert backend._states[again].pristine == backend._states[first].pristine is not None
+        assert _ranking(backend, again) == _ranking(fresh, ref)
+        # written states are no longer twins: a build after writes to every live copy holds the checkpoint only
+        assert backend.add(first, Memory("zz", "Lena moved to Brask in spring.", "2024-05-01T00:00:00")).ok
+        assert backend.update(again, "m1", Memory("zz2", "Lena lives in Quarn now.", "2024-06-01T00:00:00")).ok
+        assert backend._states[first].pristine is None and backend._states[again].pristine is None
+        third = backend.build(ck)
+        assert [m.id for m in backend.list(third)] == [m.id for m in fresh.list(ref)]
+        assert backend.list(third) == fresh.list(ref)
+        assert _ranking(backend, third) == _ranking(fresh, ref)
+        # a deletion too; a different checkpoint with the same id is not a twin
+        fourth = backend.build(ck)
+        assert backend.delete(third, "m2").ok
+        assert backend.list(backend.build(ck)) == fresh.list(ref)
+        other = Checkpoint(ck.id, ck.memories[:3], (), ())
+        assert [m.id for m in backend.list(backend.build(other))] == sorted(m.id for m in ck.memories[:3])
+        assert backend._states[fourth].pristine is not None
+    finally:
+        fresh.close()

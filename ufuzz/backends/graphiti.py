@@ -37,7 +37,8 @@ when it has room, else on disk; ``disk``; or a path), ``live_budget_mb`` (defaul
 size the least recently used databases are closed — files kept, reopened on next use; 0 = never),
 ``buffer_pool_mb`` (default 64 per database), ``max_db_mb`` (default 1024). A fork checkpoints the source
 and clones its file (reflink where the file system has them, else a sparse copy); a released state is
-closed without a checkpoint.
+closed without a checkpoint. In direct mode a build of a checkpoint that a live, never-written state already
+holds is such a fork of that state (a rebuild gives the same graph: 0.86 s vs 0.06 s CPU for 37 memories).
 
 No cross-encoder model ships offline, so the ``CrossEncoderClient`` here ranks passages by MiniLM cosine
 similarity (scores in [-1, 1]); the ``rrf``/``mmr`` rerankers give rank-fusion/MMR scores instead.
@@ -48,6 +49,7 @@ graphiti is async: its coroutines run on one private event loop in a private thr
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import re
 import shutil
@@ -106,6 +108,11 @@ _EMBED_CACHE = 8192
 
 def _uuid(kind: str, key: str) -> str:
     return str(uuidlib.uuid5(_NS, f"{kind}:{key}"))
+
+
+def _checkpoint_key(ck: Checkpoint) -> str:
+    """Content key of a checkpoint (its id alone could name different contents in different suites)."""
+    return hashlib.sha1(repr(ck).encode("utf-8")).hexdigest()
 
 
 def _parse_ts(ts: str) -> datetime:
@@ -340,6 +347,9 @@ class _State:
     nodes: dict[str, str] = field(default_factory=dict)
     #: backend calls on the current connection
     calls: int = 0
+    #: content key of the checkpoint this state holds exactly (built from it, or a copy of such a state, and
+    #: never written since); None once a memory operation ran on it
+    pristine: str | None = None
 
 
 class GraphitiBackend(MemoryBackend):
@@ -528,6 +538,15 @@ class GraphitiBackend(MemoryBackend):
 
     # -- states ----------------------------------------------------------------------------------------
     def build(self, checkpoint: Checkpoint) -> StateHandle:
+        """A state holding ``checkpoint``. In direct mode a live state that holds exactly this checkpoint (built
+        from it and never written since) is copied instead: a rebuild is deterministic, so the copy holds the
+        same graph, for the price of a fork (~0.06 s CPU) rather than ~40 node/edge saves and an FTS index
+        build (~0.9 s). A long campaign rebuilds evicted mutant states from their checkpoints hundreds of times
+        (914 builds in a budget-3000 run of the shipped suite)."""
+        key = _checkpoint_key(checkpoint) if self.write_mode == "direct" else None
+        twin = next((h for h in self._states if key is not None and self._states[h].pristine == key), None)
+        if twin is not None:
+            return self.fork(twin)
         handle, d = self._new_dir()
         st = self._open(d, "build")
         self._states.put(handle, st)
@@ -542,6 +561,7 @@ class GraphitiBackend(MemoryBackend):
         except BaseException:
             self.release(handle)
             raise
+        st.pristine = key
         return handle
 
     async def _build_indices(self, st: _State) -> None:
@@ -575,6 +595,7 @@ class GraphitiBackend(MemoryBackend):
         st = self._open(d, "fork")
         st.ids = dict(src.ids)
         st.nodes = dict(src.nodes)
+        st.pristine = src.pristine
         self._states.put(handle, st)
         self._within_budget(keep=handle)
         return handle
@@ -764,6 +785,7 @@ class GraphitiBackend(MemoryBackend):
     # -- native memory operations ------------------------------------------------------------------------
     def add(self, state: StateHandle, memory: Memory) -> OpResult:
         st = self._state(state, "add")
+        st.pristine = None
         if memory.id in st.ids:
             raise BackendError(f"graphiti add: memory id {memory.id!r} already exists")
         if self.write_mode == "episode":
@@ -778,6 +800,7 @@ class GraphitiBackend(MemoryBackend):
 
     def update(self, state: StateHandle, memory_id: str, new: Memory) -> OpResult:
         st = self._state(state, "update")
+        st.pristine = None
         if new.id in st.ids:
             raise BackendError(f"graphiti update: new memory id {new.id!r} already exists")
         if self.write_mode == "episode":
@@ -820,6 +843,7 @@ class GraphitiBackend(MemoryBackend):
 
     def delete(self, state: StateHandle, memory_id: str) -> OpResult:
         st = self._state(state, "delete")
+        st.pristine = None
         if self.write_mode == "episode":
             native = st.ids.get(memory_id)
             if native is None:
