@@ -238,3 +238,80 @@ def test_connection_renewed_without_changing_results(backend):
     for _ in range(8):  # 6 queries each: past the renewal interval
         assert _ranking(backend, s) == first
     assert backend._states[s].driver.client is not client
+
+
+def _fts_indexes(b, s) -> set[str]:
+    import kuzu
+
+    conn = kuzu.Connection(b._states[s].driver.db)
+    try:
+        return {row[1] for row in conn.execute("CALL SHOW_INDEXES() RETURN *") if row[2] == "FTS"}
+    finally:
+        conn.close()
+
+
+def test_direct_mode_builds_the_edge_fts_index_its_bm25_search_uses(tmp_path):
+    # cosine can contribute nothing at sim_min_score 0.999: what ranks comes from BM25 over the edge FTS index
+    # (and Graphiti's BFS from what BM25 found); a missing index would make every search a backend error
+    b = GraphitiBackend(tmp_path / "c", {"sim_min_score": 0.999})
+    try:
+        s = b.build(tiny_checkpoint())
+        assert _fts_indexes(b, s) == {"edge_name_and_fact"}  # only the index direct-mode searches query
+        f = b.fork(s)
+        assert _fts_indexes(b, f) == {"edge_name_and_fact"}
+        assert b.add(f, Memory("zz", "Lena bought a zanzibarite lamp.", "2024-05-01T00:00:00")).ok
+        assert b.retrieve(f, "zanzibarite", 3)[0].id == "zz"  # a word only BM25 can match, in a fork's write
+        assert "zz" not in [r.id for r in b.retrieve(s, "zanzibarite", 3)]
+    finally:
+        b.close()
+
+
+def test_minilm_is_the_shared_model_on_one_torch_thread(tmp_path):
+    # one torch thread (UFUZZ_TORCH_THREADS unset): two spinning threads made every single-text encode many
+    # times slower on a busy 2-core machine. A fresh process: the model and the thread count are per process.
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, torch\n"
+            "from pathlib import Path\n"
+            "from ufuzz.backends import embedding, graphiti\n"
+            "from ufuzz.backends.conformance import tiny_checkpoint\n"
+            "b = graphiti.GraphitiBackend(Path(sys.argv[1]))\n"
+            "b.retrieve(b.build(tiny_checkpoint()), 'Where does Lena live?', 3)\n"
+            "assert graphiti._minilm() is embedding.load_model()\n"
+            "print(torch.get_num_threads())\n"
+            "b.close()\n")
+    env = {k: v for k, v in os.environ.items() if k != "UFUZZ_TORCH_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "c")], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "1"
+
+
+def test_rebuild_copies_a_pristine_twin_and_never_a_written_one(backend, tmp_path):
+    ck = _bigger()
+    fresh = GraphitiBackend(tmp_path / "fresh")  # builds every state from scratch: the reference
+    try:
+        ref = fresh.build(ck)
+        first = backend.build(ck)
+        again = backend.build(ck)  # a copy of ``first`` (never written)
+        assert backend._states[again].pristine == backend._states[first].pristine is not None
+        assert _ranking(backend, again) == _ranking(fresh, ref)
+        # written states are no longer twins: a build after writes to every live copy holds the checkpoint only
+        assert backend.add(first, Memory("zz", "Lena moved to Brask in spring.", "2024-05-01T00:00:00")).ok
+        assert backend.update(again, "m1", Memory("zz2", "Lena lives in Quarn now.", "2024-06-01T00:00:00")).ok
+        assert backend._states[first].pristine is None and backend._states[again].pristine is None
+        third = backend.build(ck)
+        assert [m.id for m in backend.list(third)] == [m.id for m in fresh.list(ref)]
+        assert backend.list(third) == fresh.list(ref)
+        assert _ranking(backend, third) == _ranking(fresh, ref)
+        # a deletion too; a different checkpoint with the same id is not a twin
+        fourth = backend.build(ck)
+        assert backend.delete(third, "m2").ok
+        assert backend.list(backend.build(ck)) == fresh.list(ref)
+        other = Checkpoint(ck.id, ck.memories[:3], (), ())
+        assert [m.id for m in backend.list(backend.build(other))] == sorted(m.id for m in ck.memories[:3])
+        assert backend._states[fourth].pristine is not None
+    finally:
+        fresh.close()
