@@ -272,7 +272,7 @@ class Scheduler:
         are the same floats (a zero weight adds nothing; numpy's cumsum adds left to right, as
         ``itertools.accumulate`` does), and a number past the last sum falls on the last pickable entry."""
         cum = np.cumsum(weights)
-        slot = int(np.searchsorted(cum, self.rng.random() * (float(cum[-1]) + 0.0), side="right"))
+        slot = int(np.searchsorted(cum, self.rng.random() * float(cum[-1]), side="right"))
         return slot if slot < len(weights) else int(pickable[-1])
 
     def _pick_from(self, pool: list[PoolEntry]) -> Task:

@@ -350,8 +350,9 @@ def carriers(answer: str, question: str, entity: str, memories: list[Memory], sp
     strength" is a sentence: its last word is no item, and a turn on a horse painting's "grace and strength"
     answers nothing of it)."""
     items = [i.strip() for i in re.split(r",|\band\b|;", answer) if i.strip()]
+    marked = set(evidence)
     if (len(items) < 2 or any(len(i.split()) > LIST_ITEM_WORDS for i in items)
-            or _written_whole(answer, [m.text for m in memories if m.id in set(evidence)])):
+            or _written_whole(answer, [m.text for m in memories if m.id in marked])):
         return ()
     out: list[str] = []
     for it in items:
