@@ -105,3 +105,36 @@ def test_show_bad_input(camp):
     assert r.exit_code == 2 and "needs an HTTP backend" in r.output
     r = invoke("failures", "list", Path(camp) / "nope")
     assert r.exit_code == 2 and "no such campaign directory" in r.output
+
+
+def test_evidence_says_where_the_supporting_memories_stood(data, camp):
+    """Triage: each side's best supporting memory (rank, score, lead over the last retrieved) and, for a stale
+    ranking, the offending memory above it — read off the same recorded top-k the page lists."""
+    views = failure_views(data, campaign_dir=camp)
+    seen_stale = seen_missing = False
+    for v in views:
+        for side in ("parent", "mutant"):
+            ex, e = v[side].get("execution") if v[side].get("id") else None, v["evidence"][side]
+            if not ex or not ex["top"]:
+                assert e is None
+                continue
+            top = ex["top"]
+            sup = [t for t in top if "supporting" in t["marks"]]
+            assert e["retrieved"] == len(top)
+            if not sup:
+                assert e["rank"] is None and e["lead"] is None
+                continue
+            assert (e["rank"], e["score"]) == (sup[0]["rank"], sup[0]["score"])
+            assert e["lead"] == pytest.approx(sup[0]["score"] - top[-1]["score"]) and e["lead"] >= 0
+            above = [t for t in top[:sup[0]["rank"] - 1] if "offending" in t["marks"]]
+            assert e["offending"] == (above[0]["id"] if above else None)
+        if v["origin"] == "mutant" and v["kind"] == "stale_ranked_above_valid" and v["evidence"]["mutant"]["rank"]:
+            seen_stale = True
+            assert v["evidence"]["mutant"]["offending_by"] >= 0
+            assert f"below the offending {v['evidence']['mutant']['offending']}" in \
+                invoke("failures", "show", camp, v["key"][:12]).output
+        if v["origin"] == "mutant" and v["kind"] == "missing_evidence" and v["evidence"]["parent"]:
+            seen_missing = True
+            assert v["evidence"]["mutant"]["rank"] is None  # the mutant lost it: not among those retrieved
+            assert f"rank {v['evidence']['parent']['rank']} of" in invoke("failures", "show", camp, v["key"][:12]).output
+    assert seen_stale and seen_missing

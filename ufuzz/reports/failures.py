@@ -236,7 +236,7 @@ def _view(f: Any, case: Any, parent: Any, execs: dict[str, list[Any]], data: Cam
         if parent else None
     deleted_m = {o.target for o in (mutant.ops if mutant else ()) if o.op == "delete" and o.target}
     deleted_p = {o.target for o in (parent.ops if parent else ()) if o.op == "delete" and o.target}
-    return {
+    view = {
         "key": f.failure_key, "cause": cause_of(f, own), "operator": f.operator, "kind": f.kind, "stage": f.stage,
         "origin": _origin(f), "responder": getattr(f, "responder", None), "seed": f.seed_id, "case": f.case_id,
         "occurrences": f.count, "first_seq": f.first_seq, "offending": sorted(offending),
@@ -251,6 +251,39 @@ def _view(f: Any, case: Any, parent: Any, execs: dict[str, list[Any]], data: Cam
         "unbuildable": case if isinstance(case, str) else None,
         "commands": _commands(str(campaign_dir), f.failure_key, data.backend, db),
     }
+    view["evidence"] = {side: _evidence_at(view[side]) for side in ("parent", "mutant")}
+    return view
+
+
+def _evidence_at(case: dict[str, Any]) -> dict[str, Any] | None:
+    """Where a case's own supporting memories stood in what it retrieved: the best one's rank and score, its lead
+    over the last memory retrieved (how far above the cut-off it was: a paraphrase that moves evidence from a lead
+    of 0.003 to rank 6 is a boundary flip, one from rank 1 a clear loss), and, when an offending memory ranked
+    above it, by how much. None when nothing was retrieved or nothing is visible (hidden retrieval)."""
+    ex = case.get("execution")
+    if not ex or ex.get("error") or not ex["top"]:
+        return None
+    top = ex["top"]
+    best = next((t for t in top if "supporting" in t["marks"]), None)
+    out: dict[str, Any] = {"retrieved": len(top), "rank": None, "score": None, "lead": None,
+                           "offending": None, "offending_by": None}
+    if best is not None:
+        out.update(rank=best["rank"], score=best["score"], lead=round(best["score"] - top[-1]["score"], 6))
+        above = next((t for t in top if "offending" in t["marks"] and t["rank"] < best["rank"]), None)
+        if above is not None:
+            out.update(offending=above["id"], offending_by=round(above["score"] - best["score"], 6))
+    return out
+
+
+def _evidence_words(e: dict[str, Any] | None) -> str:
+    if e is None:
+        return "nothing visible"
+    if e["rank"] is None:
+        return f"not among the {e['retrieved']} retrieved"
+    words = f"rank {e['rank']} of {e['retrieved']} ({e['score']:.3f}, {e['lead']:+.3f} over the last)"
+    if e["offending"] is not None:
+        words += f", {e['offending_by']:.3f} below the offending {e['offending']}"
+    return words
 
 
 def _ref_line(ref: dict[str, Any] | None) -> str:
@@ -317,6 +350,11 @@ def render_show(v: dict[str, Any], width: int = 90) -> str:
         lines.append(f"  cannot rebuild: {v['unbuildable']}")
     if v.get("mutation"):
         lines.append(f"  mutation  {v['mutation']}")
+    ev = v.get("evidence") or {}
+    sides = [("parent", ev.get("parent"))] if v["parent"].get("id") is not None else []
+    sides.append(("mutant" if sides else "case", ev.get("mutant")))
+    for i, (side, e) in enumerate(sides):
+        lines.append(f"  {'evidence' if i == 0 else '':<8}  {side} {_evidence_words(e)}")
     if v["inherited_ops"]:
         lines.append(f"state the parent already had ({len(v['inherited_ops'])} ops from its ancestors):")
         lines += _ops_lines(v["inherited_ops"])
