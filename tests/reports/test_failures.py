@@ -115,12 +115,15 @@ def test_evidence_says_where_the_supporting_memories_stood(data, camp):
     for v in views:
         for side in ("parent", "mutant"):
             ex, e = v[side].get("execution") if v[side].get("id") else None, v["evidence"][side]
-            if not ex or not ex["top"]:
+            if v[side].get("id") is None:
                 assert e is None
+                continue
+            if not ex or not ex["top"] or not (v[side]["reference"] or {}).get("supporting"):
+                assert e["status"] != "ok" and e["rank"] is None
                 continue
             top = ex["top"]
             sup = [t for t in top if "supporting" in t["marks"]]
-            assert e["retrieved"] == len(top)
+            assert e["status"] == "ok" and e["retrieved"] == len(top)
             if not sup:
                 assert e["rank"] is None and e["lead"] is None
                 continue
@@ -138,3 +141,22 @@ def test_evidence_says_where_the_supporting_memories_stood(data, camp):
             assert v["evidence"]["mutant"]["rank"] is None  # the mutant lost it: not among those retrieved
             assert f"rank {v['evidence']['parent']['rank']} of" in invoke("failures", "show", camp, v["key"][:12]).output
     assert seen_stale and seen_missing
+
+
+def test_evidence_never_reads_as_lost_where_there_was_none_to_find():
+    """An abstaining reference (nothing supports it), a backend error and hidden retrieval each say so, rather
+    than "not among those retrieved" — which would read as evidence lost."""
+    from ufuzz.reports.failures import _evidence_at, _evidence_words
+
+    top = [{"rank": 1, "id": "m1", "score": 0.9, "marks": ["offending"]},
+           {"rank": 2, "id": "m2", "score": 0.5, "marks": []}]
+    abstains = {"id": "x1", "reference": {"abstain": True, "supporting": []}, "execution": {"top": top}}
+    lost = {"id": "x2", "reference": {"supporting": ["m9"]}, "execution": {"top": top}}
+    error = {"id": "x3", "reference": {"supporting": ["m1"]}, "execution": {"top": [], "error": "boom"}}
+    hidden = {"id": "x4", "reference": {"supporting": ["m1"]}, "execution": {"top": []}}
+    assert _evidence_at(abstains)["status"] == "no_supporting"
+    assert "names no supporting memory" in _evidence_words(_evidence_at(abstains))
+    assert _evidence_words(_evidence_at(lost)) == "supporting memories not among the 2 retrieved"
+    assert "backend failed" in _evidence_words(_evidence_at(error))
+    assert "nothing retrieved" in _evidence_words(_evidence_at(hidden))
+    assert _evidence_at({"id": None}) is None

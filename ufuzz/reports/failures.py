@@ -259,14 +259,21 @@ def _evidence_at(case: dict[str, Any]) -> dict[str, Any] | None:
     """Where a case's own supporting memories stood in what it retrieved: the best one's rank and score, its lead
     over the last memory retrieved (how far above the cut-off it was: a paraphrase that moves evidence from a lead
     of 0.003 to rank 6 is a boundary flip, one from rank 1 a clear loss), and, when an offending memory ranked
-    above it, by how much. None when nothing was retrieved or nothing is visible (hidden retrieval)."""
-    ex = case.get("execution")
-    if not ex or ex.get("error") or not ex["top"]:
+    above it, by how much. ``status`` says when there is nothing to place: ``no_execution``, ``error`` (the
+    backend failed), ``hidden`` (nothing retrieved or visible), ``no_supporting`` (the reference names no memory,
+    e.g. it abstains). None for a side that does not exist."""
+    if case.get("id") is None:
         return None
+    ex = case.get("execution")
+    ref = case.get("reference") or {}
+    status = ("no_execution" if not ex else "error" if ex.get("error") else "hidden" if not ex["top"]
+              else "no_supporting" if not ref.get("supporting") else "ok")
+    out: dict[str, Any] = {"status": status, "retrieved": len(ex["top"]) if ex else 0, "rank": None,
+                           "score": None, "lead": None, "offending": None, "offending_by": None}
+    if status != "ok":
+        return out
     top = ex["top"]
     best = next((t for t in top if "supporting" in t["marks"]), None)
-    out: dict[str, Any] = {"retrieved": len(top), "rank": None, "score": None, "lead": None,
-                           "offending": None, "offending_by": None}
     if best is not None:
         out.update(rank=best["rank"], score=best["score"], lead=round(best["score"] - top[-1]["score"], 6))
         above = next((t for t in top if "offending" in t["marks"] and t["rank"] < best["rank"]), None)
@@ -275,11 +282,18 @@ def _evidence_at(case: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
+_NOTHING_TO_PLACE = {"no_execution": "no recorded execution", "error": "the backend failed (no top-k)",
+                     "hidden": "nothing retrieved or visible", "no_supporting": "its reference names no supporting "
+                     "memory (it abstains)"}
+
+
 def _evidence_words(e: dict[str, Any] | None) -> str:
     if e is None:
-        return "nothing visible"
+        return "-"
+    if e["status"] != "ok":
+        return _NOTHING_TO_PLACE[e["status"]]
     if e["rank"] is None:
-        return f"not among the {e['retrieved']} retrieved"
+        return f"supporting memories not among the {e['retrieved']} retrieved"
     words = f"rank {e['rank']} of {e['retrieved']} ({e['score']:.3f}, {e['lead']:+.3f} over the last)"
     if e["offending"] is not None:
         words += f", {e['offending_by']:.3f} below the offending {e['offending']}"
