@@ -80,6 +80,19 @@ def main(argv: list[str] | None = None) -> None:
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
         conn.send(_err(exc))
         return
+    serve(conn, backend, _err, after=lambda method: _trim() if method == "release" else None)
+    try:
+        backend.close()
+    except BaseException:  # noqa: BLE001
+        traceback.print_exc()
+    conn.send(("ok", None))
+
+
+def serve(conn: Any, target: Any, error: Callable[[BaseException], Any],
+          after: Callable[[str], Any] | None = None) -> None:
+    """The request loop of a child process: each (method, args) on ``conn`` is answered ("ok", value) or, when
+    the call raises, ``error(exc)`` (called inside the ``except``); ``after(method)`` runs once the answer is
+    sent. Ends at None or when the parent's end of the pipe is gone. (Backend workers and engine lanes.)"""
     while True:
         try:
             msg = conn.recv()
@@ -89,16 +102,11 @@ def main(argv: list[str] | None = None) -> None:
             break
         method, args = msg
         try:
-            conn.send(("ok", getattr(backend, method)(*args)))
-        except BaseException as exc:  # noqa: BLE001
-            conn.send(_err(exc))
-        if method == "release":
-            _trim()
-    try:
-        backend.close()
-    except BaseException:  # noqa: BLE001
-        traceback.print_exc()
-    conn.send(("ok", None))
+            conn.send(("ok", getattr(target, method)(*args)))
+        except BaseException as exc:  # noqa: BLE001 - the parent gets it as an answer
+            conn.send(error(exc))
+        if after is not None:
+            after(method)
 
 
 def _trim() -> None:

@@ -42,6 +42,7 @@ from typing import Any
 
 from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, StateHandle
+from ufuzz.backends.worker import serve
 from ufuzz.engine.executor import Executor
 from ufuzz.engine.proposal import Proposal, propose
 from ufuzz.engine.scheduler import Task
@@ -293,19 +294,7 @@ def main(argv: list[str] | None = None) -> None:
     except BaseException as exc:  # noqa: BLE001 - reported to the campaign, which says so
         conn.send(("err", f"{type(exc).__name__}: {exc}"))
         return
-    while True:
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            break
-        if msg is None:
-            break
-        method, args = msg
-        try:
-            conn.send(("ok", getattr(core, method)(*args)))
-        except BaseException as exc:  # noqa: BLE001
-            traceback.print_exc()
-            conn.send(("err", f"{type(exc).__name__}: {exc}"))
+    serve(conn, core, _lane_error)
     try:
         core.close()
     except BaseException:  # noqa: BLE001
@@ -314,6 +303,12 @@ def main(argv: list[str] | None = None) -> None:
         conn.send(("ok", None))
     except (OSError, ConnectionError):
         pass
+
+
+def _lane_error(exc: BaseException) -> tuple[str, str]:
+    """A lane call that raised: its traceback to the lane's log (stderr), its message to the campaign."""
+    traceback.print_exc()
+    return ("err", f"{type(exc).__name__}: {exc}")
 
 
 class ProcessLane:
