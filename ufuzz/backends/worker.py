@@ -109,6 +109,19 @@ def serve(conn: Any, target: Any, error: Callable[[BaseException], Any],
             after(method)
 
 
+def end_child(proc: subprocess.Popen | None, conn: Any) -> None:
+    """Kill a child process if it still runs, wait for it (up to 30 s) and close its pipe (either may be None)."""
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+    if proc is not None:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+    if conn is not None:
+        conn.close()
+
+
 def _trim() -> None:
     """Give freed heap back to the system after a release. Kuzu frees a closed database's ~90 MB into glibc's
     arenas, which keep it: without this the worker's resident size tracks the most states ever open at once,
@@ -284,15 +297,7 @@ class WorkerBackend(MemoryBackend):
         proc, conn = self._proc, self._conn
         self._proc = self._conn = None
         self._live.clear()
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-        if proc is not None:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                pass
-        if conn is not None:
-            conn.close()
+        end_child(proc, conn)
         remove_linked_dirs(self._gen_dir(self._gen))  # scratch directories the adapter kept elsewhere (RAM)
         shutil.rmtree(self._gen_dir(self._gen), ignore_errors=True)
 

@@ -42,7 +42,7 @@ from typing import Any
 
 from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, StateHandle
-from ufuzz.backends.worker import serve
+from ufuzz.backends.worker import end_child, serve
 from ufuzz.engine.executor import Executor
 from ufuzz.engine.proposal import Proposal, propose
 from ufuzz.engine.scheduler import Task
@@ -425,15 +425,7 @@ class ProcessLane:
     def kill(self) -> None:
         proc, conn = self._proc, self._conn
         self._proc = self._conn = None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-        if proc is not None:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                pass
-        if conn is not None:
-            conn.close()
+        end_child(proc, conn)
 
     def close(self) -> None:
         """Ask the lane to release its states and close its backend, then end it."""
