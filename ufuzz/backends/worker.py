@@ -276,7 +276,7 @@ class WorkerBackend(MemoryBackend):
                     self._fault(f"{what} took longer than {timeout:g} s (worker killed)")
             return self._conn.recv()
         except (EOFError, OSError, ConnectionError):
-            self._fault(f"worker died during {what} ({_exit_text(self._wait())}; see {self.log_path.name})")
+            self._fault(f"worker died during {what} ({exit_text(self._wait())}; see {self.log_path.name})")
 
     def _wait(self) -> int | None:
         try:
@@ -352,7 +352,7 @@ class WorkerBackend(MemoryBackend):
         try:
             self._conn.send((method, args))
         except (OSError, ConnectionError):
-            self._fault(f"worker died before {method} ({_exit_text(self._wait())}; see {self.log_path.name})")
+            self._fault(f"worker died before {method} ({exit_text(self._wait())}; see {self.log_path.name})")
         reply = self._receive(method, self.call_timeout)
         if reply[0] != "ok":
             _raise(reply, f"{self.name} {method}")
@@ -480,7 +480,8 @@ class WorkerBackend(MemoryBackend):
         self._recipes.clear()
 
 
-def _exit_text(code: int | None) -> str:
+def exit_text(code: int | None) -> str:
+    """How a child process ended, from its exit code (None: it has not)."""
     if code is None:
         return "still running"
     if code < 0:

@@ -42,7 +42,7 @@ from typing import Any
 
 from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, StateHandle
-from ufuzz.backends.worker import end_child, serve
+from ufuzz.backends.worker import end_child, exit_text, serve
 from ufuzz.engine.executor import Executor
 from ufuzz.engine.proposal import Proposal, propose
 from ufuzz.engine.scheduler import Task
@@ -414,13 +414,8 @@ class ProcessLane:
         try:
             code = self._proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            return "still running"
-        if code < 0:
-            try:
-                return f"killed by {signal.Signals(-code).name}"
-            except ValueError:
-                return f"killed by signal {-code}"
-        return f"exit code {code}"
+            code = None
+        return exit_text(code)
 
     def kill(self) -> None:
         proc, conn = self._proc, self._conn
