@@ -83,16 +83,72 @@ def test_default_cache_path(monkeypatch, tmp_path):
     assert default_embedder(tmp_path / "x.sqlite") is default_embedder(tmp_path / "x.sqlite")
 
 
-def test_warming_in_batches_gives_bitwise_the_vectors_of_single_encodes(tmp_path):
-    """Batches mix only texts of one token length (no padding), so a warmed vector is exactly the one an
-    encode of the text alone computes: warming ahead changes no score and no ranking."""
+class _BatchSensitiveModel:
+    """The real model, as seen on a CPU whose kernels make a batched vector differ from the single-text one:
+    every text of a batch of several is nudged (far more than any real kernel does, so any batching shows)."""
+
+    def __init__(self, real):
+        self.real, self.batches = real, []
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def encode(self, texts, **kw):
+        self.batches.append(len(texts))
+        vecs = np.asarray(self.real.encode(texts, **kw), dtype=np.float32)
+        if len(texts) > 1:
+            vecs = vecs + np.float32(1e-3) * np.arange(1, len(texts) + 1, dtype=np.float32)[:, None]
+            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        return vecs
+
+
+@pytest.fixture
+def batch_sensitive(monkeypatch):
+    from ufuzz.backends import embedding
+
+    fake = _BatchSensitiveModel(embedding.load_model())
+    monkeypatch.setattr(embedding, "load_model", lambda: fake)
+    return fake
+
+
+def test_the_model_only_ever_sees_one_text_at_a_time(batch_sensitive):
+    """The design that makes a vector a function of its text: one text per model call, whatever the caller
+    asks for at once (a checkpoint's memories, warming, a list with duplicates)."""
+    texts = ["Where does Lena live now?", "Which city is Pip's beach in?", "How many dogs does Ana have?",
+             *TEXTS]
+    emb = Embedder(persistent=False)
+    emb.encode(texts)
+    emb.warm([*texts, "A brand new sentence about kites.", "And one more, a little longer than that."])
+    assert batch_sensitive.batches and set(batch_sensitive.batches) == {1}
+    assert emb.texts_embedded == len(batch_sensitive.batches) == len(texts) + 2
+
+
+def test_a_vector_does_not_depend_on_what_was_embedded_with_it(batch_sensitive):
+    """Texts embedded together, in another order, by warming, or each in a fresh embedder get the very same
+    vectors (on the batch-sensitive model above, any batched encode would differ by ~1e-3)."""
     texts = ["Where does Lena live now?", "Which city is Pip's beach in?", "What does Ana do for work?",
              "When did Ana move to Porto?", "Who is Lena's sister?", "How many dogs does Ana have these days?",
              *TEXTS]
-    alone = Embedder(persistent=False)
-    single = {t: alone.encode([t])[0] for t in texts}
-    warm = Embedder(persistent=False)
-    assert warm.warm(texts) == len(texts) and warm.model_calls < len(texts)
-    assert warm.warm(texts) == 0  # all cached now
-    for t in texts:
-        assert np.array_equal(warm.encode([t])[0], single[t]), t
+    together = Embedder(persistent=False).encode(texts)
+    backwards = Embedder(persistent=False).encode(texts[::-1])[::-1]
+    warmed = Embedder(persistent=False)
+    assert warmed.warm(texts) == len(texts) and warmed.warm(texts) == 0  # all cached now
+    for i, t in enumerate(texts):
+        alone = Embedder(persistent=False).encode([t])[0]
+        assert np.array_equal(together[i], alone) and np.array_equal(backwards[i], alone), t
+        assert np.array_equal(warmed.encode([t])[0], alone), t
+
+
+def test_vectors_cached_by_another_encoding_scheme_are_not_reused(cache_file):
+    """The cache key names the encoding scheme: vectors an earlier version computed in batches (other last
+    bits) are never mixed with single-text ones."""
+    import hashlib
+
+    old_key = hashlib.sha1((MODEL_NAME + "\x00" + TEXTS[0]).encode("utf-8")).hexdigest()
+    with sqlite3.connect(cache_file) as db:
+        db.execute("CREATE TABLE embeddings (key TEXT PRIMARY KEY, dim INTEGER NOT NULL, vec BLOB NOT NULL)")
+        db.execute("INSERT INTO embeddings VALUES (?, ?, ?)", (old_key, DIM, np.ones(DIM, np.float32).tobytes()))
+    emb = Embedder(cache_file)
+    assert emb._disk_lookup([TEXTS[0]]) == {}
+    vec = emb.encode([TEXTS[0]])[0]
+    assert emb.model_calls == 1 and not np.allclose(vec, np.ones(DIM) / np.sqrt(DIM))

@@ -532,12 +532,6 @@ class EmbeddedBackend(MemoryBackend):
         top = sorted(((round(s, 10), mid) for mid, s in fused.items()), key=lambda t: (-t[0], t[1]))[:k]
         return [(s, mid, texts[mid]) for s, mid in top]
 
-    def prepare_queries(self, texts: list[str]) -> int:
-        """Embed upcoming queries in batches (dense and hybrid retrieval; bitwise what single encodes give)."""
-        if self.retrieval == "bm25":
-            return 0
-        return self._run("prepare_queries", self.embedder.warm, list(texts))
-
     # -- native operations ---------------------------------------------------------------------------------
     def add(self, state: StateHandle, memory: Memory) -> OpResult:
         return self._run("add", self._add, state, memory)

