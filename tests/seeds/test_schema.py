@@ -84,3 +84,28 @@ def test_seeds_check_command(tmp_path):
     bad.write_text(DEFAULT.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
     r = CliRunner().invoke(main, ["seeds", "check", str(bad)])
     assert r.exit_code == 1 and "nothing to fuzz" in r.output and "Traceback" not in r.output
+
+
+def test_memory_ops_must_name_registered_state_operators(tmp_path):
+    """A typo in ``memory_ops`` would silently leave the seed without that operator: refused at load time by
+    ``seeds check`` (and by every campaign), naming file:line and the field; a registered name passes."""
+    import json
+
+    from ufuzz.operators import names
+
+    lines = DEFAULT.read_text(encoding="utf-8").splitlines()
+    i = next(n for n, x in enumerate(lines) if json.loads(x)["kind"] == "seed")
+    rec = json.loads(lines[i])
+    for ops, ok in ((["update", "explode"], False), (["paraphrase"], False), (list(names("state")), True)):
+        rec["descriptor"]["memory_ops"] = ops
+        lines[i] = json.dumps(rec)
+        path = tmp_path / "s.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        r = CliRunner().invoke(main, ["seeds", "check", str(path)])
+        assert (r.exit_code == 0) == ok, r.output
+        if not ok:
+            assert f"{path}:{i + 1}: unknown memory op {ops[-1]!r}" in r.output and "Traceback" not in r.output
+            with pytest.raises(SeedFileError) as err:
+                load_suite(path, memory_ops=names("state"))
+            assert err.value.field == f"descriptor.memory_ops[{len(ops) - 1}]"
+        assert load_suite(path).seeds  # the registry's names are the caller's to give

@@ -91,10 +91,11 @@ def seeds_schema() -> None:
 @click.argument("file", type=click.Path(dir_okay=False))
 def seeds_check(file: str) -> None:
     """Validate a seed file: each line against its schema, and the links between lines (exit 1 if bad)."""
+    from ufuzz.operators import names
     from ufuzz.seeds.io import SeedFileError, load_suite
 
     try:
-        suite = load_suite(file)
+        suite = load_suite(file, memory_ops=names("state"))
     except SeedFileError as exc:
         raise click.ClickException(str(exc)) from None
     memories = sum(len(c.memories) for c in suite.checkpoints.values())

@@ -53,6 +53,7 @@ from ufuzz.engine.snapshot import SnapshotError, dump, load
 from ufuzz.llm.client import LLMError, client_for
 from ufuzz.model import Execution, FuzzCase, Reference, SeedSuite
 from ufuzz.operators import create_all
+from ufuzz.operators import names as operator_names
 from ufuzz.operators.base import Operator
 from ufuzz.oracles.judging import READERS, Judging
 from ufuzz.oracles.oracle import Oracle
@@ -241,7 +242,8 @@ class Campaign:
                  backend: MemoryBackend | None = None) -> None:
         self.config = config
         self.out = Path(config.out)
-        self.suite = suite if suite is not None else load_suite(resolve_seeds(config.seeds))
+        self.suite = suite if suite is not None else load_suite(resolve_seeds(config.seeds),
+                                                                memory_ops=operator_names("state"))
         self._backend = backend
         self.progress = Progress(budget=config.budget)
         self.tally = Tally()  # the system's mutant failures (UF@B), causes, baseline and reader failures

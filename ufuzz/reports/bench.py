@@ -273,6 +273,7 @@ def run_bench(cfg: BenchConfig, *, echo: Callable[[str], None] | None = None,
     """
     from ufuzz.engine.campaign import resolve_seeds
     from ufuzz.engine.strategies import strategy_names
+    from ufuzz.operators import names as operator_names
     from ufuzz.seeds.io import load_suite
 
     say = echo or (lambda _s: None)
@@ -281,7 +282,7 @@ def run_bench(cfg: BenchConfig, *, echo: Callable[[str], None] | None = None,
     for s in cfg.strategies:
         if s not in strategy_names():
             raise ValueError(f"unknown strategy {s!r}; known: {', '.join(strategy_names())}")
-    suite = load_suite(resolve_seeds(cfg.seeds))
+    suite = load_suite(resolve_seeds(cfg.seeds), memory_ops=operator_names("state"))
     out = cfg.out_dir
     out.mkdir(parents=True, exist_ok=True)
     own = backend is None

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +62,15 @@ def _record(kind: str, rec: dict[str, Any], path: Path, line: int) -> Any:
     return model
 
 
-def load_suite(path: str | Path) -> SeedSuite:
+def load_suite(path: str | Path, *, memory_ops: Collection[str] | None = None) -> SeedSuite:
     """Read and validate a seed file; any problem raises :class:`SeedFileError` naming ``file:line`` and the
     field. Besides each record's own format (:mod:`ufuzz.seeds.schema`): ids are unique, every seed's
     checkpoint exists, every seed has its reference and every reference its seed, a reference's memory ids
-    are memories of its seed's checkpoint, and the file holds at least one seed."""
+    are memories of its seed's checkpoint, and the file holds at least one seed.
+
+    ``memory_ops``: the names of the state operators registered (the operator registry sits above this layer,
+    so the caller passes them); a seed whose descriptor names another is refused — a typo there would
+    otherwise silently leave the seed without that operator."""
     path = Path(path)
     if not path.exists():
         raise SeedFileError(path, None, "no such seed file")
@@ -108,7 +112,17 @@ def load_suite(path: str | Path) -> SeedSuite:
     if suite is None:
         raise SeedFileError(path, None, "empty seed file (no header)")
     _check_links(suite, path, seed_lines, ref_lines, query_lines)
+    if memory_ops is not None:
+        _check_memory_ops(suite, path, seed_lines, memory_ops)
     return suite
+
+
+def _check_memory_ops(suite: SeedSuite, path: Path, seed_lines: dict[str, int], known: Collection[str]) -> None:
+    for seed in suite.seeds:
+        for i, op in enumerate(seed.descriptor.memory_ops or ()):
+            if op not in known:
+                raise SeedFileError(path, seed_lines[seed.id], f"unknown memory op {op!r}; the state operators "
+                                    f"are: {', '.join(sorted(known))}", f"descriptor.memory_ops[{i}]")
 
 
 def _check_links(suite: SeedSuite, path: Path, seed_lines: dict[str, int], ref_lines: dict[str, int],
