@@ -53,32 +53,69 @@ def failures_list(campaign_dir: str, db: str | None, by: str, operator: str | No
 @click.argument("campaign_dir", type=click.Path(file_okay=False))
 @click.argument("key")
 @click.option("--db", default=None, help="SQLAlchemy URL if the corpus is not the campaign dir's SQLite file.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (the same as --format json).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "md"]), default=None,
+              help="text (default), json, or md: a Markdown ticket (a one-sentence summary, the minimal steps, "
+                   "the evidence) to paste into an issue tracker.")
+@click.option("--minimised", "minimised_file", default=None, type=click.Path(dir_okay=False),
+              help="The one-record corpus `ufuzz minimise` wrote for KEY: the ticket's steps and the reproducer "
+                   "use its few memories (default: KEY12.min.jsonl in the campaign dir, if it is there).")
 @click.option("--reproducer", default=None, type=click.Path(dir_okay=False),
               help="HTTP backends: write a standalone Python script that replays the failure against the product.")
 @click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
               help="The product TOML for --reproducer (default: the campaign's).")
-def failures_show(campaign_dir: str, key: str, db: str | None, as_json: bool, reproducer: str | None,
-                  config_file: str | None) -> None:
+def failures_show(campaign_dir: str, key: str, db: str | None, as_json: bool, fmt: str | None,
+                  minimised_file: str | None, reproducer: str | None, config_file: str | None) -> None:
     """Show one failure (KEY or a unique prefix): questions, state change, top-k with the system's own ids,
     responses, references, verdict and the commands that reproduce it."""
     from ufuzz.reports.failures import baseline_of, failure_views, render_show
 
+    if as_json and fmt not in (None, "json"):
+        raise click.UsageError(f"--json and --format {fmt} ask for two formats: choose one")
+    fmt = "json" if as_json else (fmt or "text")
     data = _load(campaign_dir, db)
     try:
         view = failure_views(data, [key], campaign_dir=campaign_dir, db=db, baseline=baseline_of(campaign_dir))[0]
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="'KEY'") from None
+    minimised = _minimised(campaign_dir, view["key"], minimised_file)
     if reproducer:
-        path = _write_reproducer(data, view["key"], reproducer, config_file)
+        path = write_reproducer(data, view["key"], reproducer, config_file, minimised)
         view["commands"]["run reproducer"] = f"python3 {path}"
-    click.echo(json.dumps(view, indent=2, default=str) if as_json else render_show(view))
+    if fmt == "md":
+        from ufuzz.reports.ticket import render_ticket
+
+        click.echo(render_ticket(view, minimised))
+    else:
+        click.echo(json.dumps(view, indent=2, default=str) if fmt == "json" else render_show(view))
 
 
-def _write_reproducer(data, key: str, out: str, config_file: str | None) -> Path:
+def _minimised(campaign_dir: str, key: str, path: str | None):
+    """(record, checkpoint) of the minimised corpus of failure ``key``, or None when there is none."""
+    from ufuzz.corpus.regression import CorpusFileError, load_corpus
+
+    file = Path(path) if path else Path(campaign_dir) / f"{key[:12]}.min.jsonl"
+    if not file.is_file():
+        if path:
+            raise click.BadParameter(f"no such file: {path}", param_hint="'--minimised'")
+        return None
+    try:
+        rc = load_corpus(file)
+    except CorpusFileError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--minimised'") from None
+    rec = next((r for r in rc.records if r.failure_key == key), None)
+    if rec is None:
+        if path:
+            raise click.BadParameter(f"{path} holds no record of failure {key}", param_hint="'--minimised'")
+        return None
+    return rec, rc.checkpoints[rec.checkpoint_id]
+
+
+def write_reproducer(data, key: str, out: str, config_file: str | None, minimised=None) -> Path:
     from ufuzz.backends.http import load_config
     from ufuzz.corpus.campaign import case_of
-    from ufuzz.reports.reproducer import http_reproducer
+    from ufuzz.oracles.judging import Judging
+    from ufuzz.reports.reproducer import http_reproducer, record_reproducer
 
     if data.backend != "http":
         raise click.UsageError(f"--reproducer needs an HTTP backend campaign (this one ran on {data.backend!r}); "
@@ -94,11 +131,20 @@ def _write_reproducer(data, key: str, out: str, config_file: str | None) -> Path
         cfg = load_config(str(path), data.backend_options.get("base_url") or None)
     except (ValueError, TypeError) as exc:
         raise click.ClickException(f"{exc} (pass the product TOML with --config)") from None
+    if minimised is not None:
+        rec, cp = minimised
+        return write_script(record_reproducer(cfg, rec, cp, data.k, judging=Judging.of(data.config),
+                                              name=Path(out).name), out)
     src = http_reproducer(cfg, key=key, operator=f.operator or "", kind=f.kind, stage=f.stage,
                           memories=data.checkpoints[mutant.checkpoint_id].memories,
                           parent=(parent.query.text, parent.ops, data.references.get(parent.id)),
                           mutant=(mutant.query.text, mutant.ops, data.references.get(mutant.id)),
-                          k=data.k, name=Path(out).name)
+                          k=data.k, name=Path(out).name, judging=Judging.of(data.config))
+    return write_script(src, out)
+
+
+def write_script(src: str, out: str | Path) -> Path:
+    """Write a reproducer script, executable."""
     target = Path(out)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(src, encoding="utf-8")

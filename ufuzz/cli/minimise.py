@@ -15,7 +15,11 @@ import click
 @click.option("--db", default=None, help="SQLAlchemy URL if the corpus is not the campaign dir's SQLite file.")
 @click.option("--max-tests", type=click.IntRange(min=1), default=1000, show_default=True,
               help="At most this many replays of candidate states (each builds two states on the backend).")
-def minimise(campaign_dir: str, key: str, output: str | None, db: str | None, max_tests: int) -> None:
+@click.option("--reproducer", default=None, type=click.Path(dir_okay=False),
+              help="HTTP backends: also write a standalone Python script that replays the minimised failure "
+                   "against the product.")
+def minimise(campaign_dir: str, key: str, output: str | None, db: str | None, max_tests: int,
+             reproducer: str | None) -> None:
     """Shrink failure KEY (a key or unique prefix) by delta debugging to the fewest memories and state
     operations on which the parent still passes and the mutant still fails the same way, and write it as a
     self-contained regression record that `ufuzz corpus check` replays."""
@@ -36,9 +40,20 @@ def minimise(campaign_dir: str, key: str, output: str | None, db: str | None, ma
     except BackendError as exc:
         raise click.ClickException(f"cannot start the campaign's backend: {exc}") from None
     out = Path(output or Path(campaign_dir) / f"{result.record.failure_key[:12]}.min.jsonl")
+    if reproducer and data.backend != "http":
+        raise click.UsageError(f"--reproducer needs an HTTP backend campaign (this one ran on {data.backend!r}); "
+                               f"`ufuzz corpus check {out}` replays the minimised record with ufuzz")
     write_minimised(data, result, out)
     r = result.record
     click.echo(f"failure {r.failure_key} ({r.operator}, {r.stage}:{r.kind}): memories {result.memories_before} -> "
                f"{result.memories_after}, state ops {result.ops_before} -> {result.ops_after} "
                f"({result.tests} replays)")
     click.echo(f"wrote {out}; check it with: ufuzz corpus check {out}")
+    d, k = campaign_dir, r.failure_key[:12]
+    ticket = f"ufuzz failures show {d} {k} --format md" + ("" if output is None else f" --minimised {out}")
+    click.echo(f"a ticket with the minimal steps: {ticket}")
+    if reproducer:
+        from ufuzz.cli.failures import write_reproducer
+
+        path = write_reproducer(data, r.failure_key, reproducer, None, (r, result.checkpoint))
+        click.echo(f"wrote the reproducer {path}; run it with: python3 {path}")

@@ -200,7 +200,8 @@ def _commands(campaign_dir: str, key: str, backend: str, db: str | None) -> dict
     d = shlex.quote(str(campaign_dir))
     dbo = f" --db {shlex.quote(db)}" if db else ""
     out = {"replay": f"ufuzz replay {d} --key {key[:12]}{dbo}",
-           "minimise": f"ufuzz minimise {d} {key[:12]}{dbo} -o {key[:12]}.jsonl"}
+           "minimise": f"ufuzz minimise {d} {key[:12]}{dbo}",  # KEY12.min.jsonl in DIR: show --format md finds it
+           "ticket": f"ufuzz failures show {d} {key[:12]}{dbo} --format md"}
     if backend == "http":
         out["reproducer"] = f"ufuzz failures show {d} {key[:12]}{dbo} --reproducer repro-{key[:12]}.py"
     return out
