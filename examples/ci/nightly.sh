@@ -4,7 +4,9 @@
 #
 #   1. `ufuzz corpus check` replays the committed baseline corpus of known failures: each one still fails (known),
 #      no longer fails (fixed: good news), or fails differently / fails again after a fix (a regression);
-#   2. `ufuzz run --baseline` fuzzes for a bounded time and marks each failure it finds known or new;
+#   2. `ufuzz run --baseline --match-baseline` runs the baseline's own campaign again (its seed, budget, strategy
+#      and k, read from the corpus header) for a bounded time and marks each failure it finds known or new: on an
+#      unchanged product it finds only known failures, so the night stays green;
 #   3. `ufuzz report` writes one self-contained HTML file to keep as an artefact.
 #
 # Environment (all optional):
@@ -12,9 +14,12 @@
 #   UFUZZ_CORPUS     the committed baseline corpus (default: ci/ufuzz-baseline.jsonl)
 #   UFUZZ_CONFIG     the product TOML of --backend http (default: ci/product.toml)
 #   UFUZZ_BASE_URL   the product's URL when it differs from the TOML's (e.g. a service container)
-#   UFUZZ_BUDGET     executions of the fresh campaign (default: 2000)
+#   UFUZZ_BUDGET     executions of the fresh campaign (default: the baseline campaign's budget)
+#   UFUZZ_SEED       its random seed (default: the baseline campaign's seed); another seed or budget explores
+#                    differently, so a known bug can show under new keys and fail the night
 #   UFUZZ_MAX_TIME   its time limit (default: 20m)
-#   UFUZZ_OUT        where the JUnit files, JSON reports, campaign and HTML report go (default: ufuzz-out)
+#   UFUZZ_OUT        where the JUnit files (corpus-check.xml, campaign.xml), JSON reports, campaign and HTML
+#                    report go (default: ufuzz-out)
 #
 # Exit status: 0 nothing regressed and nothing new, 1 a known failure regressed or changed, or the campaign found
 # a new failure, 2 bad usage (a malformed corpus, an unknown option), 3 the product is unreachable.
@@ -36,8 +41,11 @@ case $check in
 esac
 
 echo "== fresh campaign against the baseline"
-"${ufuzz[@]}" run --backend http "${opts[@]}" --budget "${UFUZZ_BUDGET:-2000}" --max-time "${UFUZZ_MAX_TIME:-20m}" \
-  --out "$out/campaign" --force --baseline "$corpus" --fail-on new
+same=(--match-baseline)
+if [ -n "${UFUZZ_BUDGET:-}" ]; then same+=(--budget "$UFUZZ_BUDGET"); fi
+if [ -n "${UFUZZ_SEED:-}" ]; then same+=(--seed "$UFUZZ_SEED"); fi
+"${ufuzz[@]}" run --backend http "${opts[@]}" "${same[@]}" --max-time "${UFUZZ_MAX_TIME:-20m}" \
+  --out "$out/campaign" --force --baseline "$corpus" --fail-on new --junit "$out/campaign.xml"
 run=$?
 case $run in
   4|5) run=0 ;;  # the campaign ran out of things to try (4) or of time (5) before its budget: a normal night
@@ -47,7 +55,7 @@ esac
 
 if [ $run -eq 3 ] || [ $run -eq 130 ]; then exit $run; fi  # the campaign could not run or was stopped
 if [ $check -ne 0 ] || [ $run -ne 0 ]; then
-  echo "== ufuzz: regression (corpus check exit $check, campaign exit $run); see $out/corpus-check.xml and $out/report.html"
+  echo "== ufuzz: regression (corpus check exit $check, campaign exit $run); see $out/corpus-check.xml, $out/campaign.xml and $out/report.html"
   exit 1
 fi
 echo "== ufuzz: nothing regressed, nothing new"

@@ -110,7 +110,7 @@ def test_cli_check_of_the_committed_corpus_exits_0():
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[-1].endswith("OK: every record still reproduces")
     n = len(load_corpus(COMMITTED).records)
-    assert f"{n} reproduced" in result.output.splitlines()[-1]
+    assert f"{n} records: {n} known failures reproduce" in result.output.splitlines()[-1]
 
 
 # ---------------------------------------------------------------------------------------------------- export → check round trip

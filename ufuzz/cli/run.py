@@ -84,6 +84,12 @@ from ufuzz.engine.ending import EXIT_CODES
 @click.option("--fail-on", type=click.Choice(["new", "any", "never"]), default=None,
               help="Exit 1 when the campaign found new failures (not in --baseline), any failure, or never "
                    "[default: new with --baseline, else never].")
+@click.option("--match-baseline", is_flag=True,
+              help="Take --seed, --budget, --strategy and --k from the --baseline corpus's campaign (unless given): "
+                   "the same campaign on an unchanged product finds only known failures.")
+@click.option("--junit", "junit_out", default=None, type=click.Path(dir_okay=False),
+              help="Write a JUnit XML report: one test case per cause (new or regressed: a failure; known in "
+                   "--baseline: skipped, with a message), with times.")
 @click.option("--progress-every", type=click.IntRange(min=0, max=10**9), default=0, show_default=True,
               help="Without a terminal: also print a progress line every N executions (besides every 10 s).")
 @click.option("--max-consecutive-errors", type=click.IntRange(min=0, max=10**9), default=20, show_default=True,
@@ -105,7 +111,8 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
         isolation: str,
         worker_max_rss_mb: float | None, worker_recycle: int, worker_timeout: float, workers: int,
         ray_address: str | None, max_time: str | None,
-        baseline: str | None, fail_on: str | None, progress_every: int, max_consecutive_errors: int,
+        baseline: str | None, fail_on: str | None, match_baseline: bool, junit_out: str | None,
+        progress_every: int, max_consecutive_errors: int,
         preflight: bool, resume_dir: str | None, force: bool, quiet: bool) -> None:
     """Run a fuzzing campaign (or continue one: --resume DIR)."""
     import time
@@ -141,6 +148,8 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="'--max-time'") from None
     known = _load_baseline(baseline)
+    if match_baseline:
+        rng_seed, budget, strategy, k = _match_baseline(ctx, known, rng_seed, budget, strategy, k)
     try:
         cfg = CampaignConfig(backend=backend, backend_options=options, seeds=seeds, budget=budget, seed=rng_seed,
                              k=k, out=str(out_dir), db=db, p=rbo_p, llm_base_url=llm_base_url, llm_model=llm_model,
@@ -155,6 +164,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     apply_strategy(cfg, strategy)
+    mismatch = _baseline_mismatch(known, cfg, strategy)
     try:  # everything a user can get wrong is checked before anything is created or overwritten
         check_start(out_dir, db)
         campaign = Campaign(cfg)
@@ -190,7 +200,9 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
                 replaced.rename(out_dir)
     verdict = None
     if known is not None and summary["status"] != "error":
-        verdict = _mark_baseline(out_dir, db, summary, known)
+        verdict = _mark_baseline(out_dir, db, summary, known, mismatch)
+    if junit_out:
+        _write_junit(out_dir, db, summary, verdict, known, junit_out)
     _end(summary, out_dir, fail_on=fail_on or ("new" if verdict is not None else "never"), verdict=verdict)
 
 
@@ -282,7 +294,50 @@ def _load_baseline(path: str | None) -> Any:
         raise click.BadParameter(str(exc), param_hint="'--baseline'") from None
 
 
-def _mark_baseline(out_dir: Path, db: str | None, summary: dict[str, Any], corpus: Any) -> Any:
+def _match_baseline(ctx: click.Context, corpus: Any, seed: int, budget: int, strategy: str, k: int) -> tuple:
+    """``--match-baseline``: the baseline campaign's seed, budget, strategy and k where not given."""
+    from ufuzz.corpus.baseline import baseline_source
+
+    if corpus is None:
+        raise click.UsageError("--match-baseline needs --baseline CORPUS")
+    src = baseline_source(corpus)
+    given = {n for n in ("rng_seed", "budget", "strategy", "k")
+             if ctx.get_parameter_source(n) is click.core.ParameterSource.COMMANDLINE}
+    pick = {"rng_seed": seed, "budget": budget, "strategy": strategy, "k": k}
+    for name, field in (("rng_seed", "seed"), ("budget", "budget"), ("strategy", "strategy"), ("k", "k")):
+        if name not in given and src[field] is not None:
+            pick[name] = src[field]
+    return int(pick["rng_seed"]), int(pick["budget"]), str(pick["strategy"]), int(pick["k"])
+
+
+def _baseline_mismatch(corpus: Any, cfg: Any, strategy: str) -> list[str]:
+    """How this campaign differs from the baseline's, said before it starts (known bugs may look new)."""
+    if corpus is None:
+        return []
+    from ufuzz.corpus.baseline import baseline_mismatch
+    from ufuzz.oracles.judging import Judging
+
+    diffs = baseline_mismatch(corpus, seed=cfg.seed, budget=cfg.budget, strategy=strategy, k=cfg.k,
+                              backend=cfg.backend, judging=Judging.of(cfg).to_dict())
+    if diffs:
+        click.echo(f"note: this campaign differs from the one baseline {corpus.path} was exported from: "
+                   f"{'; '.join(diffs)}. Known bugs can then show under new keys and count as new; "
+                   "--match-baseline runs the baseline's seed, budget, strategy and k", err=True)
+    return diffs
+
+
+def _write_junit(out_dir: Path, db: str | None, summary: dict[str, Any], verdict: Any, corpus: Any,
+                 path: str) -> None:
+    from ufuzz.reports.junit import write_campaign_junit
+
+    try:
+        write_campaign_junit(out_dir, db, summary, verdict, corpus, path)
+    except OSError as exc:
+        click.echo(f"error: cannot write --junit {path}: {exc.strerror or exc}", err=True)
+
+
+def _mark_baseline(out_dir: Path, db: str | None, summary: dict[str, Any], corpus: Any,
+                   mismatch: list[str] | None = None) -> Any:
     """Compare the campaign's failures with the baseline; the verdict goes into summary.json too."""
     from ufuzz.corpus.baseline import compare_with_baseline
     from ufuzz.corpus.campaign import load_campaign
@@ -290,17 +345,27 @@ def _mark_baseline(out_dir: Path, db: str | None, summary: dict[str, Any], corpu
 
     data = load_campaign(out_dir, db, campaign_id=summary["campaign"])
     verdict = compare_with_baseline(data.failures, corpus)
+    verdict.mismatch = list(mismatch or [])
     summary["baseline"] = verdict.to_dict()
     write_summary(out_dir / "summary.json", {k: v for k, v in summary.items() if k != "warnings"})
     return verdict
 
 
-def _print_baseline(v: Any) -> None:
+def _print_baseline(v: Any, shown: int = 20) -> None:
     click.echo(f"against baseline {v.corpus}: {len(v.known)} known, {len(v.new)} new, "
                f"{len(v.regressed)} regressed (fixed before, failing again); "
-               f"{len(v.unseen)} baseline records not met")
-    for key in [*v.regressed, *v.new][:20]:
-        click.echo(f"  {'REGRESSED' if key in v.regressed else 'NEW':9s} {key}")
+               f"{len(v.unseen)} known failures of the baseline not met by this campaign"
+               + (" (`ufuzz corpus check` replays them)" if v.unseen else ""))
+    if v.mismatch:
+        click.echo(f"  note: this campaign is not the baseline's ({'; '.join(v.mismatch)})")
+    bad = [*v.regressed, *v.new]
+    for key in bad[:shown]:
+        a = v.about.get(key, {})
+        click.echo(f"  {'REGRESSED' if key in v.regressed else 'NEW':9s} {key}  {a.get('operator') or '-'} "
+                   f"{a.get('stage', '')}:{a.get('kind', '')}")
+    if len(bad) > shown:
+        click.echo(f"  ... and {len(bad) - shown} more (all in summary.json 'baseline'; "
+                   "`ufuzz failures list DIR` marks each failure known or new)")
 
 
 def _exit_code(fail_on: str, summary: dict[str, Any], verdict: Any) -> int:

@@ -13,7 +13,11 @@ from typing import Any
 
 from ufuzz.corpus.regression import RegressionCorpus
 
-__all__ = ["BaselineVerdict", "compare_with_baseline", "counts_as_system_failure"]
+__all__ = ["BaselineVerdict", "compare_with_baseline", "counts_as_system_failure", "baseline_mismatch",
+           "baseline_source"]
+
+#: the judging settings that change which failures exist (paths, timeouts and retries do not)
+_JUDGING_KEYS = ("reader", "answer", "judge", "retrieval", "llm_model")
 
 
 def counts_as_system_failure(f: Any) -> bool:
@@ -29,6 +33,8 @@ class BaselineVerdict:
     new: list[str] = field(default_factory=list)
     regressed: list[str] = field(default_factory=list)
     unseen: list[str] = field(default_factory=list)  # failing baseline records this campaign did not meet
+    about: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> operator, kind, stage, cause
+    mismatch: list[str] = field(default_factory=list)  # how this campaign differs from the baseline's
 
     def status_of(self, key: str) -> str | None:
         for name in ("known", "new", "regressed"):
@@ -39,7 +45,10 @@ class BaselineVerdict:
     def to_dict(self) -> dict[str, Any]:
         return {"corpus": self.corpus, "known": len(self.known), "new": len(self.new),
                 "regressed": len(self.regressed), "unseen": len(self.unseen), "known_keys": self.known,
-                "new_keys": self.new, "regressed_keys": self.regressed}
+                "new_keys": self.new, "regressed_keys": self.regressed,
+                "new_failures": [{"key": k, **self.about.get(k, {})} for k in self.new],
+                "regressed_failures": [{"key": k, **self.about.get(k, {})} for k in self.regressed],
+                "mismatch": self.mismatch}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BaselineVerdict:
@@ -60,6 +69,7 @@ def compare_with_baseline(failures: list[Any], corpus: RegressionCorpus) -> Base
         if not counts_as_system_failure(f):
             continue
         cause = getattr(f, "cause_key", "") or ""
+        v.about[f.failure_key] = {"operator": f.operator, "kind": f.kind, "stage": f.stage, "cause": cause}
         met.add(f.failure_key)
         if cause:
             met_causes.add(cause)
@@ -72,3 +82,29 @@ def compare_with_baseline(failures: list[Any], corpus: RegressionCorpus) -> Base
     v.unseen = [r.failure_key for r in corpus.records if r.status == "failing" and r.failure_key not in met
                 and not (r.cause_key and r.cause_key in met_causes)]
     return v
+
+
+def baseline_source(corpus: RegressionCorpus) -> dict[str, Any]:
+    """How the baseline's campaign ran, from its header (``source``: seed, budget, strategy; ``k``; backend)."""
+    src = dict(corpus.header.get("source") or {})
+    return {"seed": src.get("seed"), "budget": src.get("budget"), "strategy": src.get("strategy"),
+            "k": corpus.header.get("k"), "backend": corpus.header.get("backend"),
+            "judging": dict(corpus.header.get("judging") or {})}
+
+
+def baseline_mismatch(corpus: RegressionCorpus, *, seed: int, budget: int, strategy: str, k: int, backend: str,
+                      judging: dict[str, Any]) -> list[str]:
+    """What differs between the campaign about to run and the one the baseline was exported from. A known bug
+    met on another seed or budget shows under other keys, so each difference can make known failures look new
+    (or leave them unmet): said before the campaign starts, and kept in summary.json."""
+    src = baseline_source(corpus)
+    out = []
+    for name, now in (("backend", backend), ("seed", seed), ("budget", budget), ("strategy", strategy), ("k", k)):
+        was = src[name]
+        if was is not None and was != now:
+            out.append(f"{name} {now} (the baseline's campaign: {was})")
+    was_j = src["judging"]
+    for name in _JUDGING_KEYS:
+        if was_j and was_j.get(name) != judging.get(name):
+            out.append(f"judging {name} {judging.get(name)!r} (the baseline's: {was_j.get(name)!r})")
+    return out

@@ -28,7 +28,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,7 @@ class CheckResult:
     got_offending: tuple[str, ...] = ()
     expected_status: str = "failing"  # what the record expects: failing | fixed
     outcome: str = ""  # one of OUTCOMES
+    seconds: float = 0.0  # how long its replay took (the JUnit case's time)
 
     @property
     def bad(self) -> bool:
@@ -113,7 +114,10 @@ class CheckReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.path, "backend": self.backend, "backend_options": self.backend_options,
-                "counts": self.counts(), "outcomes": self.outcomes(), "total": len(self.results), "ok": self.ok,
+                "counts": self.counts(), "outcomes": self.outcomes(), "total": len(self.results),
+                # ok agrees with the exit code (fixed records are good news, not a failed check);
+                # as_recorded: every record behaved exactly as recorded (nothing to `ufuzz corpus accept`)
+                "ok": self.exit_code == 0, "as_recorded": self.ok,
                 "exit_code": self.exit_code, "unreachable": self.unreachable, "notes": self.notes,
                 "seconds": self.seconds, "results": [asdict(r) for r in self.results]}
 
@@ -198,7 +202,8 @@ def check_corpus(corpus: RegressionCorpus | str | Path, *, backend: str | None =
             if report.unreachable is not None:
                 report.results.append(_not_run(r, report.unreachable))
                 continue
-            result = _check_one(be, rc, r, responder, context)
+            t1 = time.perf_counter()
+            result = replace(_check_one(be, rc, r, responder, context), seconds=time.perf_counter() - t1)
             if result.status == "error":
                 report.unreachable = _probe(be, rc.checkpoints[r.checkpoint_id])
             report.results.append(result)

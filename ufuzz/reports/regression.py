@@ -26,13 +26,26 @@ def render_check(report: CheckReport, *, all_rows: bool = True, width: int = 70)
         lines.append("  ".join("-" * w for w in widths))
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
     oc = report.outcomes()
-    c = report.counts()
-    summary = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in c.items() if n or s == "reproduced")
-    lines.append(f"{summary} ({report.seconds:.1f} s) — {verdict_line(report)}")
+    lines.append(f"{outcome_counts(report)} ({report.seconds:.1f} s) — {verdict_line(report)}")
     if oc["fixed"]:
         lines.append(f"good news: {oc['fixed']} known failure(s) no longer reproduce; `ufuzz corpus accept "
                      f"{report.path}` keeps them as guards that must keep passing")
     return "\n".join(lines)
+
+
+#: how each CI outcome is counted in the summary line (the same words as the verdict after it)
+_COUNTED = (("known", "known failures reproduce"), ("fixed", "fixed (no longer reproduce)"),
+            ("passes", "guards of fixed failures still pass"), ("changed", "changed"),
+            ("regressed", "regressed (fixed before, fail again)"), ("parent_broken", "parent broken"),
+            ("error", "backend errors"), ("not_run", "not run"))
+
+
+def outcome_counts(report: CheckReport) -> str:
+    """The records by CI outcome, e.g. "10 known failures reproduce, 21 guards of fixed failures still pass":
+    one count per record, so the numbers add up to the corpus and agree with the verdict."""
+    oc = report.outcomes()
+    parts = [f"{oc[o]} {words}" for o, words in _COUNTED if oc[o]]
+    return f"{len(report.results)} records: " + (", ".join(parts) if parts else "none")
 
 
 def verdict_line(report: CheckReport) -> str:
@@ -46,7 +59,10 @@ def verdict_line(report: CheckReport) -> str:
         parts = ", ".join(f"{oc[o]} {o.replace('_', ' ')}" for o in ("changed", "regressed", "parent_broken", "error")
                           if oc[o])
         return f"REGRESSION: {len(bad)} of {n} records got worse or changed ({parts})"
-    if oc["fixed"] or oc["passes"]:
-        return (f"OK: nothing regressed ({oc['known']} known failures reproduce, {oc['fixed']} fixed, "
-                f"{oc['passes']} fixed ones still pass)")
+    if oc["fixed"]:
+        return f"OK: nothing regressed; {oc['fixed']} known failure(s) fixed (good news)"
+    if oc["passes"] and not oc["known"]:
+        return "OK: nothing regressed; every guard still passes"
+    if oc["passes"]:
+        return "OK: nothing regressed; every known failure reproduces and every guard still passes"
     return "OK: every record still reproduces"
