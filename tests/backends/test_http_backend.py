@@ -186,6 +186,14 @@ def test_response_without_configured_field_is_backend_error(tmp_path, server, to
         b.retrieve(s, "Lena", 3)
 
 
+def test_a_wrong_add_id_path_shows_the_response_body(tmp_path, server, token_env):
+    """Like the search one: the body says where the id really is (issue 25)."""
+    raw = example_raw()
+    b = make_backend(tmp_path, server, add={**raw["add"], "id": "$.memory_id"})
+    with pytest.raises(BackendError, match=r"add: response has no value at id = '\$\.memory_id': \{.*'id': 'mem-"):
+        b.build(tiny_checkpoint())
+
+
 def test_append_update_policy(tmp_path, server, token_env):
     update = {"method": "POST", "path": "/v1/ns/{namespace}/memories", "policy": "append", "id": "$.id",
               "body": {"text": "{text}", "timestamp": "{timestamp}", "external_id": "{new_id}"}}

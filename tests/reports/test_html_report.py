@@ -66,7 +66,7 @@ def test_the_report_is_one_file_that_loads_nothing(report):
     for p in PAYLOADS:
         assert p not in page
     assert "&lt;script&gt;document.body.setAttribute(" in page
-    assert page.count("<svg") == 2  # the curves and the yields, inline
+    assert page.count("<svg") == 5  # four curves (failures over executions, over time, executions/s, coverage) and the yields, inline
 
 
 @needs_browser

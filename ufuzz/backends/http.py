@@ -670,7 +670,7 @@ class HttpBackend(MemoryBackend):
         vals = self._find(op_name, jp, doc)
         if not vals:
             if required:
-                raise self._fail(op_name, f"response has no value at {key} = {jp.text!r}")
+                raise self._fail(op_name, f"response has no value at {key} = {jp.text!r}: {str(doc)[:200]}")
             return None
         return vals if jp.multi else vals[0]
 

@@ -399,8 +399,9 @@ def _print_summary(s: dict[str, Any], out_dir: Path) -> None:
     click.echo(f"campaign {s['campaign']} {s['status'].replace('_', ' ')}: {s['executions']} executions "
                f"(budget {s['budget']}), {s['mutants_valid']} valid mutants, {s['mutants_rejected']} rejected, "
                f"{s['retained']} retained")
-    click.echo(f"coverage {s['coverage']}/{s['coverage_total']} memories; obligations "
-               f"{s['obligations_covered']}/{s['obligations']}; errors {s['errors']}")
+    hidden = isinstance(s.get("judging"), dict) and not s["judging"].get("selection")
+    cov = "not observed (retrieval hidden)" if hidden else f"{s['coverage']}/{s['coverage_total']} memories"
+    click.echo(f"coverage {cov}; obligations {s['obligations_covered']}/{s['obligations']}; errors {s['errors']}")
     if s.get("worker"):
         w = s["worker"]
         click.echo(f"backend worker: {w['starts']} start(s), {w['recycles']} recycled, {w['crashes']} crashed, "

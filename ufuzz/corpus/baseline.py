@@ -52,8 +52,11 @@ class BaselineVerdict:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BaselineVerdict:
+        about = {f["key"]: {k: v for k, v in f.items() if k != "key"}
+                 for f in [*d.get("new_failures", []), *d.get("regressed_failures", [])] if isinstance(f, dict)}
         return cls(corpus=str(d.get("corpus", "")), known=list(d.get("known_keys", [])),
-                   new=list(d.get("new_keys", [])), regressed=list(d.get("regressed_keys", [])))
+                   new=list(d.get("new_keys", [])), regressed=list(d.get("regressed_keys", [])),
+                   about=about, mismatch=list(d.get("mismatch", [])))
 
 
 def compare_with_baseline(failures: list[Any], corpus: RegressionCorpus) -> BaselineVerdict:

@@ -50,7 +50,8 @@ font-size:.8em;margin-left:3px;background:#eee}.t-supporting{background:#d8f3dc}
 .t-deleted{background:#ffd6d6}.t-offending{background:#ff9b9b;font-weight:bold}.t-new{background:#ffd6d6}
 .t-known{background:#e6e6e6}.t-regressed{background:#ff9b9b}.side{display:grid;grid-template-columns:1fr 1fr;
 gap:12px}.box{border-left:3px solid #ccc;padding-left:8px}.filters input,.filters select{margin-right:8px}
-.kv td:first-child{color:#555;white-space:nowrap}pre{white-space:pre-wrap;word-break:break-word;margin:2px 0}
+.kv td:first-child{color:#555;white-space:nowrap}.chart{margin:8px 0}.wide svg{width:100%}
+.facts .facts{margin:0}h3{font-size:1.05em;margin:16px 0 6px}pre{white-space:pre-wrap;word-break:break-word;margin:2px 0}
 """
 
 # The report's only script: filters the failure browser. It reads data-* attributes and the inputs' values and
@@ -59,17 +60,19 @@ _SCRIPT = """
 (function(){
   var q=document.getElementById('f-text'),op=document.getElementById('f-operator'),
       kind=document.getElementById('f-kind'),lvl=document.getElementById('f-level'),
+      base=document.getElementById('f-baseline'),
       count=document.getElementById('f-count'),items=document.querySelectorAll('details.failure');
   function apply(){
     var t=q.value.toLowerCase(),n=0;
     for(var i=0;i<items.length;i++){
       var d=items[i],ok=(!op.value||d.dataset.operator===op.value)&&(!kind.value||d.dataset.kind===kind.value)
-        &&(!lvl.value||d.dataset.level===lvl.value)&&(!t||d.textContent.toLowerCase().indexOf(t)>=0);
+        &&(!lvl.value||d.dataset.level===lvl.value)&&(!base.value||d.dataset.baseline===base.value)
+        &&(!t||d.textContent.toLowerCase().indexOf(t)>=0);
       d.hidden=!ok;if(ok){n++;}
     }
     count.textContent=n+' of '+items.length+' shown';
   }
-  [q,op,kind,lvl].forEach(function(e){e.addEventListener('input',apply);});
+  [q,op,kind,lvl,base].forEach(function(e){e.addEventListener('input',apply);});
   document.body.setAttribute('data-report-ready','1');
   apply();
 })();
@@ -99,45 +102,180 @@ def _table(head: list[str], rows: list[list[Any]], numeric: set[int] = frozenset
     return "".join(out)
 
 
-def _summary(st: dict[str, Any], data: CampaignData, plot: list[dict[str, float]]) -> str:
+def _facts_table(d: dict[str, Any]) -> str:
+    """A backend's facts (``describe()``) as a table; nested mappings as nested tables, lists one per line."""
+    def cell(v: Any) -> str:
+        if isinstance(v, dict):
+            return _facts_table(v) if v else "<span class='muted'>none</span>"
+        if isinstance(v, (list, tuple)):
+            return "<br>".join(esc(x) for x in v) or "<span class='muted'>none</span>"
+        return "<span class='muted'>none</span>" if v is None else f"<code>{esc(v)}</code>"
+
+    return ("<table class='kv facts'>" + "".join(f"<tr><td>{esc(k)}</td><td>{cell(v)}</td></tr>"
+                                                  for k, v in d.items()) + "</table>")
+
+
+def _judging_text(j: dict[str, Any] | None) -> str:
+    """How failures were decided: the levels judged, the responder and the judge (``status``'s judging line)."""
+    from ufuzz.reports.status import _judging_line
+
+    return _judging_line(j).removeprefix("judging").strip()
+
+
+def _hidden(st: dict[str, Any]) -> bool:
+    j = st.get("judging") or {}
+    return bool(j) and not j.get("selection")
+
+
+def distinct_responses(data: CampaignData) -> list[tuple[int, int]]:
+    """(execution seq, distinct normalised responses so far) whenever the count grows: what a campaign with
+    hidden retrieval observes instead of coverage (its feedback keeps mutants with unseen responses)."""
+    from ufuzz.engine.feedback import response_hash
+
+    store = CorpusStore(data.url)
+    try:
+        execs = store.executions(data.campaign_id)
+    finally:
+        store.close()
+    seen: set[str] = set()
+    out = []
+    for r in execs:
+        ex = r.execution
+        if ex.error is None and (ex.response is not None or ex.abstained):
+            h = response_hash(ex.response, ex.abstained)
+            if h not in seen:
+                seen.add(h)
+                out.append((r.seq, len(seen)))
+    return out
+
+
+def last_new_find(plot: list[dict[str, float]]) -> tuple[float, float] | None:
+    """(executions, seconds) at which the unique-failure count last grew, from plot_data.csv."""
+    last = None
+    prev = 0.0
+    for p in plot:
+        if p["unique_failures"] > prev:
+            last = (p["executions"], p["elapsed_s"])
+        prev = p["unique_failures"]
+    return last
+
+
+def _summary(st: dict[str, Any], data: CampaignData, plot: list[dict[str, float]],
+             responses: list[tuple[int, int]] | None = None) -> str:
     cov = st["coverage"]
     elapsed = plot[-1]["elapsed_s"] if plot else None
+    if _hidden(st):
+        n = responses[-1][1] if responses else 0
+        j = st.get("judging") or {}
+        seen = (f"not observed: retrieval {j.get('retrieval') or 'hidden'}; {n} distinct responses seen "
+                "(what the campaign's feedback follows instead)")
+    else:
+        seen = f"{cov['reached']}/{cov['total']} memories ({100 * cov['ratio']:.1f}%)"
     rows = [("campaign", st["campaign"]), ("status", st["status"]), ("backend", data.backend),
-            ("backend facts", ", ".join(f"{k}={v}" for k, v in sorted(data.backend_info.items()) if k != "backend")),
             ("strategy / seed", f"{st.get('strategy')} / {st.get('seed')}"),
             ("executions", f"{st['executions']} of budget {st.get('budget')} (parents {st['parent_executions']}, "
                            f"mutants {st['mutant_executions']}, errored {st['failed_executions']})"),
             ("mutants", f"{st['mutants']['valid']} valid, {st['mutants']['rejected']} rejected, "
                         f"{st['retained']} retained"),
-            ("coverage", f"{cov['reached']}/{cov['total']} memories ({100 * cov['ratio']:.1f}%)"),
-            ("unique failures", st["unique_failures"]), ("errors", st["errors"]),
-            ("started", st.get("started_at")), ("finished", st.get("finished_at"))]
+            ("coverage", seen), ("judging", _judging_text(st.get("judging"))),
+            ("unique failures", f"{st['unique_failures']} ({st.get('causes', 0)} causes)"),
+            ("baseline failures", f"{len(st.get('baseline_failures') or [])} (seeds failing their own reference; "
+                                  "not in unique failures)"),
+            ("errors", st["errors"]), ("started", st.get("started_at")), ("finished", st.get("finished_at"))]
     if elapsed is not None:
-        rows.append(("wall time", f"{elapsed:.1f} s"))
-    return "<h2 id='summary'>Summary</h2>" + _kv(rows)
+        rate = f", {st['executions'] / elapsed:.1f} executions/s" if elapsed > 0 else ""
+        rows.append(("wall time", f"{elapsed:.1f} s{rate}"))
+        last = last_new_find(plot)
+        rows.append(("last new find", "none" if last is None else
+                     f"at execution {last[0]:.0f} ({last[1]:.1f} s); nothing new in the last "
+                     f"{st['executions'] - last[0]:.0f} executions ({elapsed - last[1]:.1f} s)"))
+    facts = {k: v for k, v in data.backend_info.items() if k != "backend"}
+    return ("<h2 id='summary'>Summary</h2>" + _kv(rows)
+            + "<h3>Backend facts</h3>" + (_facts_table(facts) if facts else "<p class='muted'>none recorded</p>"))
 
 
-def _curves(plot: list[dict[str, float]], data: CampaignData, rows: list[dict[str, Any]]) -> str:
+def _baseline_failures(st: dict[str, Any]) -> str:
+    """The seeds' baseline failures (a seed failing its own reference): findings about the system that no
+    mutation caused, listed as ``status`` lists them."""
+    base = st.get("baseline_failures") or []
+    if not base:
+        return ("<h2 id='baseline-failures'>Baseline failures</h2><p class='muted'>none: every seed passes its own "
+                "reference</p>")
+    rows = [[esc(b["seed"]), esc(b["level"]), esc(b["kind"]), f"<q>{esc(b.get('query'))}</q>", esc(b.get("reason"))]
+            for b in base]
+    return (f"<h2 id='baseline-failures'>Baseline failures</h2><p class='muted'>{len(base)} seeds fail their own "
+            "reference before any mutation: findings about the system, counted apart from the unique failures "
+            "(`ufuzz failures list DIR --all`).</p>" + _table(["seed", "level", "kind", "question", "reason"], rows))
+
+
+def _rate(plot: list[dict[str, float]], points: int = 24) -> tuple[list[float], list[float]]:
+    """Executions per second over time, each point the average over one of ``points`` equal time windows
+    (plot rows come every few executions or on a heartbeat, too unevenly for a per-row rate to read)."""
+    if len(plot) < 2 or plot[-1]["elapsed_s"] <= plot[0]["elapsed_s"]:
+        return [], []
+    t0, t1 = plot[0]["elapsed_s"], plot[-1]["elapsed_s"]
+    width = (t1 - t0) / points
+    xs, ys = [], []
+    j = 0
+    for i in range(1, points + 1):
+        end = t0 + i * width
+        k = j
+        while k + 1 < len(plot) and plot[k + 1]["elapsed_s"] <= end + 1e-9:
+            k += 1
+        if k > j:
+            a, b = plot[j], plot[k]
+            xs.append(b["elapsed_s"])
+            ys.append((b["executions"] - a["executions"]) / (b["elapsed_s"] - a["elapsed_s"]))
+            j = k
+    return xs, ys
+
+
+def _chart(panel: Panel, name: str) -> str:
+    return "<div class='chart wide'>" + inline_svg(line_chart_svg([panel], panel_width=10.5, panel_height=3.3),
+                                              name) + "</div>"
+
+
+def _curves(plot: list[dict[str, float]], data: CampaignData, rows: list[dict[str, Any]],
+            responses: list[tuple[int, int]] | None = None) -> str:
+    charts = []
     if plot:
         xs = [p["executions"] for p in plot]
-        found = Panel("Unique failures and causes", "executions", "count", step=True, series=[
+        ts = [p["elapsed_s"] for p in plot]
+        found = Panel("Unique failures and causes over executions", "executions", "count", step=True, series=[
             Series("unique failures", xs, [p["unique_failures"] for p in plot])])
+        timed = Panel("Unique failures and causes over time", "seconds", "count", step=True, series=[
+            Series("unique failures", ts, [p["unique_failures"] for p in plot])])
         if any(p["causes"] for p in plot):
             found.series.append(Series("causes", xs, [p["causes"] for p in plot]))
-        total = max(p["coverage_total"] for p in plot) or 1
-        cov = Panel("Coverage", "executions", "memories reached / total", ymin=0.0, ymax=1.0, step=True,
-                    series=[Series("coverage", xs, [p["coverage"] / total for p in plot])])
+            timed.series.append(Series("causes", ts, [p["causes"] for p in plot]))
+        charts += [_chart(found, "found"), _chart(timed, "timed")]
+        rx, ry = _rate(plot)
+        if rx:
+            charts.append(_chart(Panel("Executions per second", "seconds", "executions / s", ymin=0.0,
+                                       series=[Series("executions/s", rx, ry)]), "rate"))
         note = ""
-        panels = [found, cov]
     else:
         seqs = sorted(r["first_seq"] or 0 for r in rows)
-        found = Panel("Unique failures", "executions", "count", step=True,
-                      series=[Series("unique failures", [0, *seqs], list(range(len(seqs) + 1)))])
-        panels = [found]
+        charts.append(_chart(Panel("Unique failures", "executions", "count", step=True,
+                                   series=[Series("unique failures", [0, *seqs], list(range(len(seqs) + 1)))]),
+                             "found"))
         note = "<p class='muted'>No plot_data.csv in this campaign directory (recorded before it was written): " \
-               "the curve comes from each failure's first execution; coverage over time is not available.</p>"
-    svg = inline_svg(line_chart_svg(panels), "curves")
-    return f"<h2 id='curves'>Over executions</h2>{note}<div class='chart'>{svg}</div>"
+               "the curve comes from each failure's first execution; time and coverage over time are not " \
+               "available.</p>"
+    if responses is not None:
+        if responses:
+            charts.append(_chart(Panel("Distinct responses (retrieval hidden: no coverage)", "executions",
+                                       "distinct responses", step=True,
+                                       series=[Series("distinct responses", [0, *[s for s, _ in responses]],
+                                                      [0, *[n for _, n in responses]])]), "responses"))
+        else:
+            note += "<p class='muted'>Retrieval hidden and no response recorded.</p>"
+    elif plot:
+        total = max(p["coverage_total"] for p in plot) or 1
+        charts.append(_chart(Panel("Coverage", "executions", "memories reached / total", ymin=0.0, ymax=1.0,
+                                   step=True, series=[Series("coverage", [p["executions"] for p in plot],
+                                                             [p["coverage"] / total for p in plot])]), "curves"))
+    return f"<h2 id='curves'>Over executions and time</h2>{note}{''.join(charts)}"
 
 
 def _yields(data: CampaignData, rows: list[dict[str, Any]]) -> str:
@@ -200,7 +338,7 @@ def _ref_html(ref: dict[str, Any] | None) -> str:
     return "; ".join(parts)
 
 
-def _side_html(label: str, case: dict[str, Any]) -> str:
+def _side_html(label: str, case: dict[str, Any], hidden: bool = False) -> str:
     if case.get("id") is None:
         return f"<div class='box'><b>{esc(label)}</b>: not rebuildable</div>"
     ex = case.get("execution")
@@ -217,7 +355,9 @@ def _side_html(label: str, case: dict[str, Any]) -> str:
                  + "".join(f"<span class='tag t-{esc(m)}'>{esc(m)}</span>" for m in t["marks"]),
                  *([f"<code>{esc(t['native_id'])}</code>"] if native else []), f"{t['score']:.3f}", esc(t["text"])]
                 for t in ex["top"]]
-        out.append(_table(head, rows, numeric={0}) if rows else "<p class='muted'>nothing retrieved</p>")
+        empty = ("<p class='muted'>retrieval hidden: the campaign observes only the response</p>" if hidden
+                 else "<p class='muted'>nothing retrieved</p>")
+        out.append(_table(head, rows, numeric={0}) if rows else empty)
         if ex.get("response") is not None:
             who = f" ({esc(ex['responder'])})" if ex.get("responder") else ""
             out.append(f"<p>response{who}: <q>{esc(ex['response'])}</q></p>")
@@ -240,10 +380,22 @@ def _failure_html(v: dict[str, Any]) -> str:
         inherited = f"<p>state the parent already had ({len(v['inherited_ops'])} ops):</p>" + _ops_html(v["inherited_ops"])
     cmds = "".join(f"<pre>{esc(c)}</pre>" for c in v["commands"].values())
     return (f"<details class='failure' id='f-{esc(v['key'])}' data-operator='{esc(v['operator'])}' "
-            f"data-kind='{esc(v['kind'])}' data-level='{esc(v['stage'])}'>{head}{facts}{inherited}"
+            f"data-kind='{esc(v['kind'])}' data-level='{esc(v['stage'])}' "
+            f"data-baseline='{esc(v.get('baseline') or '')}'>{head}{facts}{inherited}"
             f"<p>state change made by the mutation:</p>{_ops_html(v['state_change'])}"
-            f"<div class='side'>{_side_html('parent', v['parent'])}{_side_html('mutant', v['mutant'])}</div>"
+            f"<div class='side'>{_side_html('parent', v['parent'], v.get('retrieval_hidden', False))}"
+            f"{_side_html('mutant', v['mutant'], v.get('retrieval_hidden', False))}</div>"
             f"<p>reproduce:</p>{cmds}</details>")
+
+
+def _baseline_select(views: list[dict[str, Any]]) -> str:
+    """The known/new/regressed filter (the marks of ``ufuzz run --baseline``); disabled without a baseline."""
+    marks = [m for m in ("new", "regressed", "known") if any(v.get("baseline") == m for v in views)]
+    if not any(v.get("baseline") for v in views):
+        return ("baseline <select id='f-baseline' disabled title='the campaign ran without --baseline'>"
+                "<option value=''>no baseline</option></select>")
+    return ("baseline <select id='f-baseline'><option value=''>all</option>"
+            + "".join(f"<option value='{m}'>{m}</option>" for m in marks) + "</select>")
 
 
 def _browser(views: list[dict[str, Any]], total: int) -> str:
@@ -254,7 +406,7 @@ def _browser(views: list[dict[str, Any]], total: int) -> str:
     cut = f" (the first {len(views)} of {total}; `--max-failures` shows more)" if len(views) < total else ""
     filters = (f"<p class='filters'>operator <select id='f-operator'>{options('operator')}</select>"
                f"kind <select id='f-kind'>{options('kind')}</select>level <select id='f-level'>{options('stage')}"
-               "</select>text <input id='f-text' type='search' placeholder='id, memory text, query…'>"
+               f"</select>{_baseline_select(views)}text <input id='f-text' type='search' placeholder='id, memory text, query…'>"
                f"<span id='f-count' class='muted'></span></p>")
     return (f"<h2 id='failures'>Failures{esc(cut)}</h2>{filters}" + "".join(_failure_html(v) for v in views))
 
@@ -262,8 +414,46 @@ def _browser(views: list[dict[str, Any]], total: int) -> str:
 # ====================================================================== the page
 
 
-def build_report(campaign_dir: Path, *, db: str | None = None, max_failures: int = 2000) -> tuple[str, str]:
-    """(HTML, one-line stats) of the campaign in ``campaign_dir``."""
+def _compare(rows: list[dict[str, Any]], st: dict[str, Any], other_dir: Path, other_db: str | None) -> str:
+    """``--compare B``: new, still failing and gone causes between this campaign (A) and B."""
+    from ufuzz.reports.compare import compare_campaigns
+
+    other = load_campaign(other_dir, other_db)
+    ost = campaign_status(other_dir, other_db, campaign_id=other.campaign_id)
+    cmp = compare_campaigns(rows, failure_rows(other), _setup(st), _setup(ost))
+
+    def table(groups: list[dict[str, Any]], link: bool) -> str:
+        if not groups:
+            return "<p class='muted'>none</p>"
+        body = [[f"<span class='mono'>{esc(g['cause'][:12])}</span>", esc(g["operator"]), esc(g["stage"]),
+                 esc(g["kind"]), g["unique"], esc(", ".join(g["offending"])),
+                 f"<a href='#f-{esc(g['example'])}'>{esc(g['example'][:12])}</a>" if link
+                 else f"<span class='mono'>{esc(g['example'][:12])}</span>"] for g in groups]
+        return _table(["cause", "operator", "level", "kind", "unique", "offending", "example"], body, numeric={4})
+
+    k = cmp["keys"]
+    differs = (f"<p><b>The campaigns differ</b> ({esc('; '.join(cmp['differs']))}): a cause that is gone may "
+               "only not have been met, not fixed.</p>" if cmp["differs"] else
+               "<p class='muted'>Same backend, seed, budget and strategy: a cause that is gone was not met by the "
+               "same search, so most likely fixed.</p>")
+    return (f"<h2 id='compare'>Compared with {esc(ost['campaign'])}</h2>"
+            f"<p>this campaign (A) <code>{esc(st['campaign'])}</code> against B <code>{esc(other_dir)}</code>: "
+            f"<b>{len(cmp['new'])} new</b>, {len(cmp['still'])} still failing, {len(cmp['gone'])} gone (fixed or "
+            f"not met) causes; by key {k['new']} new, {k['still']} still, {k['gone']} gone.</p>{differs}"
+            f"<h3>New in A</h3>{table(cmp['new'], True)}<h3>Still failing</h3>{table(cmp['still'], True)}"
+            f"<h3>Gone since B (fixed, or not met)</h3>{table(cmp['gone'], False)}")
+
+
+def _setup(st: dict[str, Any]) -> dict[str, Any]:
+    be = st.get("backend") if isinstance(st.get("backend"), dict) else {"backend": st.get("backend")}
+    return {"backend": be.get("backend"), "product": be.get("product") or be.get("config"), "seed": st.get("seed"),
+            "budget": st.get("budget"), "strategy": st.get("strategy")}
+
+
+def build_report(campaign_dir: Path, *, db: str | None = None, max_failures: int = 2000,
+                 compare: Path | None = None, compare_db: str | None = None) -> tuple[str, str]:
+    """(HTML, one-line stats) of the campaign in ``campaign_dir`` (and, with ``compare``, how it differs from
+    the campaign there)."""
     data = load_campaign(campaign_dir, db)
     st = campaign_status(campaign_dir, db, campaign_id=data.campaign_id)
     baseline = baseline_of(campaign_dir)
@@ -271,20 +461,28 @@ def build_report(campaign_dir: Path, *, db: str | None = None, max_failures: int
     keys = [r["key"] for r in rows[:max_failures]]
     views = failure_views(data, keys, campaign_dir=campaign_dir, db=db, baseline=baseline) if keys else []
     plot = read_plot_data(Path(campaign_dir) / "plot_data.csv")
+    responses = distinct_responses(data) if _hidden(st) else None
+    for v in views:
+        v["retrieval_hidden"] = responses is not None
     causes = len({r["cause"] for r in rows})
     title = f"ufuzz report — {data.campaign_id}"
-    nav = " · ".join(f"<a href='#{a}'>{t}</a>" for a, t in (("summary", "summary"), ("curves", "over executions"),
-                                                          ("yields", "yields per operator"), ("causes", "causes"),
-                                                          ("failures", "failures")))
+    sections = (*((("compare", "comparison"),) if compare is not None else ()), ("summary", "summary"),
+                ("curves", "over executions and time"), ("yields", "yields per operator"), ("causes", "causes"),
+                ("baseline-failures", "baseline failures"), ("failures", "failures"))
+    nav = " · ".join(f"<a href='#{a}'>{t}</a>" for a, t in sections)
     base = ""
     if baseline is not None:
         base = (f"<p>against baseline <code>{esc(baseline.corpus)}</code>: {len(baseline.known)} known, "
                 f"{len(baseline.new)} new, {len(baseline.regressed)} regressed</p>")
+        if baseline.mismatch:
+            base += (f"<p><b>Not the baseline's campaign</b> ({esc('; '.join(baseline.mismatch))}): known bugs "
+                     "can show under new keys and count as new.</p>")
     body = "".join([
         f"<h1>{esc(title)}</h1><p class='muted'>{esc(len(rows))} unique failures, {causes} causes · generated "
         f"{esc(time.strftime('%Y-%m-%d %H:%M:%S'))} · {nav}</p>{base}",
-        _summary(st, data, plot), _curves(plot, data, rows), _yields(data, rows), _causes(rows),
-        _browser(views, len(rows)),
+        _compare(rows, st, compare, compare_db) if compare is not None else "",
+        _summary(st, data, plot, responses), _curves(plot, data, rows, responses), _yields(data, rows),
+        _causes(rows), _baseline_failures(st), _browser(views, len(rows)),
     ])
     page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{_csp()}\">"
@@ -295,9 +493,11 @@ def build_report(campaign_dir: Path, *, db: str | None = None, max_failures: int
 
 
 def write_report(campaign_dir: Path, output: Path, *, db: str | None = None,
-                 max_failures: int = 2000) -> tuple[Path, str]:
+                 max_failures: int = 2000, compare: Path | None = None,
+                 compare_db: str | None = None) -> tuple[Path, str]:
     """Write the report atomically (a temporary file beside ``output`` replaces it when complete)."""
-    page, stats = build_report(campaign_dir, db=db, max_failures=max_failures)
+    page, stats = build_report(campaign_dir, db=db, max_failures=max_failures, compare=compare,
+                               compare_db=compare_db)
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(f".{output.name}.tmp")
     tmp.write_text(page, encoding="utf-8")

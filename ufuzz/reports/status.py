@@ -142,7 +142,6 @@ def _judging_line(j: dict[str, Any] | None) -> str:
 
 
 def render_status(st: dict[str, Any]) -> str:
-    cov = st["coverage"]
     lines = [
         f"campaign   {st['campaign']}  ({st['status']}, strategy {st.get('strategy')}, seed {st.get('seed')})",
         f"state      {_state_line(st)}",
@@ -154,8 +153,7 @@ def render_status(st: dict[str, Any]) -> str:
         + (f" ({st['mutants']['unjudged']} not executed: no check of theirs could fail here)"
            if st["mutants"].get("unjudged") else "")
         + f", {st['mutants']['rejected']} rejected; retained {st['retained']}",
-        f"coverage   {cov['reached']}/{cov['total']} memories ({100 * cov['ratio']:.1f}%)"
-        + (f", +{cov['extra']} added by mutants" if cov.get("extra") else ""),
+        _coverage_line(st),
         f"errors     {st['errors']}",
     ]
     if st.get("worker"):
@@ -177,6 +175,16 @@ def render_status(st: dict[str, Any]) -> str:
         lines.append(f"reader failures {st['reader_failures']} (the opt-in top-evidence reader's, not the "
                      "memory system's)")
     return "\n".join(lines)
+
+
+def _coverage_line(st: dict[str, Any]) -> str:
+    """Memories reached, or — retrieval hidden — that coverage is not observed (never "0/418")."""
+    cov, j = st["coverage"], st.get("judging") or {}
+    if j and not j.get("selection"):
+        return (f"coverage   not observed: retrieval {j.get('retrieval') or 'hidden'} (the campaign follows "
+                "unseen responses instead)")
+    return (f"coverage   {cov['reached']}/{cov['total']} memories ({100 * cov['ratio']:.1f}%)"
+            + (f", +{cov['extra']} added by mutants" if cov.get("extra") else ""))
 
 
 def _state_line(st: dict[str, Any]) -> str:
