@@ -104,3 +104,15 @@ def check(name: str, opts: tuple[str, ...], config_file: str | None, isolation: 
     click.echo(f"{len(results)} checks: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
     if any(not r.ok for r in results):
         sys.exit(1)
+
+
+@backends.command("schema")
+@click.argument("name", type=click.Choice(["http"]))
+def schema(name: str) -> None:
+    """Print the JSON Schema of a backend's config file (http: the product TOML, as the loader checks it;
+    the docs' product-TOML reference is generated from it)."""
+    import json
+
+    from ufuzz.backends.product_schema import product_schema
+
+    click.echo(json.dumps(product_schema(), indent=2))

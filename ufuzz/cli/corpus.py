@@ -105,7 +105,8 @@ def _with_check_options(fn):
 @click.option("--json", "json_out", is_flag=False, flag_value="-", default=None, metavar="FILE",
               help="Write the machine-readable report to FILE ('-' or no value: standard output, instead of text).")
 @click.option("--junit", "junit_out", default=None, type=click.Path(dir_okay=False),
-              help="Write a JUnit XML report (one test case per record) for the CI's test view.")
+              help="Write a JUnit XML report for the CI's test view: one timed test case per record (a regression is a "
+                   "failure, a known failure that still reproduces is skipped with a message, a fixed one passes).")
 @click.option("--changed-only", is_flag=True, help="List only the records that did not behave as recorded.")
 def corpus_check(file: str, backend: str | None, opts: tuple[str, ...], config_file: str | None,
                  json_out: str | None, junit_out: str | None, changed_only: bool) -> None:

@@ -1,0 +1,128 @@
+"""The product TOML of ``--backend http`` as a JSON Schema, built from the very tables the loader validates with.
+
+:func:`ufuzz.backends.http.parse_config` (what ``ufuzz run``, ``ufuzz backends check http`` and every other load
+run) checks a product TOML against ``ProductModel`` (types and ranges), the per-operation JSON-path keys
+(``_PATH_KEYS``: which are allowed, which required), the placeholders each operation provides (``PROVIDES``),
+the methods and the defaults. :func:`product_schema` assembles those same tables into a JSON Schema
+(draft 2020-12), with a description for every key — the one source of the docs' product-TOML reference
+(``ufuzz backends schema http`` prints it; the docs build renders it). What a JSON Schema cannot say (a
+placeholder an operation does not provide, a JSON path that must select a list) the descriptions say, and the
+loader checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ufuzz.backends import http
+
+__all__ = ["product_schema", "TOP_DOCS", "OP_DOCS", "KEY_DOCS"]
+
+TOP_DOCS: dict[str, str] = {
+    "base_url": "The product's URL, e.g. `http://127.0.0.1:8080` (required here or as the backend option "
+                "`base_url=...`, which overrides it).",
+    "name": "The product's name, shown in reports and tickets.",
+    "timeout": "Seconds per request.",
+    "retries": "Retries of a request that failed without an answer, or with HTTP 429 or 5xx. Off by default: "
+               "retrying a non-idempotent POST may store a memory twice.",
+    "retry_backoff": "Seconds between retries (times the attempt number).",
+    "deterministic": "The product answers the same request on the same state the same way (then a campaign with "
+                     "the same `--seed` gives the same failures).",
+    "abstain_threshold": "The product's own relevance cut-off: search results it scores below this are not "
+                         "relevant to it. Declaring it makes the selection level judge abstention (a decoy scored "
+                         "at or above it is a failure).",
+    "headers": "Extra request headers (a table of strings; values may use `{namespace}`).",
+    "auth": "How the secret is sent: `header` (e.g. `Authorization`), `env` (the environment variable holding "
+            "it: never the secret itself) and `scheme` (`Bearer` by default; `\"\"` sends the secret alone). The "
+            "secret is masked (`***`) in every message and reproducer transcript.",
+    "namespace": "`prefix` of the namespace names ufuzz invents, one per memory state (use `{namespace}` in "
+                 "paths, bodies or headers).",
+}
+
+OP_DOCS: dict[str, str] = {
+    "add": "Store one memory (required). `id`: the JSON path of the product's id of the new memory (without it, "
+           "the ufuzz id is the product's id).",
+    "search": "Ranked retrieval for `{query}` and `{k}` (this or `[answer]` is required). Without it the product "
+              "is answer-only: retrieval is hidden and only responses are judged.",
+    "answer": "The product's own response to the question `{query}`: judged at the response level.",
+    "get": "Read one memory by the product's `{id}` (required): how ufuzz verifies a state change. A status in "
+           "`not_found` (default `[404]`) means the memory is gone.",
+    "list": "All memories of a namespace (required).",
+    "update": "Change a memory (optional: without it the update operator is off). `policy` = `rewrite` (in "
+              "place, the default) or `append` (`{new_id}` is the new version; the old one stays as superseded).",
+    "delete": "Delete a memory (optional: without it the delete operator is off).",
+    "snapshot": "Copy a namespace into `{target}` (optional: with it forks are native copies).",
+    "create": "Called when a state's namespace is made (optional).",
+    "drop": "Called when a state is released (optional): frees its namespace.",
+}
+
+KEY_DOCS: dict[str, str] = {
+    "method": "HTTP method.",
+    "path": "URL path template starting with `/`, e.g. `/v1/{namespace}/memories/{id}`; values are URL-quoted.",
+    "body": "A TOML value sent as JSON; a string that is exactly one placeholder (`\"{k}\"`) keeps the value's type.",
+    "not_found": "HTTP statuses that mean \"no such memory\" (`[get]`).",
+    "policy": "`[update]` only: `rewrite` or `append`.",
+    "id": "JSON path of the product's id of the written memory.",
+    "ids": "JSON path (a list, with `[*]`) of the product's ids.",
+    "texts": "JSON path (a list) of the memory texts.",
+    "scores": "JSON path (a list) of the scores (without it: 1/(rank+1)).",
+    "text": "JSON path of the text (`[answer]`: the response; one value, no `[*]`).",
+    "timestamp": "JSON path of the memory's timestamp.",
+    "active": "JSON path of whether the memory is active (false: superseded or soft-deleted).",
+    "timestamps": "JSON path (a list) of the timestamps.",
+    "actives": "JSON path (a list) of the active flags.",
+    "cited": "JSON path (a list) of the product ids the response cites (recorded, never judged).",
+}
+
+
+def _top_properties() -> dict[str, Any]:
+    """Top-level scalar keys from ProductModel's own JSON Schema (types, ranges, defaults)."""
+    model = http.ProductModel.model_json_schema()
+    out = {}
+    for key in ("base_url", "name", "timeout", "retries", "retry_backoff", "deterministic", "abstain_threshold",
+                "headers"):
+        prop = dict(model["properties"][key])
+        prop.pop("title", None)
+        prop["description"] = TOP_DOCS[key]
+        out[key] = prop
+    out["auth"] = {"type": "object", "additionalProperties": False, "description": TOP_DOCS["auth"],
+                   "properties": {"header": {"type": "string", "maxLength": 200},
+                                  "env": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+                                  "scheme": {"type": "string", "default": "Bearer"}},
+                   "dependentRequired": {"header": ["env"], "env": ["header"]}}
+    out["namespace"] = {"type": "object", "additionalProperties": False, "description": TOP_DOCS["namespace"],
+                        "properties": {"prefix": {"type": "string", "pattern": "^[A-Za-z0-9_.~-]*$",
+                                                  "default": "ufuzz-"}}}
+    return out
+
+
+def _operation(name: str) -> dict[str, Any]:
+    keys = http._PATH_KEYS[name]
+    props: dict[str, Any] = {
+        "method": {"enum": [*http.METHODS, *(m.lower() for m in http.METHODS)],
+                   "default": http._DEFAULT_METHOD.get(name, "GET"), "description": KEY_DOCS["method"]},
+        "path": {"type": "string", "pattern": "^/", "description": KEY_DOCS["path"]},
+        "body": {"description": KEY_DOCS["body"]},
+        "not_found": {"type": "array", "items": {"type": "integer"}, "default": [404],
+                      "description": KEY_DOCS["not_found"]},
+    }
+    if name == "update":
+        props["policy"] = {"enum": ["rewrite", "append"], "default": "rewrite", "description": KEY_DOCS["policy"]}
+    for key in keys:
+        props[key] = {"type": "string", "pattern": r"^\$", "description": KEY_DOCS[key]}
+    provides = ", ".join(f"`{{{p}}}`" for p in sorted(http.PROVIDES[name]))
+    return {"type": "object", "additionalProperties": False, "properties": props,
+            "required": ["path", *(k for k, req in keys.items() if req)],
+            "description": f"{OP_DOCS[name]} Placeholders it provides: {provides}."}
+
+
+def product_schema() -> dict[str, Any]:
+    """The JSON Schema of a product TOML (as parsed: a JSON object)."""
+    props = _top_properties()
+    for name in (*http.REQUIRED_OPS, *http.OPTIONAL_OPS):
+        props[name] = _operation(name)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "ufuzz product TOML",
+            "description": "A memory product's REST API for `ufuzz run --backend http --config product.toml`.",
+            "type": "object", "additionalProperties": False, "properties": props,
+            "required": list(http.REQUIRED_OPS),
+            "anyOf": [{"required": [op]} for op in http.USE_OPS]}
