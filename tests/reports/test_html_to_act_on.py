@@ -130,6 +130,8 @@ def test_hidden_retrieval_is_said_as_such(hidden_run, tmp_path):
     assert "nothing retrieved" not in text and "retrieval hidden: the campaign observes only the response" in text
     status = invoke("status", hidden_run / "camp").output
     assert "coverage   not observed: retrieval hidden" in status and "0/418" not in status
+    backend = next(line for line in status.splitlines() if line.startswith("backend "))
+    assert len(backend) <= 200 and "operations=[add, get, list, answer" in backend  # not ~600 characters
     shot = screenshot(hidden_run / "report.html", tmp_path / "hidden.png", size="1280,1800")
     assert shot.stat().st_size > 20_000
 

@@ -145,8 +145,7 @@ def render_status(st: dict[str, Any]) -> str:
     lines = [
         f"campaign   {st['campaign']}  ({st['status']}, strategy {st.get('strategy')}, seed {st.get('seed')})",
         f"state      {_state_line(st)}",
-        f"backend    {st['backend'].get('backend')}  "
-        + " ".join(_facts(st["backend"], skip=("backend",))),
+        f"backend    {st['backend'].get('backend')}  " + _backend_words(st["backend"]),
         f"executions {st['executions']} of budget {st.get('budget')}  "
         f"(parents {st['parent_executions']}, mutants {st['mutant_executions']}, errored {st['failed_executions']})",
         f"mutants    {st['mutants']['valid']} valid"
@@ -209,14 +208,14 @@ def _state_line(st: dict[str, Any]) -> str:
     return text
 
 
-def _facts(d: dict[str, Any], prefix: str = "", skip: tuple[str, ...] = ()) -> list[str]:
-    """key=value words, nested mappings flattened as outer.inner=value."""
-    out: list[str] = []
-    for k, v in sorted(d.items()):
-        if k in skip:
+def _backend_words(facts: dict[str, Any], width: int = 160) -> str:
+    """The backend's scalar facts as key=value words, nested ones (e.g. a product's operations) by their keys
+    only, cut at ``width`` characters: one readable line (``ufuzz status --json`` has every fact)."""
+    words = []
+    for k, v in sorted(facts.items()):
+        if k == "backend" or v is None:
             continue
-        if isinstance(v, dict):
-            out.extend(_facts(v, f"{prefix}{k}."))
-        else:
-            out.append(f"{prefix}{k}={v}")
-    return out
+        words.append(f"{k}=[{', '.join(map(str, v))}]" if isinstance(v, dict) else f"{k}={v}")
+    line = " ".join(words)
+    return line if len(line) <= width else line[: width - 1] + "… (--json for all)"
+
