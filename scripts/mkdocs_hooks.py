@@ -24,7 +24,7 @@ def readme_section(title: str) -> str:
     m = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
     if m is None:
         raise ValueError(f"README.md has no section '## {title}'")
-    return m.group(1).strip() + "\n"
+    return m.group(1).strip().replace("](docs/", "](") + "\n"  # README links into docs/ are page links here
 
 
 def _fill(m: re.Match) -> str:

@@ -45,6 +45,18 @@ def test_the_site_builds_strictly_with_every_page(site):
     assert "two-commands" in (site / "quickstart" / "index.html").read_text()
 
 
+def test_the_readme_is_a_quick_start_and_the_detail_is_in_docs():
+    readme = (ROOT / "README.md").read_text()
+    heads = re.findall(r"^## (.+)$", readme, re.M)
+    assert heads == ["Two commands", "A first campaign", "Where to go next", "Measured figures"]
+    for page in re.findall(r"\]\((docs/[\w-]+\.md)\)", readme):
+        assert (ROOT / page).is_file(), page
+    docs = {p.name: p.read_text() for p in (ROOT / "docs").glob("*.md")}
+    for page, head in (("concepts.md", "## What counts as a failure"), ("ci.md", "--match-baseline"),
+                       ("triage.md", "--format md"), ("seeds.md", "longmemeval"), ("backends.md", "graphiti")):
+        assert head in docs[page], (page, head)
+
+
 def test_every_command_and_option_is_in_the_reference(site):
     html = (site / "commands" / "index.html").read_text()
     md = commands_markdown()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nightly regression fuzzing of a memory product: the README's "nightly CI" recipe. The GitHub Actions and GitLab
+# Nightly regression fuzzing of a memory product: the "nightly CI" recipe of docs/ci.md. The GitHub Actions and GitLab
 # jobs beside this file run it; so does tests/cli/test_nightly_ci.py, against a local product with a planted bug.
 #
 #   1. `ufuzz corpus check` replays the committed baseline corpus of known failures: each one still fails (known),

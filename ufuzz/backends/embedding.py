@@ -14,7 +14,7 @@ one computed alone in its last bits (seen on AVX-512 machines even for batches w
 text per model call makes a vector a function of its text alone on a given machine and torch build: warm or cold
 cache, whatever was embedded before or with it, a campaign sees the same vectors — by design, not by luck.
 Across CPUs with other kernels the vectors still differ around the 7th significant digit; scores are rounded
-(see the backends) and no result may rest on those bits (the README says what that means for a campaign).
+(see the backends) and no result may rest on those bits (docs/concepts.md says what that means for a campaign).
 """
 
 from __future__ import annotations
