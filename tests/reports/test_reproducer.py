@@ -245,3 +245,19 @@ def test_the_script_embeds_the_verdict_code_verbatim(tmp_path):
     assert "def selection(" in src and "def response(" in src and "def caused(" in src
     body = [ln for ln in Path(expectations.__file__).read_text().splitlines() if not ln.startswith("from ufuzz")]
     assert "\n".join(body) in src  # nothing rewritten, so nothing can drift
+
+
+def test_a_corpus_record_gets_a_reproducer_too(product, tmp_path):
+    """From a committed baseline corpus (a team's CI has the corpus, not the campaign)."""
+    _srv, camp = product
+    corpus = tmp_path / "baseline.jsonl"
+    assert invoke("corpus", "export", camp, "-o", corpus).exit_code == 0
+    row = next(r for r in one_per_kind(camp) if r["kind"] == "deleted_evidence_retrieved")
+    r = invoke("corpus", "reproducer", corpus, "--key", row["key"][:10], "-o", tmp_path / "c.py")
+    assert r.exit_code == 0, r.output
+    res = run_script(tmp_path / "c.py", "--quiet")
+    assert res.returncode == 0 and "REPRODUCED selection:deleted_evidence_retrieved" in res.stdout, res.stdout
+    r = invoke("corpus", "reproducer", corpus, "-o", tmp_path / "d.py")
+    assert r.exit_code == 2 and "choose one with --key" in r.output
+    r = invoke("corpus", "reproducer", corpus, "--key", "zzzz", "-o", tmp_path / "d.py")
+    assert r.exit_code == 2 and "no record" in r.output and not (tmp_path / "d.py").exists()

@@ -181,3 +181,46 @@ def corpus_accept(file: str, from_json: str | None, backend: str | None, opts: t
                f"{len(acc.dropped_fixed)} fixed and dropped, {len(acc.updated)} updated to what they do now, "
                f"{len(acc.dropped_broken)} dropped (parent broken), {len(acc.kept_errors)} kept as they were "
                "(backend error)")
+
+
+@corpus.command("reproducer")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--key", default=None, help="The record's failure key or a unique prefix (default: the only record).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The script to write.")
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
+              help="The product TOML (default: the one recorded in the header, relative to the corpus file).")
+@click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help="Only base_url=URL: the product's URL.")
+def corpus_reproducer(file: str, key: str | None, output: str, config_file: str | None,
+                      opts: tuple[str, ...]) -> None:
+    """Write a standalone Python reproducer of one record of an HTTP-backend corpus — a committed baseline, or the
+    minimised record `ufuzz minimise` wrote — that a product developer runs without ufuzz (see `ufuzz failures
+    show --reproducer`)."""
+    from ufuzz.backends.http import load_config
+    from ufuzz.cli.failures import write_script
+    from ufuzz.corpus.regression import CorpusFileError, load_corpus, resolve_options
+    from ufuzz.reports.reproducer import record_reproducer
+
+    try:
+        rc = load_corpus(file)
+    except CorpusFileError as exc:
+        _fail(2, str(exc))
+    if rc.backend != "http":
+        _fail(2, f"{file}: a reproducer needs an HTTP backend corpus (this one was recorded on {rc.backend!r}); "
+                 f"`ufuzz corpus check {file}` replays it with ufuzz")
+    matches = [r for r in rc.records if key is None or r.failure_key.startswith(key)]
+    if len(matches) != 1:
+        what = "no record" if not matches else f"{len(matches)} records"
+        _fail(2, f"--key: {what} in {file} match {key!r}" if key else
+              f"{file} holds {len(rc.records)} records: choose one with --key")
+    rec = matches[0]
+    options = {**resolve_options(rc.backend_options, rc.path), **parse_opts(opts)}
+    path = config_file or options.get("config")
+    try:
+        cfg = load_config(str(path), options.get("base_url") or None)
+    except (ValueError, TypeError) as exc:
+        _fail(2, f"{exc} (pass the product TOML with --config)")
+    src = record_reproducer(cfg, rec, rc.checkpoints[rec.checkpoint_id], rc.k, judging=rc.judging,
+                            name=Path(output).name)
+    out = write_script(src, output)
+    click.echo(f"wrote {out}: failure {rec.failure_key} ({rec.operator}, {rec.stage}:{rec.kind}); "
+               f"run it with: python3 {out}")
