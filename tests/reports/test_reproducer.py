@@ -261,3 +261,18 @@ def test_a_corpus_record_gets_a_reproducer_too(product, tmp_path):
     assert r.exit_code == 2 and "choose one with --key" in r.output
     r = invoke("corpus", "reproducer", corpus, "--key", "zzzz", "-o", tmp_path / "d.py")
     assert r.exit_code == 2 and "no record" in r.output and not (tmp_path / "d.py").exists()
+
+
+def test_a_seeds_baseline_failure_reproduces_alone(product, tmp_path):
+    """Any failure, not only mutants': a seed failing its own reference is built and judged on its own."""
+    _srv, camp = product
+    rows = json.loads(invoke("failures", "list", camp, "--all", "--json").output)
+    seeds = [r for r in rows if r["origin"] == "baseline" and r["case"] == r["seed"]]
+    assert seeds, "the campaign has no seed failing its own reference"
+    path = tmp_path / "seed.py"
+    r = invoke("failures", "show", camp, seeds[0]["key"][:12], "--reproducer", path)
+    assert r.exit_code == 0, r.output
+    res = run_script(path, "--quiet")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"REPRODUCED {seeds[0]['stage']}:{seeds[0]['kind']} (the question fails on the unmutated state)" \
+        in res.stdout and "parent" not in res.stdout

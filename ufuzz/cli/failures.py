@@ -123,7 +123,7 @@ def write_reproducer(data, key: str, out: str, config_file: str | None, minimise
     f = next(x for x in data.failures if x.failure_key == key)
     mutant = case_of(f.case_id, data.checkpoints, data.seeds, data.mutants)
     parent = case_of(mutant.parent_id, data.checkpoints, data.seeds, data.mutants) \
-        if not isinstance(mutant, str) and mutant.parent_id else "no parent"
+        if not isinstance(mutant, str) and mutant.parent_id else None  # None: a seed's baseline failure
     if isinstance(mutant, str) or isinstance(parent, str):
         raise click.ClickException(f"failure {key} cannot be rebuilt: {mutant if isinstance(mutant, str) else parent}")
     path = config_file or data.backend_options.get("config")
@@ -137,7 +137,7 @@ def write_reproducer(data, key: str, out: str, config_file: str | None, minimise
                                               name=Path(out).name), out)
     src = http_reproducer(cfg, key=key, operator=f.operator or "", kind=f.kind, stage=f.stage,
                           memories=data.checkpoints[mutant.checkpoint_id].memories,
-                          parent=(parent.query.text, parent.ops, data.references.get(parent.id)),
+                          parent=(parent.query.text, parent.ops, data.references.get(parent.id)) if parent else None,
                           mutant=(mutant.query.text, mutant.ops, data.references.get(mutant.id)),
                           k=data.k, name=Path(out).name, judging=Judging.of(data.config))
     return write_script(src, out)

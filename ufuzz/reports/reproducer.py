@@ -41,7 +41,7 @@ def verdict_source() -> list[str]:
                 for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
         return "\n".join(line for i, line in enumerate(src.splitlines(), start=1) if i not in drop)
 
-    functions = "\n\n".join(inspect.getsource(f) for f in (verdict.judge, verdict.caused))
+    functions = "\n\n".join(inspect.getsource(f) for f in (verdict.judge, verdict.caused, verdict.first_failure))
     return [strip(inspect.getsource(matching)), strip(inspect.getsource(expectations)),
             "from __future__ import annotations\n\n" + functions]
 
@@ -72,6 +72,7 @@ import uuid
 PRODUCT = {product_data}
 CASE = {case_data}
 JUDGING = {judging_data}
+SIDES = ("parent", "mutant") if CASE["parent"] is not None else ("mutant",)
 
 # ufuzz's verdict code (ufuzz/oracles/matching.py, expectations.py and verdict.judge/caused), as the campaign ran it
 VERDICT_SOURCE = {verdict_src}
@@ -303,7 +304,7 @@ def main():
     product = Product(args.base_url, args.quiet)
     seen = {{}}
     try:
-        for side in ("parent", "mutant"):
+        for side in SIDES:
             seen[side] = run_side(product, side)
     except RequestFailed as exc:
         print(f"request failed: {{exc}}", file=sys.stderr)
@@ -312,12 +313,12 @@ def main():
         if args.transcript:
             with open(args.transcript, "w", encoding="utf-8") as fh:
                 json.dump(product.transcript, fh, indent=2)
-    for side in ("parent", "mutant"):
+    for side in SIDES:
         show(side, *seen[side])
     ctx = types.SimpleNamespace(visible=JUDGING["visible"], threshold=JUDGING["threshold"], judge=None)
     levels = {{side: v.judge(reference(side), seen[side][0], tuple(CASE[side]["deleted"]), ctx)
-              for side in ("parent", "mutant")}}
-    for side in ("parent", "mutant"):
+              for side in SIDES}}
+    for side in SIDES:
         for level, out in levels[side].items():
             print(f"{{side}} {{level}}: " + ("passes" if out.passed else
                   f"FAILS {{out.kind}}" + (f" (offending {{', '.join(out.offending)}})" if out.offending else "")))
@@ -325,6 +326,13 @@ def main():
         print(f"response:{{CASE['kind']}} was judged on {{JUDGING['responder']}}'s response, not the product's: "
               "run `ufuzz replay` to reproduce it")
         return 3
+    if CASE["parent"] is None:  # a seed failing its own reference (a baseline failure): judged alone
+        out = v.first_failure(levels["mutant"])
+        if out is not None and (out.level, out.kind) == (CASE["stage"], CASE["kind"]):
+            print(f"REPRODUCED {{CASE['stage']}}:{{CASE['kind']}} (the question fails on the unmutated state)")
+            return 0
+        print("NOT REPRODUCED: " + (f"it now fails with {{out.level}}:{{out.kind}}" if out else "it passes"))
+        return 1
     out = v.caused(levels["parent"], levels["mutant"])
     if out is not None and (out.level, out.kind) == (CASE["stage"], CASE["kind"]):
         what = f": offending {{', '.join(out.offending)}}" if out.offending else ""
@@ -370,10 +378,12 @@ def judging_facts(config: Any, judging: Any) -> dict[str, Any]:
 
 
 def http_reproducer(config: Any, *, key: str, operator: str, kind: str, stage: str, memories: tuple[Memory, ...],
-                    parent: tuple[str, tuple[StateOp, ...], Any], mutant: tuple[str, tuple[StateOp, ...], Any],
+                    parent: tuple[str, tuple[StateOp, ...], Any] | None,
+                    mutant: tuple[str, tuple[StateOp, ...], Any],
                     k: int, name: str = "repro.py", judging: Any = None) -> str:
     """The script's source. ``config`` is a :class:`ufuzz.backends.http.ProductConfig`; ``parent`` and
-    ``mutant`` are (query text, full op recipe, reference); ``judging`` how the campaign judged."""
+    ``mutant`` are (query text, full op recipe, reference) — ``parent`` None for a seed's baseline failure, judged
+    alone; ``judging`` how the campaign judged."""
     ops = {n: {"method": o.method, "path": o.path, "body": o.body, **{p: jp.text for p, jp in o.paths.items()}}
            for n, o in config.ops.items()}
     not_found = list(config.ops["get"].not_found) if "get" in config.ops else [404]
@@ -382,7 +392,8 @@ def http_reproducer(config: Any, *, key: str, operator: str, kind: str, stage: s
                "auth_scheme": config.auth_scheme, "prefix": config.ns_prefix, "ops": ops, "not_found": not_found,
                "update_policy": config.ops["update"].policy if "update" in config.ops else None}
     case = {"key": key, "operator": operator, "kind": kind, "stage": stage, "k": k,
-            "memories": [m.to_dict() for m in memories], "parent": _side(*parent), "mutant": _side(*mutant)}
+            "memories": [m.to_dict() for m in memories], "parent": _side(*parent) if parent else None,
+            "mutant": _side(*mutant)}
     auth = f"{config.auth_env}=... " if config.auth_env else ""
     return _SCRIPT.format(key=key, operator=operator, stage=stage, kind=kind, product=config.name, name=name,
                           auth_hint=auth, product_data=repr(product), case_data=repr(case),
