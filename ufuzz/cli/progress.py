@@ -56,11 +56,12 @@ def _eta(p: Any, elapsed: float, max_time: float | None) -> float | None:
     return left
 
 
-def progress_line(p: Any, elapsed: float, max_time: float | None = None) -> str:
-    """One line of the campaign's progress counters (``p`` is a campaign ``Progress``)."""
+def progress_line(p: Any, elapsed: float, max_time: float | None = None, hidden: bool = False) -> str:
+    """One line of the campaign's progress counters (``p`` is a campaign ``Progress``; ``hidden``: retrieval is
+    hidden, so coverage is not observed and the line says so instead of "coverage 0/N")."""
     rate = p.executions / elapsed if elapsed > 0 else 0.0
     pct = f" ({100 * p.executions / p.budget:.0f}%)" if p.budget else ""
-    cov = f"{p.coverage}/{p.coverage_total}" if p.coverage_total else str(p.coverage)
+    cov = "hidden" if hidden else f"{p.coverage}/{p.coverage_total}" if p.coverage_total else str(p.coverage)
     causes = getattr(p, "causes", None)
     limit = f"/{format_duration(max_time)}" if max_time is not None else ""
     return (f"execs {p.executions}/{p.budget}{pct}  {rate:.1f}/s  elapsed {format_duration(elapsed)}{limit}  "
@@ -73,8 +74,9 @@ class PlainProgress:
     """Writes :func:`progress_line` to ``stream`` every ``every_s`` seconds or ``every_n`` executions."""
 
     def __init__(self, stream: TextIO, *, every_s: float = 10.0, every_n: int = 0, max_time: float | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, hidden: Callable[[], bool] = lambda: False) -> None:
         self.stream = stream
+        self.hidden = hidden
         self.every_s = every_s
         self.every_n = every_n
         self.max_time = max_time
@@ -95,7 +97,7 @@ class PlainProgress:
             self._emit(p, self.clock())
 
     def _emit(self, p: Any, now: float) -> None:
-        self.stream.write(f"[ufuzz] {progress_line(p, now - self.t0, self.max_time)}\n")
+        self.stream.write(f"[ufuzz] {progress_line(p, now - self.t0, self.max_time, self.hidden())}\n")
         self.stream.flush()
         self._last_t, self._last_n = now, p.executions
         self.lines += 1
@@ -109,6 +111,10 @@ def run_with_progress(campaign: Any, *, quiet: bool = False, every_s: float = 10
     max_time = getattr(campaign.config, "max_time", None)
     started: list[bool] = []
 
+    def hidden() -> bool:  # known once the campaign has started (its judging: is the selection level judged?)
+        j = getattr(campaign, "judging", None)
+        return isinstance(j, dict) and not j.get("selection", True)
+
     def first(_p: Any) -> None:
         if not started:
             started.append(True)
@@ -118,7 +124,7 @@ def run_with_progress(campaign: Any, *, quiet: bool = False, every_s: float = 10
     if quiet:
         return campaign.run(on_progress=first)
     if not err.isatty():
-        plain = PlainProgress(err, every_s=every_s, every_n=every_n, max_time=max_time)
+        plain = PlainProgress(err, every_s=every_s, every_n=every_n, max_time=max_time, hidden=hidden)
 
         def plain_update(p: Any) -> None:
             first(p)
@@ -134,7 +140,7 @@ def run_with_progress(campaign: Any, *, quiet: bool = False, every_s: float = 10
     t0 = time.monotonic()
 
     def view(p: Any) -> Text:
-        main = progress_line(p, time.monotonic() - t0, max_time)
+        main = progress_line(p, time.monotonic() - t0, max_time, hidden())
         extra = (f"phase {p.phase}  uncovered obligations {p.uncovered_obligations}  valid {p.mutants_valid}  "
                  f"rejected {p.mutants_rejected}  retained {p.retained}")
         return Text(f"{main}\n{extra}")
