@@ -77,6 +77,9 @@ def summary_sentence(v: dict[str, Any]) -> str:
                     f"the original wording {_quote(parent_q)} found.")
         if deleted or updated:
             return f"after the state change, {search} no longer returns the memory that answers {_quote(mutant_q)}."
+        if op == "target_change" and parent_q:
+            return (f"asked {_quote(mutant_q)} (the question {_quote(parent_q)} about another target), {search} "
+                    "does not return the memory that answers it.")
         return f"{search} does not return the memory that answers {_quote(mutant_q)}."
     if kind == "unsupported_retrieved":
         return (f"asked {_quote(mutant_q)}, about something never stored, {search} returns "
