@@ -30,6 +30,11 @@ def _op_word(op: str, backend: str, info: dict[str, Any]) -> str:
     return str(spec).split()[0] if spec else op
 
 
+def _a(word: str) -> str:
+    """``word`` with its indefinite article ("an update", "a PUT")."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 def _search_word(v: dict[str, Any]) -> str:
     return "search" if v["backend"] == "http" else "retrieval"
 
@@ -67,7 +72,7 @@ def summary_sentence(v: dict[str, Any]) -> str:
                 f"{gone}.")
     if kind == "stale_ranked_above_valid":
         if updated:
-            return (f"after an {_op_word('update', be, info)} of {_quote(updated.get('target_text'))} to "
+            return (f"after {_a(_op_word('update', be, info))} of {_quote(updated.get('target_text'))} to "
                     f"{_quote(updated.get('text'))}, {search} ranks the old version above the new one.")
         return (f"{search} ranks a memory that does not answer {_quote(mutant_q)} ({_quote(_offending_text(v))}) "
                 "above the one that does.")
@@ -89,7 +94,7 @@ def summary_sentence(v: dict[str, Any]) -> str:
             return (f"the answer still uses a memory that {_op_word('delete', be, info)} removed: {_quote(resp)}; "
                     f"{gone}.")
         if updated:
-            return (f"after an {_op_word('update', be, info)} to {_quote(updated.get('text'))}, the answer still "
+            return (f"after {_a(_op_word('update', be, info))} to {_quote(updated.get('text'))}, the answer still "
                     f"gives the old value: {_quote(resp)}.")
         return f"the answer gives an out-of-date value: {_quote(resp)}."
     if kind == "unsupported_answer":
