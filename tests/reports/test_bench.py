@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from ufuzz.cli import main
 from ufuzz.corpus.failures import FailureStore
 from ufuzz.corpus.store import CorpusStore
-from ufuzz.reports.bench import BenchConfig, budgets_of, parse_strategies, render_table, run_bench
+from ufuzz.oracles.classes import class_of
+from ufuzz.reports.bench import BenchConfig, budgets_of, compare, parse_strategies, render_table, run_bench
 from ufuzz.reports.plot import Panel, Series, inline_svg, line_chart_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -72,6 +73,10 @@ def test_run_numbers_agree_with_the_run_campaigns(bench):
         failures = [f for f in recorded if f.origin == "mutant" and f.counts]
         assert len(failures) == r["unique_failures"]
         assert len({f.cause_key for f in failures}) == r["causes"] == summary["causes"]
+        classes = {class_of(f.operator, f.stage, f.kind).id for f in failures}
+        assert r["classes"] == len(classes) == len(r["by_class"]) and set(r["by_class"]) == classes
+        assert sum(c["unique"] for c in r["by_class"].values()) == r["unique_failures"]
+        assert sum(c["causes"] for c in r["by_class"].values()) == r["causes"]
         assert sum(1 for f in recorded if f.origin == "baseline") == r["baseline_failures"]
         for b in budgets_of(BUDGET):  # UF@b = failures first seen within b executions
             assert r["at"][str(b)]["unique_failures"] == sum(1 for f in failures if f.first_seq <= b)
@@ -128,14 +133,18 @@ def test_sharing_the_backend_does_not_change_a_run(bench, tmp_path):
 
 def test_table_and_markdown(bench):
     result, out, _ = bench
-    table = render_table(result).splitlines()
+    text = render_table(result).splitlines()
+    table = text[:4]
     assert table[0].split()[:6] == ["strategy", "runs", "UF@37", "UF@75", "UF@112", "UF@150"]
-    assert len(table) == 4 and table[2].startswith("full") and table[3].startswith("random")
+    assert "classes" in table[0].split() and not text[4]
+    assert table[2].startswith("full") and table[3].startswith("random")
+    assert text[-1].startswith("Mann-Whitney U / A12: not computed (2 run(s) of 'full'")
+    assert result["tests"] == {"skipped": "2 run(s) of 'full': the test needs at least 5"}
     agg = result["strategies"]["full"]
     assert f"{agg['uf@150']['mean']:.1f} ± {agg['uf@150']['std']:.1f}" in table[2]
     md = (out / "bench.md").read_text().splitlines()
     rows = [line for line in md if line.startswith("|")]
-    assert len(rows) == 4
+    assert len(rows) == 4 and md[-1].startswith("Mann-Whitney U / A12: not computed")
     assert rows[0] == "| " + " | ".join(table[0].split()) + " |"
     assert {row.count("|") for row in rows} == {rows[0].count("|")}
     assert rows[2].startswith("| full | 2 |") and rows[3].startswith("| random | 2 |")
@@ -197,3 +206,29 @@ def test_cli_bench_smoke_and_bad_input(tmp_path):
     assert res.exit_code == 2 and "none.jsonl" in res.output
     res = runner.invoke(main, ["bench", "--opt", "retrieval=sparse", "--budget", "5", "--out", str(tmp_path / "x")])
     assert res.exit_code == 1 and "retrieval" in res.output
+
+
+def _fake(strategy: str, uf: int, causes: int, classes: int, cov: float, seed: int) -> dict:
+    return {"strategy": strategy, "seed": seed, "causes": causes, "classes": classes,
+            "at": {"100": {"unique_failures": uf, "coverage": cov}}}
+
+
+def test_compare_full_against_each_baseline():
+    runs = [_fake("full", 10 + i, 8 + i, 3, 0.5, i) for i in range(5)]
+    runs += [_fake("random", i, i, 3, 0.6, i) for i in range(5)]
+    runs += [_fake("state-only", 0, 0, 0, 0.5, i) for i in range(4)]  # too few runs to test
+    tests = compare(runs, 100)
+    assert set(tests) == {"random"}
+    row = tests["random"]
+    assert row["uf"]["a12"] == 1.0 and row["uf"]["p"] == pytest.approx(2 / 252)  # every full run beats every random
+    assert row["causes"]["a12"] == 1.0
+    assert row["classes"] == {"a12": 0.5, "p": 1.0, "u": 12.5, "runs": [5, 5]}  # all equal: no difference
+    assert row["cov"]["a12"] == 0.0  # random reaches more: A12 of full is 0
+    assert compare(runs[5:], 100) == {"skipped": "no 'full' runs to compare against"}
+    result = {"config": {"budget": 100, "strategies": ["full", "random"]}, "tests": tests,
+              "strategies": {"full": {}, "random": {}}}
+    from ufuzz.reports.bench import _test_rows
+
+    head, rows = _test_rows(result)
+    assert head == ["full vs", "UF@100 A12 (p)", "causes A12 (p)", "classes A12 (p)", "Cov@100 A12 (p)"]
+    assert rows == [["random", "1.00 (0.008)", "1.00 (0.008)", "0.50 (1.000)", "0.00 (0.008)"]]

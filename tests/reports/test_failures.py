@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from ufuzz.cli import main
 from ufuzz.corpus.campaign import load_campaign
 from ufuzz.corpus.store import CorpusStore
-from ufuzz.reports.failures import failure_rows, failure_views, group_by_cause
+from ufuzz.oracles.classes import class_of
+from ufuzz.reports.failures import failure_rows, failure_views, group_by_cause, group_by_class
 
 
 def invoke(*args):
@@ -51,6 +52,29 @@ def test_list_by_cause_groups_every_failure_once(camp, data):
         assert {(r["operator"], r["kind"], r["stage"], r["cause"]) for r in members} == \
             {(g["operator"], g["kind"], g["stage"], g["cause"])}
     assert group_by_cause(rows) == groups
+
+
+def test_list_by_class_groups_causes_into_behaviours(camp, data):
+    rows = failure_rows(data)
+    classes = json.loads(invoke("failures", "list", camp, "--by", "class", "--json").output)
+    assert classes == group_by_class(rows) and classes
+    assert sum(c["unique"] for c in classes) == len(rows)
+    # every cause in exactly one class, and the class is the one its operator, level and kind give
+    assert sorted(x for c in classes for x in c["causes"]) == sorted({r["cause"] for r in rows})
+    for r in rows:
+        assert r["class"] == class_of(r["operator"], r["stage"], r["kind"]).id
+    assert [len(c["causes"]) for c in classes] == sorted((len(c["causes"]) for c in classes), reverse=True)
+    text = invoke("failures", "list", camp, "--by", "class").output.splitlines()
+    assert text[0].split()[:4] == ["class", "causes", "unique", "seen"]
+    assert text[-1] == (f"{len(classes)} behaviour classes, {len({r['cause'] for r in rows})} causes, "
+                        f"{len(rows)} unique failures")
+    status = json.loads(invoke("status", camp, "--json").output)
+    assert status["classes"] == len(classes)
+    assert {c["class"]: (c["causes"], c["unique"]) for c in status["behaviour_classes"]} == \
+        {c["class"]: (len(c["causes"]), c["unique"]) for c in classes}
+    shown = invoke("status", camp).output
+    assert f"({status['causes']} causes, {len(classes)} behaviour classes)" in shown
+    assert all(c["title"] in shown for c in classes)
 
 
 def test_list_filters(camp, data):

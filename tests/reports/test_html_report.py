@@ -67,6 +67,7 @@ def test_the_report_is_one_file_that_loads_nothing(report):
         assert p not in page
     assert "&lt;script&gt;document.body.setAttribute(" in page
     assert page.count("<svg") == 5  # four curves (failures over executions, over time, executions/s, coverage) and the yields, inline
+    assert "<h2 id='classes'>Behaviour classes</h2>" in page
 
 
 @needs_browser

@@ -27,8 +27,9 @@ def failures() -> None:
 @failures.command("list")
 @click.argument("campaign_dir", type=click.Path(file_okay=False))
 @click.option("--db", default=None, help="SQLAlchemy URL if the corpus is not the campaign dir's SQLite file.")
-@click.option("--by", type=click.Choice(["key", "cause"]), default="key", show_default=True,
-              help="One row per unique failure, or per cause (one bug, however many failures show it).")
+@click.option("--by", type=click.Choice(["key", "cause", "class"]), default="key", show_default=True,
+              help="One row per unique failure, per cause (one bug, however many failures show it) or per "
+                   "behaviour class (one behaviour of the system, however many facts show it).")
 @click.option("--operator", default=None, help="Only this operator's failures.")
 @click.option("--kind", default=None, help="Only this failure kind (e.g. deleted_evidence_retrieved).")
 @click.option("--stage", "--level", "stage", default=None, help="Only this level (selection, response, ...).")
@@ -38,13 +39,14 @@ def failures() -> None:
 def failures_list(campaign_dir: str, db: str | None, by: str, operator: str | None, kind: str | None,
                   stage: str | None, include_all: bool, as_json: bool) -> None:
     """List the unique failures of a campaign in discovery order, or its causes (most failures first)."""
-    from ufuzz.reports.failures import baseline_of, failure_rows, group_by_cause, render_list
+    from ufuzz.reports.failures import baseline_of, failure_rows, group_by_cause, group_by_class, render_list
 
     data = _load(campaign_dir, db)
     rows = failure_rows(data, operator=operator, kind=kind, stage=stage, include_all=include_all,
                         baseline=baseline_of(campaign_dir))
     if as_json:
-        click.echo(json.dumps(group_by_cause(rows) if by == "cause" else rows, indent=2, default=str))
+        grouped = {"cause": group_by_cause, "class": group_by_class}.get(by)
+        click.echo(json.dumps(grouped(rows) if grouped else rows, indent=2, default=str))
     else:
         click.echo(render_list(rows, by))
 

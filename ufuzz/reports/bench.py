@@ -185,6 +185,7 @@ def _run_one(cfg: BenchConfig, strategy: str, run: int, suite: SeedSuite, backen
     summary = campaign.run(on_progress=on_progress)
     wall = time.perf_counter() - t0
     found = [n for n, _ in campaign.failure_log]
+    by_class = _by_class(f for _, f in campaign.failure_log)
     at = {}
     for b in budgets_of(cfg.budget):
         cov = _value_at(curve, b, 2)
@@ -195,6 +196,7 @@ def _run_one(cfg: BenchConfig, strategy: str, run: int, suite: SeedSuite, backen
         "strategy": strategy, "run": run, "seed": seed, "dir": str(run_dir), "campaign": summary["campaign"],
         "status": summary["status"], "executions": summary["executions"], "wall_seconds": round(wall, 3),
         "unique_failures": summary["unique_failures"], "causes": summary["causes"],
+        "classes": len(by_class), "by_class": by_class,
         "baseline_failures": summary["baseline_failures"], "coverage_reached": final_reached,
         "coverage_total": total, "coverage": final_reached / total if total else 0.0,
         "mutants_valid": summary["mutants_valid"], "mutants_rejected": summary["mutants_rejected"],
@@ -204,6 +206,18 @@ def _run_one(cfg: BenchConfig, strategy: str, run: int, suite: SeedSuite, backen
         "curve": [list(p) for p in curve], "replay": None,
     }
     return rec
+
+
+def _by_class(failures: Any) -> dict[str, dict[str, int]]:
+    """Unique failures and causes per behaviour class (:mod:`ufuzz.oracles.classes`) of a run's failures."""
+    from ufuzz.oracles.classes import class_of
+
+    out: dict[str, dict[str, Any]] = {}
+    for f in failures:
+        row = out.setdefault(class_of(f.operator, f.stage, f.kind).id, {"unique": 0, "causes": set()})
+        row["unique"] += 1
+        row["causes"].add(f.cause)
+    return {cid: {"unique": r["unique"], "causes": len(r["causes"])} for cid, r in sorted(out.items())}
 
 
 def _replay_run(rec: dict[str, Any]) -> None:
@@ -244,6 +258,13 @@ def aggregate(runs: list[dict[str, Any]], budget: int) -> dict[str, Any]:
             agg[f"uf@{b}"] = _mean_std([r["at"][str(b)]["unique_failures"] for r in rs])
             agg[f"cov@{b}"] = _mean_std([r["at"][str(b)]["coverage"] for r in rs])
         agg["causes"] = _mean_std([r.get("causes", 0) for r in rs])
+        agg["classes"] = _mean_std([r.get("classes", 0) for r in rs])
+        # the classes any run of the strategy found, with how many of its runs found each
+        seen: dict[str, int] = {}
+        for r in rs:
+            for cid in r.get("by_class", {}):
+                seen[cid] = seen.get(cid, 0) + 1
+        agg["classes_found"] = dict(sorted(seen.items()))
         agg["responses"] = _mean_std([r.get("responses", 0) for r in rs])
         agg["hidden"] = all(r.get("hidden", False) for r in rs)
         agg["baseline_failures"] = _mean_std([r.get("baseline_failures", 0) for r in rs])
@@ -260,6 +281,50 @@ def aggregate(runs: list[dict[str, Any]], budget: int) -> dict[str, Any]:
                                 for r in rs) for x in xs]
         agg["curve"] = {"executions": xs, "unique_failures": uf, "coverage": cov}
         out[name] = agg
+    return out
+
+
+#: the Mann-Whitney U test and A12 are reported from this many runs per strategy on (Klees et al. ask for more;
+#: fewer runs cannot give a small p-value at all: 3 + 3 runs never go below p = 0.1)
+MIN_TEST_RUNS = 5
+REFERENCE = "full"
+
+
+def _metric(r: dict[str, Any], metric: str, budget: int) -> float:
+    if metric == "uf":
+        return float(r["at"][str(budget)]["unique_failures"])
+    if metric == "cov":
+        return float(r["at"][str(budget)]["coverage"])
+    return float(r.get(metric, 0))
+
+
+def compare(runs: list[dict[str, Any]], budget: int, reference: str = REFERENCE) -> dict[str, Any]:
+    """``reference`` against every other strategy, per metric (UF@N, causes, classes, Cov@N): the Mann-Whitney U
+    two-sided p-value and the Vargha-Delaney A12 of ``reference`` over the other (>0.5: the reference does
+    better). Only where both have at least :data:`MIN_TEST_RUNS` runs; otherwise ``{"skipped": why}``."""
+    from ufuzz.reports.stats import a12, mann_whitney_u
+
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in runs:
+        by.setdefault(r["strategy"], []).append(r)
+    ref = by.get(reference)
+    if ref is None:
+        return {"skipped": f"no {reference!r} runs to compare against"}
+    if len(ref) < MIN_TEST_RUNS:
+        return {"skipped": f"{len(ref)} run(s) of {reference!r}: the test needs at least {MIN_TEST_RUNS}"}
+    out: dict[str, Any] = {}
+    for name, rs in by.items():
+        if name == reference or len(rs) < MIN_TEST_RUNS:
+            continue
+        row = {}
+        for metric in ("uf", "causes", "classes", "cov"):
+            if metric == "cov" and any(r.get("hidden") for r in rs + ref):
+                continue
+            x = [_metric(r, metric, budget) for r in ref]
+            y = [_metric(r, metric, budget) for r in rs]
+            u, p = mann_whitney_u(x, y)
+            row[metric] = {"a12": a12(x, y), "p": p, "u": u, "runs": [len(x), len(y)]}
+        out[name] = row
     return out
 
 
@@ -307,6 +372,7 @@ def run_bench(cfg: BenchConfig, *, echo: Callable[[str], None] | None = None,
             "wall_seconds": round(time.perf_counter() - t_all, 3),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "strategies": aggregate(runs, cfg.budget),
+            "tests": compare(runs, cfg.budget),
             "runs": runs,
         }
 
@@ -370,7 +436,7 @@ def _rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     budgets = result["config"]["budgets"]
     hidden = _hidden(result)
     seen = ["responses"] if hidden else [f"Cov@{b}" for b in budgets]
-    head = ["strategy", "runs", *(f"UF@{b}" for b in budgets), *seen, "causes",
+    head = ["strategy", "runs", *(f"UF@{b}" for b in budgets), *seen, "causes", "classes",
             "baseline", "reproduced", "execs", "s/run"]
     rows = []
     for name, agg in _ordered(result):
@@ -379,19 +445,69 @@ def _rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                                      + (f" ({100 * rep['rate']:.0f}%)" if rep["rate"] is not None else ""))
         rows.append([name, str(agg["runs"]), *(_pm(agg[f"uf@{b}"], 1) for b in budgets),
                      *([_pm(agg["responses"], 0)] if hidden else [_pm(agg[f"cov@{b}"], 3) for b in budgets]),
-                     _pm(agg["causes"], 1),
+                     _pm(agg["causes"], 1), _pm(agg.get("classes") or {"mean": 0.0, "std": 0.0}, 1),
                      _pm(agg["baseline_failures"], 1), rep_s, f"{agg['executions']['mean']:.0f}",
                      f"{agg['wall_seconds']['mean']:.0f}"])
     return head, rows
 
 
-def render_table(result: dict[str, Any]) -> str:
-    """Plain-text table: mean ± std (sample std over runs) per strategy."""
-    head, rows = _rows(result)
+def _text_table(head: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(),
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return lines
+
+
+_TEST_METRICS = (("uf", "UF@{b}"), ("causes", "causes"), ("classes", "classes"), ("cov", "Cov@{b}"))
+
+
+def _test_rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
+    """``full`` against each other strategy: A12 (p) per metric; None when the tests were skipped."""
+    tests = result.get("tests") or {}
+    if not tests or "skipped" in tests:
+        return None
+    b = result["config"]["budget"]
+    metrics = [(m, label.format(b=b)) for m, label in _TEST_METRICS if any(m in row for row in tests.values())]
+    head = [f"{REFERENCE} vs", *(f"{label} A12 (p)" for _, label in metrics)]
+    rows = []
+    for name, _ in _ordered(result):
+        row = tests.get(name)
+        if row is None:
+            continue
+        rows.append([name, *(f"{row[m]['a12']:.2f} ({row[m]['p']:.3f})" if m in row else "-" for m, _ in metrics)])
+    return head, rows
+
+
+def _tests_note(result: dict[str, Any]) -> str:
+    tests = result.get("tests") or {}
+    if "skipped" in tests:
+        return f"Mann-Whitney U / A12: not computed ({tests['skipped']})."
+    return (f"A12: Vargha-Delaney effect size of {REFERENCE} over the strategy (0.5 no difference, 1.0 every "
+            f"{REFERENCE} run better); p: two-sided Mann-Whitney U (exact over every split of the runs).")
+
+
+def _classes_lines(result: dict[str, Any]) -> list[str]:
+    """Per strategy, the behaviour classes its runs found (class: runs that found it)."""
+    out = []
+    for name, agg in _ordered(result):
+        found = agg.get("classes_found") or {}
+        text = ", ".join(f"{cid} {n}/{agg['runs']}" for cid, n in sorted(found.items(), key=lambda i: (-i[1], i[0])))
+        out.append(f"{name}: {text or 'none'}")
+    return out
+
+
+def render_table(result: dict[str, Any]) -> str:
+    """Plain-text tables: mean ± std (sample std over runs) per strategy; the classes each found; and, from
+    five runs on, ``full`` against each other strategy (A12 and Mann-Whitney U p)."""
+    head, rows = _rows(result)
+    lines = _text_table(head, rows)
+    lines += ["", "behaviour classes found (runs that found each):", *(f"  {x}" for x in _classes_lines(result))]
+    tests = _test_rows(result)
+    lines.append("")
+    if tests is not None:
+        lines += _text_table(*tests)
+    lines.append(_tests_note(result))
     return "\n".join(lines)
 
 
@@ -410,7 +526,8 @@ def render_markdown(result: dict[str, Any]) -> str:
                 "responses seen (over seeds); " if _hidden(result) else
                 "Cov@b: checkpoint memories reached / all; ")
              + "causes: distinct "
-             "cause keys among the unique failures; baseline: seeds failing their own reference. "
+             "cause keys among the unique failures; classes: distinct behaviour classes among them (one behaviour "
+             "of the system, however many facts show it); baseline: seeds failing their own reference. "
              "reproduced: recorded failures (baseline ones included) reproduced by `ufuzz replay` "
              f"on a fresh backend. Total wall time {result['wall_seconds']:.0f} s"
              + (" (interrupted)." if result.get("interrupted") else ".")
@@ -418,6 +535,14 @@ def render_markdown(result: dict[str, Any]) -> str:
                 if result.get("partial") else ""), "",
              "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["", "Behaviour classes found (runs that found each):", "",
+              *(f"- {x}" for x in _classes_lines(result)), ""]
+    tests = _test_rows(result)
+    if tests is not None:
+        thead, trows = tests
+        lines += ["| " + " | ".join(thead) + " |", "|" + "|".join("---" for _ in thead) + "|",
+                  *("| " + " | ".join(r) + " |" for r in trows), ""]
+    lines.append(_tests_note(result))
     return "\n".join(lines) + "\n"
 
 

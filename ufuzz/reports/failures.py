@@ -21,10 +21,11 @@ from ufuzz.corpus.baseline import BaselineVerdict, counts_as_system_failure
 from ufuzz.corpus.campaign import CampaignData, case_of, select_failures
 from ufuzz.corpus.store import CorpusStore
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference, StateOp
+from ufuzz.oracles.classes import class_of
 from ufuzz.oracles.verdict import normalise_id
 
-__all__ = ["cause_of", "failure_rows", "group_by_cause", "render_list", "failure_views", "render_show",
-           "baseline_of"]
+__all__ = ["cause_of", "failure_rows", "group_by_cause", "group_by_class", "render_list", "failure_views",
+           "render_show", "baseline_of"]
 
 
 # ====================================================================== keys, causes, rows
@@ -80,7 +81,9 @@ def failure_rows(data: CampaignData, *, operator: str | None = None, kind: str |
                 or (kind and f.kind != kind) or (stage and f.stage != stage):
             continue
         m = data.mutants.get(f.case_id)
+        behaviour = class_of(f.operator, f.stage, f.kind)
         rows.append({"key": f.failure_key, "cause": cause_of(f, _own_ops(data, f.case_id)), "operator": f.operator,
+                     "class": behaviour.id, "class_title": behaviour.title,
                      "kind": f.kind, "stage": f.stage, "origin": origin, "seed": f.seed_id, "case": f.case_id,
                      "target": (m.target if m else None) or f.detail.get("target"),
                      "offending": list(f.detail.get("offending") or ()), "occurrences": f.count,
@@ -105,6 +108,22 @@ def group_by_cause(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(groups.values(), key=lambda g: (-g["unique"], g["first_seq"] or 0, g["cause"]))
 
 
+def group_by_class(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows merged by behaviour class (:mod:`ufuzz.oracles.classes`): one behaviour of the system, its causes,
+    unique failures and occurrences, most causes first."""
+    groups: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        g = groups.setdefault(r["class"], {"class": r["class"], "title": r["class_title"], "causes": [],
+                                           "unique": 0, "occurrences": 0, "operators": [], "seeds": [],
+                                           "example": r["key"], "first_seq": r["first_seq"]})
+        g["unique"] += 1
+        g["occurrences"] += r["occurrences"]
+        for name, value in (("causes", r["cause"]), ("operators", r["operator"] or "-"), ("seeds", r["seed"])):
+            if value not in g[name]:
+                g[name].append(value)
+    return sorted(groups.values(), key=lambda g: (-len(g["causes"]), -g["unique"], g["first_seq"] or 0, g["class"]))
+
+
 def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
     out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(), "  ".join("-" * w for w in widths)]
@@ -119,6 +138,14 @@ def _short(text: Any, n: int) -> str:
 
 def render_list(rows: list[dict[str, Any]], by: str = "key") -> str:
     """The plain-text table of ``ufuzz failures list``."""
+    if by == "class":
+        classes = group_by_class(rows)
+        body = [(c["class"], str(len(c["causes"])), str(c["unique"]), str(c["occurrences"]), str(len(c["seeds"])),
+                 ",".join(c["operators"]), c["example"][:12], c["title"]) for c in classes]
+        lines = _table(("class", "causes", "unique", "seen", "seeds", "operators", "example", "behaviour"), body)
+        lines.append(f"{len(classes)} behaviour classes, {len({r['cause'] for r in rows})} causes, "
+                     f"{len(rows)} unique failures")
+        return "\n".join(lines)
     if by == "cause":
         groups = group_by_cause(rows)
         body = [(g["cause"][:12], g["operator"] or "-", g["stage"], g["kind"], str(g["unique"]), str(g["occurrences"]),

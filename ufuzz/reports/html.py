@@ -25,7 +25,7 @@ from typing import Any
 from ufuzz.corpus.campaign import CampaignData, load_campaign
 from ufuzz.corpus.store import CorpusStore
 from ufuzz.engine.plotdata import read_plot_data
-from ufuzz.reports.failures import baseline_of, failure_rows, failure_views, group_by_cause
+from ufuzz.reports.failures import baseline_of, failure_rows, failure_views, group_by_cause, group_by_class
 from ufuzz.reports.plot import Panel, Series, bar_chart_svg, inline_svg, line_chart_svg
 from ufuzz.reports.status import campaign_status
 
@@ -313,6 +313,18 @@ def _causes(rows: list[dict[str, Any]]) -> str:
                      numeric={4, 5, 6}))
 
 
+def _classes(rows: list[dict[str, Any]]) -> str:
+    groups = group_by_class(rows)
+    body = [[f"<span class='mono'>{esc(g['class'])}</span>", esc(g["title"]), len(g["causes"]), g["unique"],
+             g["occurrences"], len(g["seeds"]), esc(", ".join(g["operators"])),
+             f"<a href='#f-{esc(g['example'])}'>{esc(g['example'][:12])}</a>"] for g in groups]
+    return (f"<h2 id='classes'>Behaviour classes</h2><p class='muted'>{len(groups)} behaviours of the system behind "
+            f"{len({r['cause'] for r in rows})} causes (one behaviour, however many facts showed it: the unit a "
+            "developer fixes).</p>"
+            + _table(["class", "behaviour", "causes", "unique", "seen", "seeds", "operators", "example"], body,
+                     numeric={2, 3, 4, 5}))
+
+
 def _ops_html(ops: list[dict[str, Any]]) -> str:
     if not ops:
         return "<p class='muted'>none: the query changed, the state did not</p>"
@@ -465,9 +477,11 @@ def build_report(campaign_dir: Path, *, db: str | None = None, max_failures: int
     for v in views:
         v["retrieval_hidden"] = responses is not None
     causes = len({r["cause"] for r in rows})
+    classes = len({r["class"] for r in rows})
     title = f"ufuzz report — {data.campaign_id}"
     sections = (*((("compare", "comparison"),) if compare is not None else ()), ("summary", "summary"),
-                ("curves", "over executions and time"), ("yields", "yields per operator"), ("causes", "causes"),
+                ("curves", "over executions and time"), ("yields", "yields per operator"),
+                ("classes", "behaviour classes"), ("causes", "causes"),
                 ("baseline-failures", "baseline failures"), ("failures", "failures"))
     nav = " · ".join(f"<a href='#{a}'>{t}</a>" for a, t in sections)
     base = ""
@@ -478,17 +492,17 @@ def build_report(campaign_dir: Path, *, db: str | None = None, max_failures: int
             base += (f"<p><b>Not the baseline's campaign</b> ({esc('; '.join(baseline.mismatch))}): known bugs "
                      "can show under new keys and count as new.</p>")
     body = "".join([
-        f"<h1>{esc(title)}</h1><p class='muted'>{esc(len(rows))} unique failures, {causes} causes · generated "
-        f"{esc(time.strftime('%Y-%m-%d %H:%M:%S'))} · {nav}</p>{base}",
+        f"<h1>{esc(title)}</h1><p class='muted'>{esc(len(rows))} unique failures, {causes} causes, {classes} behaviour "
+        f"classes · generated {esc(time.strftime('%Y-%m-%d %H:%M:%S'))} · {nav}</p>{base}",
         _compare(rows, st, compare, compare_db) if compare is not None else "",
         _summary(st, data, plot, responses), _curves(plot, data, rows, responses), _yields(data, rows),
-        _causes(rows), _baseline_failures(st), _browser(views, len(rows)),
+        _classes(rows), _causes(rows), _baseline_failures(st), _browser(views, len(rows)),
     ])
     page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{_csp()}\">"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{esc(title)}</title>"
             f"<style>{_STYLE}</style></head><body>{body}<script>{_SCRIPT}</script></body></html>\n")
-    stats = f"{len(rows)} unique failures, {causes} causes, {len(views)} in the browser"
+    stats = f"{len(rows)} unique failures, {causes} causes, {classes} behaviour classes, {len(views)} in the browser"
     return page, stats
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from ufuzz.corpus.campaign import resolve_campaign
 from ufuzz.corpus.failures import FailureStore
 from ufuzz.corpus.store import CorpusStore, database_errors, default_url
+from ufuzz.oracles.classes import summarise
 
 
 def campaign_status(campaign_dir: Path, db: str | None = None, campaign_id: str | None = None) -> dict[str, Any]:
@@ -77,6 +78,9 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
     summary["failures_by_operator"] = dict(sorted(by_op.items()))
     summary["failures_by_kind"] = dict(sorted(by_kind.items()))
     summary["failure_groups"] = groups
+    # the behaviours the failures show (ufuzz.oracles.classes): the unit a developer fixes
+    summary["behaviour_classes"] = summarise(groups)
+    summary["classes"] = len(summary["behaviour_classes"])
     return summary
 
 
@@ -160,12 +164,18 @@ def render_status(st: dict[str, Any]) -> str:
         lines.append(f"worker     {w['starts']} start(s), {w['recycles']} recycled, {w['crashes']} crashed, "
                      f"{w['rebuilds']} states rebuilt, peak {w['peak_rss_mb']:.0f} MB")
     lines.append(_judging_line(st.get("judging")))
-    lines.append(f"unique failures {st['unique_failures']} ({st.get('causes', 0)} causes)")
+    lines.append(f"unique failures {st['unique_failures']} ({st.get('causes', 0)} causes, "
+                 f"{st.get('classes', 0)} behaviour classes)")
     if st["failure_groups"]:
         lines.append(f"  {'operator':16s} {'level':10s} {'kind':28s} {'unique':>6s} {'causes':>6s} {'seen':>6s}")
         for g in st["failure_groups"]:
             lines.append(f"  {g['operator'] or '?':16s} {g['stage']:10s} {g['kind']:28s} {g['unique']:6d} "
                          f"{g.get('causes', 0):6d} {g['occurrences']:6d}")
+    if st.get("behaviour_classes"):
+        lines.append(f"behaviour classes {st['classes']} (what a developer fixes: one behaviour, many facts)")
+        lines.append(f"  {'class':40s} {'causes':>6s} {'unique':>6s} {'seen':>6s}  behaviour")
+        for c in st["behaviour_classes"]:
+            lines.append(f"  {c['class']:40s} {c['causes']:6d} {c['unique']:6d} {c['occurrences']:6d}  {c['title']}")
     base = st.get("baseline_failures") or []
     lines.append(f"baseline failures {len(base)} (seeds failing their own reference; not in unique failures)")
     for b in base:
