@@ -27,13 +27,15 @@ from ufuzz.cli.options import BUDGET, parse_opts
 @click.option("--retrieval-visibility", "retrieval", type=click.Choice(["auto", "visible", "hidden"]),
               default="auto", show_default=True,
               help="hidden: every run observes and judges responses only (see `ufuzz run --help`).")
+@click.option("--search", type=click.Choice(["auto", "walk", "spread"]), default="auto", show_default=True,
+              help="Phase 1 of every run (see `ufuzz run --help`).")
 @click.option("--llm-base-url", default=None, help="OpenAI-compatible endpoint for the LLM uses.")
 @click.option("--llm-model", default=None, help="Model name at that endpoint.")
 @click.option("--llm-api-key-env", default="OPENAI_API_KEY", show_default=True,
               help="Environment variable holding the API key (never logged).")
 @click.option("--llm-uses", default="", help="Comma-separated LLM uses: paraphrase,answer,judge.")
 def bench(backend: str, budget: int, runs: int, strategies: str, seeds: str | None, base_seed: int, k: int,
-          opts: tuple[str, ...], config_file: str | None, out: str | None, no_replay: bool, retrieval: str,
+          opts: tuple[str, ...], config_file: str | None, out: str | None, no_replay: bool, retrieval: str, search: str,
           llm_base_url: str | None, llm_model: str | None, llm_api_key_env: str, llm_uses: str) -> None:
     """Compare search strategies: UF@B, Cov@B and curves, mean ± std over runs."""
     from ufuzz.backends.protocol import BackendError, BackendUnavailable
@@ -49,7 +51,7 @@ def bench(backend: str, budget: int, runs: int, strategies: str, seeds: str | No
     options = parse_opts(opts)
     if config_file:
         options.setdefault("config", config_file)
-    campaign = {"retrieval": retrieval, "llm_base_url": llm_base_url, "llm_model": llm_model,
+    campaign = {"retrieval": retrieval, "search": search, "llm_base_url": llm_base_url, "llm_model": llm_model,
                 "llm_api_key_env": llm_api_key_env,
                 "llm_uses": tuple(u.strip() for u in llm_uses.split(",") if u.strip())}
     from ufuzz.engine.campaign import CampaignConfig

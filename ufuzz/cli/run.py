@@ -60,6 +60,10 @@ from ufuzz.engine.ending import EXIT_CODES
 @click.option("--explore-share", type=Finite(min=0.0, max=1.0, max_open=True), default=0.0,
               show_default=True, help="Chance that a step mutates a retained mutant while seed obligations remain "
                                       "(0 = obligations strictly first; strategy 'interleaved' uses 0.25).")
+@click.option("--search", type=click.Choice(["auto", "walk", "spread"]), default="auto", show_default=True,
+              help="Phase 1: walk the seeds one by one, or spread over them (greedy cover of the memories their "
+                   "evidence names, operators by what their mutants change in retrieval); auto: spread when the "
+                   "suite has more seeds than the budget.")
 @click.option("--isolation", type=click.Choice(["auto", "process", "none"]), default="auto", show_default=True,
               help="Run the backend in a recyclable worker process: auto = for native libraries "
                    "(mem0, graphiti, a-mem), process = always, none = in the fuzzer's process.")
@@ -108,7 +112,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
         db: str | None, opts: tuple[str, ...], config_file: str | None, strategy: str, rbo_p: float,
         llm_base_url: str | None, llm_model: str | None, llm_api_key_env: str, llm_uses: str, reader: str,
         reader_threshold: float | None, llm_timeout: float, llm_retries: int, retrieval: str, explore_share: float,
-        isolation: str,
+        search: str, isolation: str,
         worker_max_rss_mb: float | None, worker_recycle: int, worker_timeout: float, workers: int,
         ray_address: str | None, max_time: str | None,
         baseline: str | None, fail_on: str | None, match_baseline: bool, junit_out: str | None,
@@ -156,7 +160,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
                              llm_api_key_env=llm_api_key_env, llm_uses=uses, reader=reader,
                              reader_threshold=reader_threshold, llm_timeout=llm_timeout,
                              llm_retries=llm_retries, retrieval=retrieval, explore_share=explore_share,
-                             isolation=isolation,
+                             search=search, isolation=isolation,
                              worker_max_rss_mb=worker_max_rss_mb, worker_recycle=worker_recycle,
                              worker_timeout=worker_timeout, workers=workers, ray_address=ray_address,
                              max_time=seconds,

@@ -45,6 +45,7 @@ from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, MemoryBackend
 from ufuzz.engine import ending
 from ufuzz.engine.cases import CaseBook
+from ufuzz.engine.cover import expected_reach
 from ufuzz.engine.executor import Executor
 from ufuzz.engine.feedback import Ablation, FeedbackState
 from ufuzz.engine.proposal import Proposal, propose
@@ -61,6 +62,7 @@ from ufuzz.oracles.verdict import Failure, Tally
 from ufuzz.seeds.io import load_suite
 
 LLM_USES = ("paraphrase", "answer", "judge")
+SEARCHES = ("auto", "walk", "spread")
 DEFAULT_SEEDS = Path(__file__).resolve().parents[2] / "seeds" / "default.jsonl"
 HEARTBEAT_SECONDS = 30.0
 #: tasks looked ahead to prepare their query mutants' texts in one batch (see Campaign._look_ahead)
@@ -86,6 +88,10 @@ class CampaignConfig:
     retain: bool = True
     obligation_first: bool = True
     explore_share: float = 0.0  # chance of a retained-mutant pick while obligations remain (see scheduler)
+    # phase 1: "walk" the seeds one by one, "spread" over them by greedy cover and operator yield (the search for
+    # suites larger than the budget: ufuzz.engine.scheduler), "auto": spread when the suite has more seeds than
+    # the budget has executions
+    search: str = "auto"
     # Query mutants write nothing. None (auto): they get their own fork where forking is cheap (copy-on-write,
     # the embedded backend) and run on the parent's state otherwise (mem0, Graphiti: a fork is a file copy,
     # and Kuzu does not survive thousands of database opens in one process). True/False force it.
@@ -139,6 +145,8 @@ class CampaignConfig:
         Judging.of(self)  # the responder and judge settings must fit together
         if not 0.0 <= self.explore_share < 1.0:
             raise ValueError(f"--explore-share must be in [0, 1), not {self.explore_share}")
+        if self.search not in SEARCHES:
+            raise ValueError(f"--search must be one of {', '.join(SEARCHES)}, not {self.search!r}")
         if self.isolation not in registry.ISOLATION:
             raise ValueError(f"--isolation must be one of {', '.join(registry.ISOLATION)}, not {self.isolation!r}")
         if self.worker_recycle < 0 or (self.worker_max_rss_mb or 0) < 0 or self.worker_timeout <= 0:
@@ -495,7 +503,7 @@ class Campaign:
         self.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
             attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
             use_divergence=ab.use_divergence, operators=tuple(self.operators), explore_share=cfg.explore_share,
-            use_effect=cfg.retain))
+            use_effect=cfg.retain, spread=self.spreads()))
         for cp in self.suite.checkpoints.values():
             self.store.record_checkpoint(self.campaign_id, cp)
         seeds = sorted(self.suite.seeds, key=lambda s: s.id)
@@ -505,7 +513,7 @@ class Campaign:
             self.cases.add_seed(case)
             self.oracle.add_seed(case, self.suite.reference_of(seed))
             self.store.record_seed(self.campaign_id, seed)
-            self.scheduler.add_seed(case.id, seed.id, self._moves(case))
+            self.scheduler.add_seed(case.id, seed.id, self._moves(case), reach=expected_reach(seed, cp), group=cp.id)
         self.scheduler.seal()
         # every seed runs as a parent: its query is embedded (where the backend embeds) in batches now
         try:
@@ -516,6 +524,11 @@ class Campaign:
         self._end_step(force_snapshot=True)
         self.log.info("started", seeds=len(seeds), obligations=len(self.scheduler.obligations),
                       backend=self.backend.describe(), preflight=self.preflight)
+
+    def spreads(self) -> bool:
+        """Whether phase 1 spreads over the seeds (``--search``; auto: more seeds than budget)."""
+        cfg = self.config
+        return cfg.search == "spread" or (cfg.search == "auto" and len(self.suite.seeds) > cfg.budget)
 
     def _sink(self, failure: Failure, reference: Reference) -> None:
         self.failures.record(failure, None, seq=self.progress.executions)

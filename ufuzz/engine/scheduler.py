@@ -22,6 +22,17 @@ divided by (1 + times picked), then an (operator, target) available on it, drawn
 operator's effect rate (how often its mutants changed the ranking or reached new memories; see
 :meth:`Scheduler.effect_rate`) — an edit that never changes what the system does is drawn less.
 
+**Spread** (``SchedulerConfig.spread``, for suites larger than the budget can walk): phase 1 visits the seeds
+in a greedy cover order of the checkpoint memories they are expected to reach (:mod:`ufuzz.engine.cover`; the
+expected reach is a set of memory ids from the checkpoint's provenance, given with :meth:`Scheduler.add_seed`),
+round after round, giving each visit up to ``visit`` tasks. A visit's operator is drawn in proportion to the
+operator's *yield* (:meth:`Scheduler.yield_rate`: how often its tasks changed what the system retrieved — new
+memories reached, a new ranking, a retained novelty — counting tries whose mutant could not be made or judged
+here as tries without effect), and a seed whose best remaining operator yields less than the best operator
+still open elsewhere is visited only with the ratio of the two as probability: an operator whose mutants never
+change anything, or can never be judged, stops eating the budget. Failures play no part: the scheduler never
+sees one.
+
 ``explore_share`` (default 0: strictly obligations first) lets retained mutants compete before phase 1 ends:
 once the pool holds a retained mutant, each task is a phase-2 pick with that probability. With many
 obligations and a small budget phase 1 never ends, so without it the feedback cannot act at all.
@@ -35,6 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ufuzz.engine.cover import cover_order
 from ufuzz.model import Obligation
 
 
@@ -99,6 +111,9 @@ class SchedulerConfig:
     #: seeds started plus the mutants executed, so follow-ups replace new seeds only where parents would cost
     #: more than this share of the executions
     parent_share: float = 0.2
+    #: phase 1 by greedy cover and operator yield (see the module docstring) instead of seed by seed
+    spread: bool = False
+    visit: int = 2  # spread: phase-1 tasks per visit of a seed
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.explore_share < 1.0:
@@ -107,6 +122,8 @@ class SchedulerConfig:
             raise ValueError(f"burst must be >= 0, not {self.burst}")
         if not 0.0 < self.parent_share <= 1.0:
             raise ValueError(f"parent_share must be in (0, 1], not {self.parent_share}")
+        if self.visit < 1:
+            raise ValueError(f"visit must be >= 1, not {self.visit}")
 
 
 @dataclass
@@ -114,6 +131,17 @@ class _Pending:
     case_id: str
     obligation: Obligation
     tries: int = 0
+    open: bool = True  # spread: not yet counted as done in Scheduler._open_ops
+
+
+@dataclass
+class _Visit:
+    """A seed in the spread order: its obligations by operator, each lane in its shuffled order."""
+
+    seed_id: str
+    case_id: str
+    lanes: dict[str, list[_Pending]]
+    started: bool = False
 
 
 class Scheduler:
@@ -146,14 +174,27 @@ class Scheduler:
         # phase-1 obligations handed out and not reported yet (a parallel campaign draws a batch of tasks before
         # it reports any): another task of the batch takes the next obligation rather than a second try of it
         self._inflight: Counter[str] = Counter()
+        self._finals: Counter[str] = Counter()  # tries per operator that a final rejection ended (no mutant)
+        # spread (see SchedulerConfig.spread): expected reach and checkpoint per seed, the visit order, the
+        # pending obligations by key, open obligations per operator, tasks left in the current visit
+        self._reach: dict[str, tuple[str, frozenset[str]]] = {}
+        self._visits: deque[_Visit] = deque()
+        self._by_key: dict[str, _Pending] = {}
+        self._by_case: dict[str, list[_Pending]] = {}
+        self._open_ops: Counter[str] = Counter()
+        self._visit_left = 0
+        self._leaving: int = 0  # follow-up tasks still allowed on the seed a visit just left
 
     # -- input ------------------------------------------------------------------------------------------
     def _allowed(self, operator: str) -> bool:
         ops = self.config.operators
         return ops is None or operator in ops
 
-    def add_seed(self, case_id: str, seed_id: str, moves: list[tuple[str, str]]) -> None:
-        """A seed case and its obligations (operator, target)."""
+    def add_seed(self, case_id: str, seed_id: str, moves: list[tuple[str, str]], reach: frozenset[str] = frozenset(),
+                 group: str = "") -> None:
+        """A seed case and its obligations (operator, target); ``reach`` (spread only): the memory ids the seed's
+        obligations are expected to reach, ``group`` its checkpoint."""
+        self._reach[seed_id] = (group, frozenset(reach))
         moves = [(o, t) for o, t in moves if self._allowed(o)]
         by_op: dict[str, list[_Pending]] = {}
         for op, target in moves:
@@ -164,7 +205,7 @@ class Scheduler:
             self._uncovered += ob.key not in self._covered
             by_op.setdefault(op, []).append(_Pending(case_id, ob))
         self._add_entry(PoolEntry(case_id, seed_id, moves, energy=1.0))
-        self._pending_by_seed.append(by_op)
+        self._pending_by_seed.append((seed_id, case_id, by_op) if self.config.spread else by_op)
         self._burst_left[seed_id] = int(self.config.burst * sum(len(v) for v in by_op.values()))
 
     def _add_entry(self, entry: PoolEntry) -> None:
@@ -183,7 +224,10 @@ class Scheduler:
 
     def seal(self) -> None:
         """Fix the phase-1 order once all seeds are added: the seeds in shuffled order, each seed's obligations
-        together as a shuffled round-robin over its operators."""
+        together as a shuffled round-robin over its operators (spread: the seeds in greedy cover order)."""
+        if self.config.spread:
+            self._seal_spread()
+            return
         groups = list(self._pending_by_seed)
         self.rng.shuffle(groups)
         order: list[_Pending] = []
@@ -202,8 +246,28 @@ class Scheduler:
         self._queue = deque(order)
         self._pending_by_seed = []
 
+    def _seal_spread(self) -> None:
+        entries = list(self._pending_by_seed)
+        self.rng.shuffle(entries)  # the cover order's tie-breaking order
+        visits: dict[str, _Visit] = {}
+        for seed_id, case_id, by_op in entries:
+            lanes = {op: list(items) for op, items in sorted(by_op.items())}
+            for items in lanes.values():
+                self.rng.shuffle(items)
+                for p in items:
+                    self._by_key[p.obligation.key] = p
+                    self._by_case.setdefault(p.case_id, []).append(p)
+                    self._open_ops[p.obligation.operator] += 1
+            visits[seed_id] = _Visit(seed_id, case_id, lanes)
+        order = cover_order([(sid, *self._reach.get(sid, ("", frozenset()))) for sid, _, _ in entries])
+        self._visits = deque(visits[sid] for sid in order)
+        self._visit_left = self.config.visit
+        self._pending_by_seed = []
+
     # -- output -----------------------------------------------------------------------------------------
     def next(self) -> Task | None:
+        if self.config.spread and self.config.obligation_first:
+            return self._next_spread()
         if self.config.obligation_first:
             share = self.config.explore_share
             if share and self._retained and self._queue and self.rng.random() < share:
@@ -224,6 +288,101 @@ class Scheduler:
             if burst is not None:
                 return burst
         return self._pick_pool()
+
+    def _next_spread(self) -> Task | None:
+        share = self.config.explore_share
+        if share and self._retained and self._visits and self.rng.random() < share:
+            return self._pick_pool()
+        while self._leaving > 0:  # a visit just ended: follow-ups on the seed's retained mutants first
+            self._leaving -= 1
+            burst = self._burst_task()
+            if burst is None:
+                self._leaving = 0
+                break
+            return burst
+        if self.config.use_effect and self._visits:
+            # the budget goes where tasks change retrieval: when every operator still open in phase 1 yields less
+            # than the best operator (which phase 2 can draw on the retained mutants and seeds), phase 1 gets the
+            # task only with the ratio of the two as chance
+            open_best = max((self.yield_rate(o) for o, n in self._open_ops.items() if n > 0), default=0.0)
+            best = max(self.yield_rate(o) for o in self._open_ops)
+            if open_best < best and self.rng.random() >= open_best / best:
+                task = self._pick_pool()
+                if task is not None:
+                    return task
+        forced = False
+        looked = 0
+        while self._visits:
+            visit = self._visits[0]
+            p = self._choose(visit, forced) if self._visit_left > 0 else None
+            if p is not None:
+                if not visit.started:
+                    visit.started = True
+                    self._started += 1
+                self._current = visit.seed_id
+                self._visit_left -= 1
+                p.tries += 1
+                self._inflight[p.obligation.key] += 1
+                return Task(p.case_id, p.obligation.operator, p.obligation.target, p.obligation, 1)
+            # the visit is over (or the seed has nothing to give now): the next seed; the one left goes to the
+            # back while it has open obligations, after its follow-ups
+            left_seed = self._visits[0].seed_id if self._visit_left < self.config.visit else None
+            self._visits.popleft()
+            if any(not self._done(q) for items in visit.lanes.values() for q in items):
+                self._visits.append(visit)
+            self._visit_left = self.config.visit
+            looked += 1
+            if looked > len(self._visits) + 1:
+                if forced:
+                    break  # everything open is in flight
+                forced, looked = True, 0
+            if left_seed is not None:
+                self._current = left_seed
+                self._leaving = self.config.visit
+                burst = self._burst_task()
+                if burst is not None:
+                    self._leaving -= 1
+                    return burst
+                self._leaving = 0
+        burst = self._burst_task()
+        if burst is not None:
+            return burst
+        return self._pick_pool()
+
+    def _choose(self, visit: _Visit, forced: bool) -> _Pending | None:
+        """An open obligation of ``visit`` not in flight, its operator drawn by yield; None when it has none, or
+        when its best operator yields too little against the best one open anywhere (with that ratio as the
+        chance to go on; ``forced``: always)."""
+        avail: dict[str, _Pending] = {}
+        for op, items in visit.lanes.items():
+            while items and self._done(items[-1]):
+                self._settle(items.pop())
+            p = next((q for q in reversed(items) if not self._done(q) and not self._inflight[q.obligation.key]),
+                     None)
+            if p is not None:
+                avail[op] = p
+        if not avail:
+            return None
+        names = list(avail)
+        if not self.config.use_effect:
+            return avail[names[self.rng.randrange(len(names))]]
+        weights = [self.yield_rate(n) for n in names]
+        best = max((self.yield_rate(o) for o, n in self._open_ops.items() if n > 0), default=max(weights))
+        if not forced and max(weights) < best and self.rng.random() >= max(weights) / best:
+            return None
+        return avail[self.rng.choices(names, weights=weights, k=1)[0]]
+
+    def _settle(self, p: _Pending) -> None:
+        """Count a spread obligation as done once (its operator has one open obligation less)."""
+        if p.open:
+            p.open = False
+            self._open_ops[p.obligation.operator] -= 1
+
+    def yield_rate(self, operator: str) -> float:
+        """What ``operator``'s tasks did to retrieval (spread phase 1): its effects over its executed mutants and
+        its tries that a final rejection ended — a mutant that cannot be made or judged here is a try without
+        effect — smoothed so that an untried operator starts at 1/2."""
+        return (self._effects[operator] + 1.0) / (self._tries[operator] + self._finals[operator] + 2.0)
 
     def _next_pending(self) -> _Pending | None:
         """The first obligation of the queue still open and not in flight; those that are done are dropped
@@ -312,12 +471,16 @@ class Scheduler:
             if outcome.retained or outcome.coverage_gain > 0 or (outcome.divergence or 0.0) > 0.0:
                 self._effects[task.operator] += 1
         elif outcome.final:
+            self._finals[task.operator] += 1
             if task.phase == 1:
                 self._closed.add(task.obligation.key)
             entry = self._entries.get(task.case_id)
             if entry is not None and (task.operator, task.target) in entry.moves:
                 entry.moves.remove((task.operator, task.target))
                 self._reweigh(entry)
+        pending = self._by_key.get(task.obligation.key)
+        if pending is not None and self._done(pending):
+            self._settle(pending)
         if not (outcome.valid and outcome.retained and self.config.retain and outcome.new_case_id
                 and outcome.moves):
             return
@@ -342,6 +505,8 @@ class Scheduler:
         self._retired.add(case_id)
         for slot in self._slots.get(case_id, ()):
             self._reweigh(self._pool[slot])
+        for p in self._by_case.get(case_id, ()):
+            self._settle(p)
 
     # -- introspection ------------------------------------------------------------------------------------
     @property
