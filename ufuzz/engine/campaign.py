@@ -503,7 +503,7 @@ class Campaign:
         self.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
             attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
             use_divergence=ab.use_divergence, operators=tuple(self.operators), explore_share=cfg.explore_share,
-            use_effect=cfg.retain, spread=self.spreads()))
+            use_effect=cfg.retain, spread=self.spreads() and cfg.obligation_first))
         for cp in self.suite.checkpoints.values():
             self.store.record_checkpoint(self.campaign_id, cp)
         seeds = sorted(self.suite.seeds, key=lambda s: s.id)

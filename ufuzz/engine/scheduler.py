@@ -49,6 +49,10 @@ import numpy as np
 from ufuzz.engine.cover import cover_order
 from ufuzz.model import Obligation
 
+#: the instability a seed starts with, before any meaning-preserving mutant of it was measured (about the mean
+#: RBO divergence a rewording shows on a dense retriever)
+INSTABILITY_PRIOR = 0.1
+
 
 @dataclass(frozen=True)
 class Task:
@@ -184,6 +188,9 @@ class Scheduler:
         self._open_ops: Counter[str] = Counter()
         self._visit_left = 0
         self._leaving: int = 0  # follow-up tasks still allowed on the seed a visit just left
+        self._unstarted = 0  # seeds in the spread order not visited yet
+        self._div_sum: Counter[str] = Counter()  # per seed: RBO divergence of its meaning-preserving mutants ...
+        self._div_n: Counter[str] = Counter()  # ... and how many there were (see instability)
 
     # -- input ------------------------------------------------------------------------------------------
     def _allowed(self, operator: str) -> bool:
@@ -260,8 +267,9 @@ class Scheduler:
                     self._open_ops[p.obligation.operator] += 1
             visits[seed_id] = _Visit(seed_id, case_id, lanes)
         order = cover_order([(sid, *self._reach.get(sid, ("", frozenset()))) for sid, _, _ in entries])
-        self._visits = deque(visits[sid] for sid in order)
+        self._visits = deque(visits[sid] for sid in order if any(visits[sid].lanes.values()))
         self._visit_left = self.config.visit
+        self._unstarted = len(self._visits)
         self._pending_by_seed = []
 
     # -- output -----------------------------------------------------------------------------------------
@@ -305,7 +313,7 @@ class Scheduler:
             # than the best operator (which phase 2 can draw on the retained mutants and seeds), phase 1 gets the
             # task only with the ratio of the two as chance
             open_best = max((self.yield_rate(o) for o, n in self._open_ops.items() if n > 0), default=0.0)
-            best = max(self.yield_rate(o) for o in self._open_ops)
+            best = max((self.yield_rate(o) for o in self._open_ops), default=0.0)
             if open_best < best and self.rng.random() >= open_best / best:
                 task = self._pick_pool()
                 if task is not None:
@@ -319,6 +327,7 @@ class Scheduler:
                 if not visit.started:
                     visit.started = True
                     self._started += 1
+                    self._unstarted -= 1
                 self._current = visit.seed_id
                 self._visit_left -= 1
                 p.tries += 1
@@ -331,6 +340,7 @@ class Scheduler:
             if any(not self._done(q) for items in visit.lanes.values() for q in items):
                 self._visits.append(visit)
             self._visit_left = self.config.visit
+            self._bring_forward()
             looked += 1
             if looked > len(self._visits) + 1:
                 if forced:
@@ -348,6 +358,21 @@ class Scheduler:
         if burst is not None:
             return burst
         return self._pick_pool()
+
+    def _bring_forward(self) -> None:
+        """Once every seed has had its first visit, the next visit goes to a seed drawn in proportion to the square
+        of its instability (:meth:`instability`): where rewordings move the ranking, the next one may move the
+        evidence out of it; without feedback the visits go round."""
+        if self._unstarted > 0 or not self.config.use_effect or not self.config.use_divergence or not self._visits:
+            return
+        weights = [self.instability(v.seed_id) ** 2 for v in self._visits]
+        i = self.rng.choices(range(len(self._visits)), weights=weights, k=1)[0]
+        self._visits.rotate(-i)
+
+    def instability(self, seed_id: str) -> float:
+        """How much the meaning-preserving mutants of ``seed_id`` moved its ranking: their mean RBO divergence from
+        their parents, smoothed towards :data:`INSTABILITY_PRIOR` (a seed not measured yet has the prior)."""
+        return (self._div_sum[seed_id] + INSTABILITY_PRIOR) / (self._div_n[seed_id] + 1.0)
 
     def _choose(self, visit: _Visit, forced: bool) -> _Pending | None:
         """An open obligation of ``visit`` not in flight, its operator drawn by yield; None when it has none, or
@@ -461,6 +486,9 @@ class Scheduler:
             self._inflight[task.obligation.key] -= 1
             if not self._inflight[task.obligation.key]:
                 del self._inflight[task.obligation.key]
+        if outcome.valid and outcome.meaning_preserving and outcome.divergence is not None:
+            self._div_sum[task.obligation.seed_id] += outcome.divergence
+            self._div_n[task.obligation.seed_id] += 1
         if outcome.valid:
             key = task.obligation.key
             if key in self._known and key not in self._covered:
@@ -472,7 +500,9 @@ class Scheduler:
                 self._effects[task.operator] += 1
         elif outcome.final:
             self._finals[task.operator] += 1
-            if task.phase == 1:
+            pending = self._by_key.get(task.obligation.key)  # (only a spread scheduler keeps them)
+            if task.phase == 1 or (pending is not None and pending.case_id == task.case_id):
+                # (spread: a phase-2 pick on the seed itself was the same deterministic try)
                 self._closed.add(task.obligation.key)
             entry = self._entries.get(task.case_id)
             if entry is not None and (task.operator, task.target) in entry.moves:
