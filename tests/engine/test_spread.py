@@ -159,7 +159,7 @@ def test_an_operator_that_cannot_be_judged_stops_eating_visits():
         s.report(task, StepOutcome(task.operator == "paraphrase", final=task.operator == "delete",
                                    divergence=0.3 if task.operator == "paraphrase" else None))
     assert per["delete"] < 0.1 * sum(per.values())
-    assert s.yield_rate("delete") <= 0.05 < 0.5 < s.yield_rate("paraphrase")
+    assert s.yield_rate("delete") <= 0.2 < 0.5 < s.yield_rate("paraphrase")
 
 
 def test_spread_starts_more_seeds_than_the_walk_within_the_same_tasks():

@@ -26,7 +26,7 @@ operator's effect rate (how often its mutants changed the ranking or reached new
 in a greedy cover order of the checkpoint memories they are expected to reach (:mod:`ufuzz.engine.cover`; the
 expected reach is a set of memory ids from the checkpoint's provenance, given with :meth:`Scheduler.add_seed`),
 round after round, giving each visit up to ``visit`` tasks. A visit's operator is drawn in proportion to the
-operator's *yield* (:meth:`Scheduler.yield_rate`: how often its tasks changed what the system retrieved — new
+square of the operator's *yield* (:meth:`Scheduler.yield_rate`: how often its tasks changed what the system retrieved — new
 memories reached, a new ranking, a retained novelty — counting tries whose mutant could not be made or judged
 here as tries without effect), and a seed whose best remaining operator yields less than the best operator
 still open elsewhere is visited only with the ratio of the two as probability: an operator whose mutants never
@@ -391,11 +391,12 @@ class Scheduler:
         names = list(avail)
         if not self.config.use_effect:
             return avail[names[self.rng.randrange(len(names))]]
-        weights = [self.yield_rate(n) for n in names]
-        best = max((self.yield_rate(o) for o, n in self._open_ops.items() if n > 0), default=max(weights))
-        if not forced and max(weights) < best and self.rng.random() >= max(weights) / best:
+        rates = [self.yield_rate(n) for n in names]
+        best = max((self.yield_rate(o) for o, n in self._open_ops.items() if n > 0), default=max(rates))
+        if not forced and max(rates) < best and self.rng.random() >= max(rates) / best:
             return None
-        return avail[self.rng.choices(names, weights=weights, k=1)[0]]
+        # squared: an operator that stopped changing anything drops out of a seed's visits fast
+        return avail[self.rng.choices(names, weights=[r * r for r in rates], k=1)[0]]
 
     def _settle(self, p: _Pending) -> None:
         """Count a spread obligation as done once (its operator has one open obligation less)."""
