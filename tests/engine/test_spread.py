@@ -214,10 +214,12 @@ def test_auto_spreads_only_when_the_suite_has_more_seeds_than_budget(tmp_path):
     auto, a, _ = _campaign(tmp_path, "auto", 150, "auto")
     walk, w, _ = _campaign(tmp_path, "walk", 150, "walk")
     assert not auto.spreads() and a["failures"] == w["failures"] and a["coverage"] == w["coverage"]
+    assert a["search"] == w["search"] == "walk"
     assert [(m.case_id, m.valid) for m in auto.store.mutants(auto.campaign_id)] == \
         [(m.case_id, m.valid) for m in walk.store.mutants(walk.campaign_id)]
     # a budget of 80 spreads, and starts far more seeds than the walk in the same budget
-    small, _, spread_parents = _campaign(tmp_path, "small", 80, "auto")
+    small, sm, spread_parents = _campaign(tmp_path, "small", 80, "auto")
+    assert sm["search"] == "spread"
     _, _, walk_parents = _campaign(tmp_path, "small-walk", 80, "walk")
     assert small.spreads() and spread_parents >= 2 * walk_parents
     # the random baseline draws no phase 1: --search changes nothing in it

@@ -1217,6 +1217,7 @@ class Campaign:
             "worker": stats.to_dict() if (stats := getattr(self.backend, "stats", None))
             is not None and hasattr(stats, "to_dict") else None,
             "workers": self.config.workers, "ray_address": self.config.ray_address,
+            "search": ("spread" if self.scheduler.config.spread else "walk") if self.scheduler is not None else None,
             "lanes_lost_jobs": self.lanes.lost if self.lanes is not None else 0,
             "failures": sorted(f.key for _, f in log),
         }

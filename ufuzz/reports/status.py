@@ -73,6 +73,8 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
         if isinstance(final, dict) and final.get("campaign") == rec.id:
             if final.get("worker"):
                 summary["worker"] = final["worker"]
+            if final.get("search"):  # how phase 1 ran (--search auto resolves to walk or spread)
+                summary["search"] = final["search"]
             if final.get("mutants_unjudged"):  # valid mutants not executed: none of their checks could fail
                 summary["mutants"]["unjudged"] = final["mutants_unjudged"]
     summary["failures_by_operator"] = dict(sorted(by_op.items()))
@@ -147,7 +149,8 @@ def _judging_line(j: dict[str, Any] | None) -> str:
 
 def render_status(st: dict[str, Any]) -> str:
     lines = [
-        f"campaign   {st['campaign']}  ({st['status']}, strategy {st.get('strategy')}, seed {st.get('seed')})",
+        f"campaign   {st['campaign']}  ({st['status']}, strategy {st.get('strategy')}, seed {st.get('seed')}"
+        + (f", search {st['search']}" if st.get("search") else "") + ")",
         f"state      {_state_line(st)}",
         f"backend    {st['backend'].get('backend')}  " + _backend_words(st["backend"]),
         f"executions {st['executions']} of budget {st.get('budget')}  "
