@@ -53,12 +53,13 @@ def by_text(suite: SeedSuite, text: str):
 def test_locomo_fixture_counts_quirks_and_drops(tmp_path):
     res = import_file("locomo", FIX / "locomo_sample.json")
     s = res.suite
-    assert len(s.checkpoints) == 2 and len(s.seeds) == 8
+    assert len(s.checkpoints) == 2 and len(s.seeds) == 7
     assert res.warnings == {"evidence_split": 1, "evidence_malformed": 1, "evidence_repaired": 1,
                             "evidence_unknown_id": 1, "date_without_session": 1, "session_date_missing": 1,
                             "duplicate_dia_id": 1, "turn_malformed": 1}
-    # conflicting answer for "identity", a question naming no speaker, evidence only to a missing turn
-    assert res.dropped == {"field_conflict": 1, "no_fields": 1, "no_evidence": 1}
+    # conflicting answer for "identity", a question naming no speaker, evidence only to a missing turn, and an
+    # inference ("Would Caroline likely pursue writing …? Likely no; …": no failure may rest on it)
+    assert res.dropped == {"field_conflict": 1, "no_fields": 1, "no_evidence": 1, "speculative_answer": 1}
     assert_references_agree(s)
     roundtrip(s, tmp_path)
 
@@ -79,8 +80,7 @@ def test_locomo_references_match_the_benchmark():
     assert seed.query.fields.entity == "Melanie" and seed.query.fields.attribute == "number of children"
     # "three" in the turn: no update (it would have to rewrite "3"), but a delete finds every carrier
     assert ref.answer_form == "abstractive" and seed.descriptor.memory_ops == ("delete", "unrelated_edit")
-    seed, ref = by_text(s, "Would Caroline likely pursue writing as a career option?")
-    assert set(ref.supporting) == {"D2:7", "D1:7"}  # "D2:07" repaired
+    assert not [x for x in s.seeds if x.query.text.startswith("Would Caroline likely")]  # speculative: dropped
     seed, ref = by_text(s, "What did Melanie realize after the charity race?")
     assert ref.abstain and not seed.query.fields.answerable and seed.descriptor.memory_ops == ("unrelated_edit",)
     # adversarial: its evidence is a decoy and its answer no stale one (it is Caroline's, not out of date); asked

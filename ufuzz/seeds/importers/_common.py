@@ -431,7 +431,7 @@ def _annotated(ref: Any, p: Pending) -> Any:
 
 
 #: answers that are judgements, not text a memory carries ("Yes", "Likely no")
-_JUDGEMENT = re.compile(r"^(?:(?:most\s+)?likely|probably|possibly|maybe|definitely|not)?[\s,]*(?:yes|no|not|"
+JUDGEMENT = re.compile(r"^(?:(?:most\s+)?likely|probably|possibly|maybe|definitely|not)?[\s,]*(?:yes|no|not|"
                         r"true|false)\b", re.I)
 
 
@@ -441,7 +441,7 @@ def state_ops_for(answer: str, evidence_texts: Sequence[str], latest: str | None
     word, in its evidence (so that every memory carrying it can be found), the unrelated edit always; None
     when all of them can (every state operator)."""
     a = answer.strip()
-    if not a or _JUDGEMENT.match(a):
+    if not a or JUDGEMENT.match(a):
         return ("unrelated_edit",)
     ops = []
     if any(mentions_word([t], v) for t in evidence_texts for v in value_forms(a)):
@@ -456,6 +456,6 @@ def answer_form(answer: str, evidence_texts: Sequence[str]) -> str:
     texts and is not a yes/no judgement; ``abstractive`` otherwise (a summary, a computed date, an
     inference)."""
     a = answer.strip()
-    if not a or _JUDGEMENT.match(a) or not any(mentions_word([t], a) for t in evidence_texts):
+    if not a or JUDGEMENT.match(a) or not any(mentions_word([t], a) for t in evidence_texts):
         return "abstractive"
     return "extractive"

@@ -48,6 +48,7 @@ from typing import Any
 
 from ufuzz.model import Entity, Fact, Memory
 from ufuzz.seeds.importers._common import (
+    JUDGEMENT,
     Builder,
     ImportResult,
     Pending,
@@ -224,7 +225,15 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
         if not adversarial and answer is None:
             b.dropped["no_answer"] += 1
             continue
+        if not adversarial and speculative(item["question"], answer, cat):
+            b.dropped["speculative_answer"] += 1  # an inference, not a fact a memory holds: no failure rests on it
+            continue
+        marked: list[str] = []  # benchmark evidence of the asked speaker that its words alone cannot find
         if not adversarial and evidence:
+            evidence = own_evidence(b, evidence, item["question"], answer, text_of, speaker_of, speakers)
+            if not evidence:
+                b.dropped["evidence_other_speaker"] += 1
+                continue
             forms = " ".join(value_forms(answer))  # "3" is written "three" in the turn
             kept = [e for e in evidence if related(text_of[e], item["question"], forms, speakers)]
             if len(kept) < len(evidence):
@@ -232,6 +241,7 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
             if not kept:
                 b.dropped["evidence_unrelated"] += 1
                 continue
+            marked = [e for e in evidence if e not in kept and not asks(text_of[e])]  # a question states nothing
             evidence = kept
         if not adversarial and not evidence:
             b.dropped["no_evidence"] += 1
@@ -250,15 +260,24 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
         qid = f"locomo:{sid}:q{j}"
         if answer is not None:
             form = answer_form(answer, [text_of[e] for e in evidence])
-            ops = _memory_ops(answer, memories, evidence)
-            near = neighbours(evidence, text_of, speaker_of, item["question"], " ".join(value_forms(answer)),
-                              speakers)
+            near = neighbours(evidence, text_of, speaker_of, item["question"], answer, speakers)
             near += tuple(i for i in carriers(answer, item["question"], fields.entity, memories, speakers,
                                               evidence) if i not in evidence and i not in near)
-            if near:  # the benchmark marks one turn where its neighbours say the same: they support it too
+            near += tuple(i for i in stating_turns(answer, item["question"], fields.entity, memories, speakers,
+                                                   evidence) if i not in evidence and i not in near)
+            # the benchmark's own marks stay evidence (a retriever finding one has found what it marks), and so do
+            # turns that state the answer
+            support = tuple(evidence) + tuple(marked) + near
+            ops = _memory_ops(answer, memories, list(support))
+            if near:  # the benchmark marks one turn where others say the same: they support it too
                 b.warnings["supporting_neighbours"] += len(near)
-                ops = ("unrelated_edit",)  # an update or delete of the marked turns would leave them standing
-            support = tuple(evidence) + near
+                # an update rewrites one turn and would leave the others standing; a delete removes every turn
+                # that writes the answer, so it stays only where each added turn writes it
+                verbatim = all(any(mentions_word([text_of[i]], v) for v in value_forms(answer)) for i in near)
+                ops = tuple(o for o in (ops or ("delete", "update", "unrelated_edit"))
+                            if o == "unrelated_edit" or (o == "delete" and verbatim))
+            if marked:
+                b.warnings["evidence_unrelated_kept"] += len(marked)
             fact = Fact(fields.entity, fields.attribute, answer, support,
                         value_type=value_type_of(answer, speakers), valid_from=max(ts_of[e] for e in evidence))
             taken.add((fields.entity, fields.attribute))
@@ -311,7 +330,8 @@ def neighbours(evidence: list[str], text_of: dict[str, str], speaker_of: dict[st
     one turn where the speaker says the same thing twice ("the meteor shower was amazing ... awe-inspiring" two
     turns before the marked "in awe of the universe"), and a retriever finding the unmarked one has found the
     evidence. A test may miss a failure for it, never report one that is not."""
-    terms = key_terms(question, speakers) | key_terms(answer, speakers)
+    forms = " ".join(value_forms(answer))  # "3" is written "three" in the turn
+    terms = key_terms(question, speakers) | key_terms(forms, speakers)
     need = max(2, math.ceil(len(terms) / 2))
     if len(terms) < need:
         return ()
@@ -325,9 +345,113 @@ def neighbours(evidence: list[str], text_of: dict[str, str], speaker_of: dict[st
             nid = f"D{session}:{t}"
             if (nid in text_of and nid not in evidence and nid not in out and speaker_of.get(nid) == speaker_of[e]
                     and not _IMAGE.sub("", text_of[nid]).rstrip().endswith("?")
-                    and shared_terms(text_of[nid], terms) >= need):
+                    and shared_terms(text_of[nid], terms) >= need
+                    and states(text_of[nid], answer, speakers, question)):
                 out.append(nid)
     return tuple(out)
+
+
+def states(text: str, answer: str, speakers: Sequence[str], question: str = "") -> bool:
+    """Whether ``text`` carries ``answer``: writes it (digits or word for a small number) as whole words, or
+    holds at least half of its key terms ("it felt awe-inspiring" for "in awe of the universe"). A yes/no
+    judgement and a date are carried by the claim or the event the question names (the date of a LoCoMo answer
+    is the session's, told as "last year"), so by a turn holding at least half of the question's key terms;
+    with ``question`` empty, by none."""
+    a = answer.strip()
+    if not a:
+        return False
+    if JUDGEMENT.match(a) or value_type_of(a, speakers) in ("date", "year"):
+        terms = key_terms(question, speakers)
+        return bool(terms) and shared_terms(text, terms) >= math.ceil(len(terms) / 2)
+    if any(mentions_word([text], v) for v in value_forms(a)):
+        return True
+    terms = key_terms(a, speakers)
+    return bool(terms) and shared_terms(text, terms) >= math.ceil(len(terms) / 2)
+
+
+def stating_turns(answer: str, question: str, entity: str, memories: list[Memory], speakers: list[str],
+                  evidence: Sequence[str] = ()) -> tuple[str, ...]:
+    """Turns of ``entity`` anywhere in the conversation, no question themselves, that write the whole answer
+    ("Sweden", "Charlotte's Web") as whole words and share two (or all, or half) of the question's key terms besides
+    the answer's own:
+    LoCoMo marks one turn where the speaker says it again elsewhere, and a retriever finding that turn has found
+    the answer. Answers of no key term of their own (a number, a year, a yes) are written in too many turns to
+    tell, and add nothing."""
+    a = answer.strip()
+    own = key_terms(a, speakers)
+    rest = key_terms(question, speakers) - own
+    if not a or JUDGEMENT.match(a) or not own or not rest:
+        return ()
+    marked = set(evidence)
+    need = min(len(rest), max(2, math.ceil(len(rest) / 2)))  # "Glad to hear it" is no attitude to a festival
+    return tuple(m.id for m in memories
+                 if m.id not in marked and m.metadata.get("speaker") == entity and mentions_word([m.text], a)
+                 and not asks(m.text) and shared_terms(m.text, rest) >= need)
+
+
+#: a hedged answer ("Likely no", "Probably yes; …", "Somewhat, but …") or a question asking what someone would
+#: or might do or be: an inference from the conversation, not a fact one of its turns holds
+HEDGED_ANSWER = re.compile(r"(?i)^\s*(?:most\s+)?(?:likely|probably|possibly|maybe|perhaps|somewhat|presumably)\b")
+HYPOTHETICAL = re.compile(r"(?i)\b(?:would|might|could)\b.*|\blikely\b")
+#: the benchmark's category of commonsense/inference questions (open-domain)
+INFERENCE_CATEGORY = 3
+
+
+def speculative(question: str, answer: str | None, category: Any) -> bool:
+    """Whether the benchmark's answer is an inference (dropped at import, counted): an open-domain
+    (category 3) question, a hedged answer, or a question asking what someone would, might or could do.
+    Its evidence is circumstantial ("Would Caroline likely have Dr. Seuss books?" on a turn about classic
+    children's books), so neither a missing nor a found turn says anything of the memory under test."""
+    return (category == INFERENCE_CATEGORY or (answer is not None and HEDGED_ANSWER.match(answer) is not None)
+            or HYPOTHETICAL.search(question) is not None)
+
+
+#: a relation after a speaker's name ("Melanie's friend"): the question asks about someone else, whom either
+#: speaker may tell of
+_RELATION = r"(?:friends?|mom|mother|dad|father|parents?|kids?|children|son|daughter|husband|wife|partner|" \
+            r"brother|sister|family|grandma|grandmother|grandpa|grandfather|boss|colleagues?|neighbou?rs?)"
+
+
+def asked_speaker(question: str, speakers: Sequence[str]) -> str | None:
+    """The one speaker ``question`` asks about: it names exactly one of them, and not as the owner of another
+    person ("Melanie's friend"); None otherwise."""
+    named = [s for s in speakers if name_pattern(s).search(question)]
+    if len(named) != 1:
+        return None
+    if re.search(re.escape(named[0]) + r"['’]s\s+(?:\w+\s+)?" + _RELATION + r"\b", question, re.I):
+        return None
+    return named[0]
+
+
+def own_evidence(b: Builder, evidence: list[str], question: str, answer: str, text_of: dict[str, str],
+                 speaker_of: dict[str, str], speakers: list[str]) -> list[str]:
+    """``evidence`` with support from the speaker the question asks about only: a marked turn of the other
+    speaker (often the question that prompted the answer — "For walking or running?" — or their own story
+    told back) is replaced by the asked speaker's turn right before or after it in the same session when that
+    turn is no question and carries the answer, and dropped otherwise (counted). Questions that name no
+    speaker, both, or a speaker's relation keep their evidence."""
+    who = asked_speaker(question, speakers)
+    if who is None or all(speaker_of[e] == who for e in evidence):
+        return evidence
+    out: list[str] = []
+    for e in evidence:
+        if speaker_of[e] == who:
+            if e not in out:
+                out.append(e)
+            continue
+        b.warnings["evidence_other_speaker"] += 1
+        m = _DIA.match(e)
+        for nid in ((f"D{m.group(1)}:{int(m.group(2)) + d}" for d in (1, -1)) if m else ()):
+            if (nid in text_of and speaker_of.get(nid) == who and nid not in out
+                    and not asks(text_of[nid]) and states(text_of[nid], answer, speakers, question)):
+                out.append(nid)
+                b.warnings["evidence_speaker_repaired"] += 1
+    return out
+
+
+def asks(text: str) -> bool:
+    """Whether a turn is a question (its last sentence, image caption aside, ends with "?")."""
+    return _IMAGE.sub("", text).rstrip().endswith("?")
 
 
 #: a question asking for a count

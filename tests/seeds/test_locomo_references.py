@@ -1,0 +1,146 @@
+"""LoCoMo references right on real data (issue 21, item 2): the false classes a hand audit found, each on a small
+conversation of our own — benchmark evidence the relatedness filter drops is still recognised, a turn elsewhere
+that states the answer counts as support, support comes from the speaker asked about, inferential answers are
+no seeds, and added neighbouring support carries the answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ufuzz.model import Execution, SeedSuite
+from ufuzz.oracles.expectations import selection
+from ufuzz.seeds.importers import import_file
+from ufuzz.seeds.importers.locomo import asked_speaker, speculative, states
+
+_TURNS = [
+    # session 1
+    ("Ana", "I got new shoes this week, look at them!"),                                 # D1:1
+    ("Ben", "Love that purple color! For walking or running?"),                          # D1:2
+    ("Ana", "These are for running. It clears my mind."),                               # D1:3
+    ("Ben", "My grandma is from Norway, she knits a lot."),                              # D1:4
+    ("Ana", "Check this out!"),                                                          # D1:5 (+ image)
+    ("Ben", "Wow, what a board."),                                                       # D1:6
+    ("Ana", "I moved here from Sweden four years ago."),                                  # D1:7
+    ("Ben", "That is a big move."),                                                      # D1:8
+    ("Ana", "The meteor shower was amazing, it felt awe-inspiring."),                    # D1:9
+    ("Ana", "We drove back the next morning with the kids."),                            # D1:10
+    ("Ana", "I was in awe of the universe watching the meteor shower."),                 # D1:11
+    # session 2
+    ("Ana", "I still miss Sweden, I moved away when I was young and my whole family is there."),  # D2:1
+    ("Ben", "Sweden sounds lovely, I moved there once for work."),                       # D2:2
+    ("Ana", "My favourite food is Sweden-style meatballs, no move needed."),             # D2:3
+    ("Ana", "Yes, I painted that lake sunrise myself last year."),                        # D2:4
+]
+
+
+def _conv() -> dict:
+    sessions: dict[str, list[dict]] = {"session_1": [], "session_2": []}
+    for i, (who, text) in enumerate(_TURNS):
+        s, t = (1, i + 1) if i < 11 else (2, i - 10)
+        turn = {"speaker": who, "dia_id": f"D{s}:{t}", "text": text}
+        if (s, t) == (1, 5):
+            turn["blip_caption"] = "a photo of a surfboard on a beach"
+        sessions[f"session_{s}"].append(turn)
+    return {"speaker_a": "Ana", "speaker_b": "Ben", "session_1_date_time": "1:00 pm on 8 May, 2023",
+            "session_2_date_time": "2:00 pm on 9 June, 2023", **sessions}
+
+
+_QA = [
+    {"question": "What are the new shoes that Ana got used for?", "answer": "Running", "evidence": ["D1:2"],
+     "category": 4},
+    {"question": "Where is Ana's grandma from?", "answer": "Norway", "evidence": ["D1:4"], "category": 4},
+    {"question": "What does Ana knit?", "answer": "Norway", "evidence": ["D1:4"], "category": 4},
+    {"question": "Has Ana tried surfing?", "answer": "Yes", "evidence": ["D1:5", "D1:6"], "category": 4},
+    {"question": "Where did Ana move from?", "answer": "Sweden", "evidence": ["D1:7"], "category": 4},
+    {"question": "How did Ana feel watching the meteor shower?", "answer": "in awe of the universe",
+     "evidence": ["D1:11"], "category": 4},
+    {"question": "Would Ana likely enjoy a trip to Norway?", "answer": "Yes, she likes the north",
+     "evidence": ["D1:4"], "category": 4},
+    {"question": "What would Ana's favourite season likely be?", "answer": "Winter", "evidence": ["D1:9"],
+     "category": 3},
+    {"question": "When did Ana paint a sunrise?", "answer": "2022", "evidence": ["D2:4"], "category": 2},
+]
+
+
+def _import(tmp_path: Path, qa: list[dict] | None = None):
+    path = tmp_path / "conv.json"
+    path.write_text(json.dumps([{"sample_id": "c1", "conversation": _conv(), "qa": qa or _QA}]))
+    return import_file("locomo", path)
+
+
+def _ref(s: SeedSuite, question: str):
+    [seed] = [x for x in s.seeds if x.query.text == question]
+    return seed, s.reference_of(seed)
+
+
+def _passes(ref, top_ids: list[str]) -> bool:
+    return selection(ref, Execution("c", "k", "q", top_ids=top_ids, top_scores=[1.0] * len(top_ids),
+                                    top_texts=[""] * len(top_ids))).passed
+
+
+def test_support_comes_from_the_speaker_asked_about(tmp_path):
+    res = _import(tmp_path)
+    # the marked turn is Ben's question; Ana's reply right after it, which carries the answer, is the evidence
+    _, ref = _ref(res.suite, "What are the new shoes that Ana got used for?")
+    assert ref.supporting == ("D1:3",)
+    assert not _passes(ref, ["D1:2", "D1:1"]) and _passes(ref, ["D1:1", "D1:3"])
+    # Ben's knitting grandma, told by Ben: nothing of Ana's carries it, so no seed rests on the mis-attribution
+    assert not [x for x in res.suite.seeds if x.query.text == "What does Ana knit?"]
+    # a question about a speaker's relation: either speaker may tell of her
+    assert _ref(res.suite, "Where is Ana's grandma from?")[1].supporting == ("D1:4",)
+    assert res.dropped["evidence_other_speaker"] == 1 and res.warnings["evidence_speaker_repaired"] == 1
+
+
+def test_a_question_about_a_speakers_relation_keeps_the_other_speakers_turns():
+    assert asked_speaker("When did Ana's friend adopt a child?", ["Ana", "Ben"]) is None
+    assert asked_speaker("When did Ana's best friend adopt a child?", ["Ana", "Ben"]) is None
+    assert asked_speaker("What did Ana adopt?", ["Ana", "Ben"]) == "Ana"
+    assert asked_speaker("What do Ana and Ben share?", ["Ana", "Ben"]) is None
+
+
+def test_marked_evidence_the_relatedness_filter_drops_is_still_recognised(tmp_path):
+    # the photo turn shares no word with "surfing" ("surfboard" is another word) and Ben's turn is the wrong
+    # speaker's: with no turn its words can find, the question is no seed
+    res = _import(tmp_path)
+    assert not [x for x in res.suite.seeds if x.query.text == "Has Ana tried surfing?"]
+    # beside a findable marked turn, the photo turn is evidence too: retrieving it is no miss
+    qa = [{"question": "Has Ana tried running or surfing?", "answer": "Yes", "evidence": ["D1:5", "D1:3"],
+           "category": 4}]
+    res = _import(tmp_path, qa)
+    _, ref = _ref(res.suite, "Has Ana tried running or surfing?")
+    assert set(ref.supporting) == {"D1:3", "D1:5"} and res.warnings["evidence_unrelated_kept"] == 1
+    assert _passes(ref, ["D1:1", "D1:5"]) and not _passes(ref, ["D1:1", "D1:6"])
+
+
+def test_a_turn_elsewhere_stating_the_answer_supports_it(tmp_path):
+    _, ref = _ref(_import(tmp_path).suite, "Where did Ana move from?")
+    # Ana's D2:1 writes "Sweden" and says she moved; Ben's D2:2 is the wrong speaker's; D2:3 writes the word in
+    # a turn about food (it shares "move" but the rule needs the question's key terms, all of them here: one)
+    assert "D2:1" in ref.supporting and "D2:2" not in ref.supporting
+    assert _passes(ref, ["D2:1"])
+
+
+def test_neighbouring_support_carries_the_answer(tmp_path):
+    res = _import(tmp_path)
+    _, ref = _ref(res.suite, "How did Ana feel watching the meteor shower?")
+    # D1:9 says it felt awe-inspiring (half the answer's key terms); D1:10, the drive back, carries nothing of it
+    assert set(ref.supporting) == {"D1:11", "D1:9"}
+    assert not _passes(ref, ["D1:10"])
+    assert states("it felt awe-inspiring", "in awe of the universe", ["Ana"])
+    assert not states("We drove back the next morning", "in awe of the universe", ["Ana"])
+    # a yes and a date are carried by the claim or event the question names
+    assert states("I painted that lake sunrise last year", "2022", ["Ana"], "When did Ana paint a sunrise?")
+    assert not states("We drove back the next morning", "2022", ["Ana"], "When did Ana paint a sunrise?")
+    assert not states("anything at all", "Yes", ["Ana"])
+
+
+def test_inferential_answers_are_no_seeds(tmp_path):
+    res = _import(tmp_path)
+    texts = {x.query.text for x in res.suite.seeds}
+    assert "Would Ana likely enjoy a trip to Norway?" not in texts
+    assert "What would Ana's favourite season likely be?" not in texts
+    assert res.dropped["speculative_answer"] == 2
+    assert speculative("Would Ana go back?", "No", 4) and speculative("Where does Ana live?", "Likely Oslo", 4)
+    assert speculative("Where does Ana live?", "Oslo", 3)  # open-domain: the benchmark's inference category
+    assert not speculative("Where does Ana live?", "Oslo", 4)
