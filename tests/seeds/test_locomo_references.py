@@ -144,3 +144,11 @@ def test_inferential_answers_are_no_seeds(tmp_path):
     assert speculative("Would Ana go back?", "No", 4) and speculative("Where does Ana live?", "Likely Oslo", 4)
     assert speculative("Where does Ana live?", "Oslo", 3)  # open-domain: the benchmark's inference category
     assert not speculative("Where does Ana live?", "Oslo", 4)
+
+
+def test_a_one_word_answer_is_carried_by_the_event_a_number_only_where_written():
+    q = "How does Ana feel about the opening night of her studio?"
+    assert states("The official opening night is tomorrow, can't wait!", "excited", ["Ana"], q)
+    assert not states("The weather is nice today.", "excited", ["Ana"], q)
+    assert not states("My kids are loud", "3", ["Ana"], "How many kids does Ana have?")
+    assert states("I have three kids", "3", ["Ana"], "How many kids does Ana have?")

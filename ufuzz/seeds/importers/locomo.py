@@ -351,22 +351,29 @@ def neighbours(evidence: list[str], text_of: dict[str, str], speaker_of: dict[st
     return tuple(out)
 
 
+#: a question asking how someone feels or finds something ("How does Jon feel about …"), not how many or long
+MANNER = re.compile(r"(?i)\s*how\b(?!\s+(?:many|much|long|old|often|far|soon)\b)")
+
+
 def states(text: str, answer: str, speakers: Sequence[str], question: str = "") -> bool:
     """Whether ``text`` carries ``answer``: writes it (digits or word for a small number) as whole words, or
     holds at least half of its key terms ("it felt awe-inspiring" for "in awe of the universe"). A yes/no
-    judgement and a date are carried by the claim or the event the question names (the date of a LoCoMo answer
-    is the session's, told as "last year"), so by a turn holding at least half of the question's key terms;
-    with ``question`` empty, by none."""
+    judgement, a date and a one-word answer to a "how" question are carried by the claim or the event the question names (the date
+    of a LoCoMo answer is the session's, told as "last year"; "excited" is told as "can't wait"), so by a turn
+    holding at least half of the question's key terms; with ``question`` empty, by none. A number is carried
+    only where it is written."""
     a = answer.strip()
     if not a:
         return False
-    if JUDGEMENT.match(a) or value_type_of(a, speakers) in ("date", "year"):
+    if not JUDGEMENT.match(a) and any(mentions_word([text], v) for v in value_forms(a)):
+        return True
+    own = key_terms(a, speakers)
+    if (JUDGEMENT.match(a) or value_type_of(a, speakers) in ("date", "year")
+            or (len(own) == 1 and len(a.split()) == 1 and MANNER.match(question))):
+        # a yes, a date, one word for how someone feels ("excited" is said "can't wait"): the claim or the event
         terms = key_terms(question, speakers)
         return bool(terms) and shared_terms(text, terms) >= math.ceil(len(terms) / 2)
-    if any(mentions_word([text], v) for v in value_forms(a)):
-        return True
-    terms = key_terms(a, speakers)
-    return bool(terms) and shared_terms(text, terms) >= math.ceil(len(terms) / 2)
+    return bool(own) and shared_terms(text, own) >= math.ceil(len(own) / 2)
 
 
 def stating_turns(answer: str, question: str, entity: str, memories: list[Memory], speakers: list[str],
