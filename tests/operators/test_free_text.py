@@ -171,3 +171,64 @@ def test_which_rejections_may_go_otherwise():
     one = Query("q", "Why did Ana leave?", QueryFields("Ana", "reason"), form="free", template=None)
     free = FuzzCase("q", "q", "cp", one, c.descriptor, c.provenance)
     assert not ops["paraphrase"].varies(free, "reword")  # one rewrite only: a rejection is final
+
+
+def _apply(op, c, ref, target, tmp_path, cp):
+    backend = embedded(tmp_path)
+    try:
+        view = StateView(backend, backend.fork(backend.build(cp)))
+        m = op.mutate(c, ref, target, random.Random(0), view)
+        return m, op.validate(c, m, view)
+    finally:
+        backend.close()
+
+
+def test_update_dates_an_event_told_by_a_relative_time(tmp_path):
+    """"we got the second one last month" answers "May 2023": the update tells the event at another date where
+    "last month" stands, in the speaker's own sentence, in a memory later than everything stored."""
+    s = _locomo()
+    op = operators()["update"]
+    c, ref = _case(s, "When did Ben get his second dog?")
+    targets = op.targets(c)
+    assert targets and all(t.startswith("value=") for t in targets)
+    m, v = _apply(op, c, ref, targets[0], tmp_path, s.checkpoint_of(s.seeds[0]))
+    new = targets[0].partition("=")[2]
+    assert v.ok, v.reason
+    assert m.ops[0].memory.text == f"Ben: Lovely! I have 2 dogs now, we got the second one in {new}."
+    # "when did …" asks of a past event (scope any): the new date is the answer, the old turn still supports it
+    assert m.reference.answer == new and m.ops[0].memory.id in m.reference.supporting
+    # a date later than the memory telling it is refused, not written
+    with pytest.raises(Rejected, match="later than the memory"):
+        _apply(op, c, ref, "value=May 2031", tmp_path, s.checkpoint_of(s.seeds[0]))
+
+
+@pytest.mark.parametrize("text,value,new,want", [
+    ("Ana: I went there yesterday.", "7 May 2023", "10 May 2023", "Ana: I went there on 10 May 2023."),
+    ("Ana: Yesterday I went there.", "7 May 2023", "10 May 2023", "Ana: On 10 May 2023 I went there."),
+    ("Ana: I painted it last year.", "2022", "2021", "Ana: I painted it in 2021."),
+    ("Ana: We go next month!", "July 2023", "June 2023", "Ana: We go in June 2023!"),
+    ("Ana: I went yesterday and last week.", "7 May 2023", "10 May 2023", None),  # which one is the date?
+    ("Ana: I went there.", "7 May 2023", "10 May 2023", None),  # no relative time: nothing to rewrite
+])
+def test_rewrite_value_of_a_relative_time(text, value, new, want):
+    from ufuzz.operators.statewrite import rewrite_value
+
+    fact = Fact("Ana", "time: trip", value, ("m1",), value_type="year" if value.isdigit() else "date")
+    assert rewrite_value(text, fact, new) == want
+
+
+def test_a_class_word_is_updated_to_one_of_its_class_and_never_garbled():
+    from ufuzz.operators.statewrite import rewrite_value
+    from ufuzz.seeds.importers.fields import text_class, value_pool
+
+    assert text_class("Sweden") == "country" and text_class("a guinea pig") == "pet"
+    assert text_class("hip-hop") is None  # a dance and a genre: which kind is meant cannot be told
+    assert text_class("Becoming Nicole") is None
+    pool = value_pool("Horseback riding", "text", {"Swimming"}, ())
+    assert pool and "Swimming" not in pool and all(text_class(v) == "activity" for v in pool)
+    assert all(v[0].isupper() for v in pool)  # written as the answer is
+    assert value_pool("Becoming Nicole", "text", set(), ()) == ()  # no class: no type-compatible value
+    fact = Fact("Ana", "new shoes: used", "Running", ("m1",))
+    # the turn writes the word twice, once as a verb: rewriting both would garble the sentence
+    assert rewrite_value("Ana: These are for running. Been running longer.", fact, "Swimming") is None
+    assert rewrite_value("Ana: These are for running.", fact, "Swimming") == "Ana: These are for swimming."

@@ -7,10 +7,10 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from ufuzz.operators.base import StateView
-from ufuzz.seeds.importers.fields import value_forms
+from ufuzz.seeds.importers.fields import RELATIVE_TIME, rewrite_time, text_class, value_forms
 
-__all__ = ["later_timestamp", "latest_evidence", "mentions_value", "natural_key", "substitute", "value_forms",
-           "written_in_evidence"]
+__all__ = ["later_timestamp", "latest_evidence", "mentions_value", "natural_key", "rewritable_evidence",
+           "rewrite_value", "substitute", "value_forms", "written_in_evidence"]
 
 
 def later_timestamp(view: StateView, days: int = 1) -> str:
@@ -34,10 +34,14 @@ def substitute(text: str, old: str, new: str) -> str | None:
 
     def put(m: re.Match[str]) -> str:
         art = m.group(1)
+        word = new
+        written = m.group(0)[-len(old):]
+        if written != old and written.islower() and new[:1].isupper() and new[1:].islower():
+            word = new.lower()  # the answer "Running" is written "running" in the turn: so is its new value
         if art is None or art.lower() not in ("a", "an"):
-            return new if art is None else f"{art} {new}"
-        right = "an" if new[:1].lower() in "aeiou" else "a"
-        return f"{right if art[0].islower() else right.capitalize()} {new}"
+            return word if art is None else f"{art} {word}"
+        right = "an" if word[:1].lower() in "aeiou" else "a"
+        return f"{right if art[0].islower() else right.capitalize()} {word}"
     return pat.sub(put, text)
 
 
@@ -72,10 +76,34 @@ def _whole_word(value: str) -> re.Pattern[str]:
 
 
 def written_in_evidence(prov, fact) -> bool:
-    """Whether ``fact``'s value is written (whole words) in its latest evidence memory (by id order, as
-    :func:`latest_evidence` without a state) — what an update rewrites."""
+    """Whether an update can rewrite ``fact``'s evidence: its value is written (whole words) in one of its
+    evidence memories, or it is a date its latest evidence memory (by id order, as :func:`latest_evidence`
+    without a state) tells by one relative time ("yesterday")."""
+    return rewritable_evidence(prov, fact, None) is not None
+
+
+def rewritable_evidence(prov, fact, view: StateView | None) -> str | None:
+    """The evidence memory an update of ``fact`` rewrites: the latest that writes the value (whole words), else
+    — for a date or year told by one relative time — the latest evidence memory; None when neither."""
     if not fact.evidence:
-        return False
+        return None
     texts = dict(prov.memory_texts)
-    text = texts.get(latest_evidence(None, fact.evidence))
-    return text is not None and mentions_value(text, fact.value)
+    writing = [m for m in fact.evidence if mentions_value(texts.get(m, ""), fact.value)]
+    if writing:
+        return latest_evidence(view, writing)
+    latest = latest_evidence(view, fact.evidence)
+    if fact.value_type in ("date", "year") and RELATIVE_TIME.search(texts.get(latest, "")) is not None \
+            and rewrite_time(texts.get(latest, ""), fact.value) is not None:
+        return latest
+    return None
+
+
+def rewrite_value(text: str, fact, value: str) -> str | None:
+    """``text`` stating ``value`` where it states ``fact``'s value: the value substituted where written, or,
+    for a date told by one relative time, that time replaced by the new date."""
+    if text_class(fact.value) is not None and len(_whole_word(fact.value).findall(text)) > 1:
+        return None  # a common word written twice may be two words ("shoes for running … been running longer")
+    new = substitute(text, fact.value, value)
+    if new is None and fact.value_type in ("date", "year"):
+        new = rewrite_time(text, value)
+    return new

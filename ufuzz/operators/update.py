@@ -13,6 +13,7 @@ provenance updated with the *verified* operation result.
 from __future__ import annotations
 
 import random
+from datetime import datetime
 
 from ufuzz.model import FuzzCase, Memory, Reference, StateOp, UndefinedReference
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
@@ -20,9 +21,11 @@ from ufuzz.operators.statewrite import (
     later_timestamp,
     latest_evidence,
     mentions_value,
-    substitute,
+    rewritable_evidence,
+    rewrite_value,
     written_in_evidence,
 )
+from ufuzz.seeds.importers.fields import date_of
 
 
 class Update(Operator):
@@ -48,14 +51,16 @@ class Update(Operator):
         fact = case.provenance.active(f.entity, f.attribute)
         if fact is None or not value:
             raise Rejected("no active fact to update")
-        old_id = latest_evidence(view, fact.evidence)
+        old_id = rewritable_evidence(case.provenance, fact, view) or latest_evidence(view, fact.evidence)
         old_text = view.get(old_id)
         if old_text is None:
             raise Rejected(f"evidence {old_id} not stored")
-        new_text = substitute(old_text.text, fact.value, value)
+        new_text = rewrite_value(old_text.text, fact, value)
         if new_text is None:  # the value is not written in the memory: rewriting it would mean inventing text
-            raise Rejected(f"the value {fact.value!r} is not written in its latest evidence {old_id}")
+            raise Rejected(f"the value {fact.value!r} is not written in its evidence {old_id}")
         ts = later_timestamp(view)
+        if not _not_after(value, ts):
+            raise Rejected(f"the new date {value!r} is later than the memory telling it ({ts})")
         new_id = f"{old_id}~u{case.depth + 1}{rng.randrange(1 << 16):04x}"
         new = Memory(id=new_id, text=new_text, timestamp=ts, metadata={"ufuzz_op": "update", "of": old_id})
         res = view.update(old_id, new)
@@ -126,3 +131,11 @@ class Update(Operator):
         if f.scope == "any" and (value not in (ref.answer, *ref.aliases) or not written <= set(ref.supporting)):
             return Verdict.reject("the new value is not among the accepted answers")
         return Verdict.accept("written memory active with new value", "latest timestamp", "old memory as reported")
+
+
+
+def _not_after(value: str, timestamp: str) -> bool:
+    """False when ``value`` is a date (or year) after the day of ``timestamp``: a memory cannot tell of a past
+    event on a later date. True for any other value."""
+    when = date_of(value)
+    return when is None or when <= datetime.fromisoformat(timestamp).date()

@@ -36,7 +36,9 @@ from ufuzz.model import (
 )
 from ufuzz.seeds.importers.fields import (
     PERSON_NAMES,
+    date_of,
     mentions_word,
+    rewrite_time,
     value_forms,
     value_pool,
 )
@@ -363,6 +365,17 @@ class Builder:
                 pool = value_pool(active.value, active.value_type, existing, absent_names[3:] or absent_names)
             except ValueError:
                 pool = ()
+            if active.value_type in ("date", "year") and pool:
+                # an update tells of the event at a new date, in a memory later than the conversation: never a
+                # date after that
+                end = max(datetime.fromisoformat(m.timestamp) for m in cp.memories).date()
+                pool = tuple(v for v in pool if (date_of(v) or end) <= end)[:3]
+            if active.value_type == "text" and pool:
+                # a word of a class (a country, a pet): only one the conversation never mentions, so that a memory
+                # holding it is the update's and nothing else's; three of them, the choice spread by question
+                fresh = [v for v in pool if not mentions_word([corpus], v)]
+                k = rng_key % len(fresh) if fresh else 0
+                pool = tuple((fresh[k:] + fresh[:k])[:3])
         if p.memory_ops is not None:
             ops = p.memory_ops
         elif p.answer is None:
@@ -437,16 +450,20 @@ JUDGEMENT = re.compile(r"^(?:(?:most\s+)?likely|probably|possibly|maybe|definite
 
 def state_ops_for(answer: str, evidence_texts: Sequence[str], latest: str | None) -> tuple[str, ...] | None:
     """The memory-state operators that can carry out their move on an answer: an update where it is written
-    verbatim in its latest evidence (it rewrites that text), a delete where it is written at all, as digits or
+    verbatim in an evidence memory (it rewrites the latest that writes it) or is a date its latest evidence tells
+    by one relative time ("yesterday": the update dates it), a delete where it is written at all, as digits or
     word, in its evidence (so that every memory carrying it can be found), the unrelated edit always; None
     when all of them can (every state operator)."""
     a = answer.strip()
     if not a or JUDGEMENT.match(a):
         return ("unrelated_edit",)
     ops = []
+    written = [t for t in evidence_texts if mentions_word([t], a)]
     if any(mentions_word([t], v) for t in evidence_texts for v in value_forms(a)):
         ops.append("delete")
-    if memory_ops_for(a, latest) is None:
+    # an update rewrites the latest evidence turn that writes the value, or, for a date told as "yesterday",
+    # the relative time of the latest evidence turn
+    if written or (latest is not None and rewrite_time(latest, a) is not None):
         ops.append("update")
     return None if len(ops) == 2 else (*ops, "unrelated_edit")
 

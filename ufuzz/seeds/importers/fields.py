@@ -362,14 +362,89 @@ def mentions_word(texts: Sequence[str], word: str) -> bool:
     return any(w in t.lower() and pat.search(t.lower()) for t in texts)
 
 
+#: Classes of ordinary words a free-text answer may be one of, so that another member is a type-compatible new
+#: value ("Sweden" -> "Portugal", "guinea pig" -> "hamster", "weekly" -> "every other week"). A value outside
+#: every class has none: an update of it would have to invent what kind of thing it is. Members are singular
+#: (a plural would break the sentence's agreement: "this necklace is" -> "this earrings is").
+TEXT_CLASSES: dict[str, tuple[str, ...]] = {
+    "country": ("Sweden", "Norway", "Denmark", "Finland", "Germany", "France", "Spain", "Portugal", "Italy",
+                "Greece", "Poland", "Ireland", "Canada", "Mexico", "Brazil", "Argentina", "Chile", "Peru", "Japan",
+                "Korea", "China", "India", "Thailand", "Vietnam", "Australia", "Kenya", "Egypt", "Morocco",
+                "Turkey", "Iceland", "Scotland", "England", "Netherlands", "Belgium", "Austria", "Switzerland"),
+    "pet": ("dog", "cat", "guinea pig", "hamster", "rabbit", "parrot", "goldfish", "turtle", "ferret", "gecko",
+            "snake", "horse", "budgie", "chinchilla"),
+    "instrument": ("piano", "guitar", "violin", "cello", "flute", "clarinet", "saxophone", "trumpet",
+                   "ukulele", "harp", "bass guitar", "accordion", "harmonica"),
+    # what one goes doing ("go horseback riding", "shoes for running") and what one plays ("play tennis")
+    "activity": ("running", "swimming", "cycling", "hiking", "surfing", "skiing", "snowboarding", "rock climbing",
+                 "kayaking", "horseback riding", "skateboarding", "rowing", "fishing", "camping", "sailing",
+                 "jogging"),
+    "sport": ("tennis", "soccer", "football", "basketball", "volleyball", "baseball", "golf", "badminton",
+              "hockey", "cricket", "rugby", "table tennis"),
+    "colour": ("red", "blue", "green", "yellow", "purple", "orange", "pink", "black", "white", "grey", "brown",
+               "teal", "turquoise"),
+    "weekday": ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"),
+    "season": ("spring", "summer", "autumn", "winter"),
+    "frequency": ("daily", "weekly", "monthly", "yearly", "every day", "every week", "every other week",
+                  "twice a week", "once a week", "once a month", "twice a month", "once or twice a year",
+                  "every weekend", "once a year"),
+    "relationship status": ("single", "married", "engaged", "divorced", "in a relationship", "widowed"),
+    "dance style": ("contemporary", "ballet", "hip-hop", "salsa", "tango", "jazz", "tap", "ballroom", "swing",
+                    "breakdancing", "flamenco"),
+    "music genre": ("classical", "jazz", "rock", "pop", "hip-hop", "country", "blues", "folk", "reggae", "metal",
+                    "electronic", "indie", "soul", "punk"),
+    "feeling": ("happy", "glad", "excited", "proud", "nervous", "anxious", "grateful", "thrilled", "relieved",
+                "hopeful", "calm", "overwhelmed", "inspired", "motivated", "stressed"),
+    "art form": ("painting", "pottery", "drawing", "sculpture", "photography", "knitting", "calligraphy",
+                 "woodworking", "embroidery", "ceramics", "printmaking", "watercolor"),
+    "meal": ("breakfast", "lunch", "dinner", "brunch"),
+    "jewellery": ("necklace", "bracelet", "ring", "pendant", "brooch", "locket", "watch"),
+    "weather": ("sunny", "rainy", "cloudy", "snowy", "windy", "foggy", "stormy"),
+}
+_ARTICLE = re.compile(r"(?i)^(?:a|an|the)\s+")
+
+
+def text_class(value: str) -> str | None:
+    """The class of :data:`TEXT_CLASSES` a free-text value belongs to (an article aside, any case); None when
+    it is in none, or in two (hip-hop is a dance and a genre: which kind of thing is meant cannot be told)."""
+    v = _ARTICLE.sub("", value.strip()).lower()
+    found = [c for c, members in TEXT_CLASSES.items() if v in (m.lower() for m in members)]
+    return found[0] if len(found) == 1 else None
+
+
+def _class_pool(value: str) -> list[str]:
+    """The other members of ``value``'s class, written as it is (an article kept, the first letter's case)."""
+    cls = text_class(value)
+    if cls is None:
+        return []
+    v = value.strip()
+    art = _ARTICLE.match(v)
+    bare = v[art.end():] if art else v
+    out = []
+    for m in TEXT_CLASSES[cls]:
+        if m.lower() == bare.lower():
+            continue
+        word = m[0].upper() + m[1:] if bare[:1].isupper() else (m if m[:1].isupper() and cls in (
+            "country", "weekday") else m.lower())
+        if art:
+            lead = art.group(0).strip()
+            if lead.lower() in ("a", "an"):
+                lead = ("an" if word[:1].lower() in "aeiou" else "a")
+                lead = lead.capitalize() if art.group(0)[0].isupper() else lead
+            word = f"{lead} {word}"
+        out.append(word)
+    return out
+
+
 def value_pool(value: str, value_type: str, existing: set[str], absent_names: Sequence[str]) -> tuple[str, ...]:
-    """Fresh type-compatible values an update may write (empty for free text)."""
+    """Fresh type-compatible values an update may write (for free text, other members of its
+    :data:`TEXT_CLASSES` class; none for text in no class)."""
     out: list[str] = []
     v = value.strip()
     if value_type in ("number", "year"):
         n = _NUM_WORDS.get(v.lower())
         base = float(n) if n is not None else float(v)
-        deltas = (1, 2, 5) if value_type == "year" else (1, 3, 7)
+        deltas = (1, 2, 5, -1, -2) if value_type == "year" else (1, 3, 7)
         for d in deltas:
             cand = base + d
             out.append(str(int(cand)) if cand == int(cand) else str(cand))
@@ -387,11 +462,26 @@ def value_pool(value: str, value_type: str, existing: set[str], absent_names: Se
         out = _shift_dates(v)
     elif value_type == "person_name":
         out = list(absent_names[:3])
+    elif value_type == "text":
+        low = {e.lower() for e in existing}
+        return tuple(x for x in _class_pool(v) if x.lower() not in low)
     return tuple(x for x in out if x not in existing and x != v)
 
 
 _DATE_FORMATS = ("%d %B %Y", "%d %B, %Y", "%B %d, %Y", "%B %d %Y", "%Y-%m-%d", "%B %Y", "%B, %Y", "%d %b %Y",
                  "%b %d, %Y")
+
+
+def date_of(value: str):
+    """The date a date or year value names (its first day for a month or a year), or None."""
+    from datetime import datetime
+
+    for fmt in (*_DATE_FORMATS, "%Y"):
+        try:
+            return datetime.strptime(value.strip(), fmt).date()
+        except ValueError:
+            continue
+    return None
 
 
 def _shift_dates(v: str) -> list[str]:
@@ -402,10 +492,39 @@ def _shift_dates(v: str) -> list[str]:
             d = datetime.strptime(v, fmt)
         except ValueError:
             continue
-        days = (31, 62, 400) if "%d" not in fmt else (3, 10, 45)
+        # later first; then earlier (an importer keeps those not after its conversation's end)
+        days = (31, 62, 400, -31, -62, -93, -124) if "%d" not in fmt else (3, 10, 45, -3, -10, -17)
         out = []
         for n in days:
             s = (d + timedelta(days=n)).strftime(fmt)
             out.append(s.lstrip("0") if fmt.startswith("%d") else s)
         return out
     return []
+
+
+_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+#: a relative time a speaker tells an event by ("yesterday", "last Friday", "two weeks ago"): what a dated answer
+#: ("7 May 2023") is computed from, and what an update of that date rewrites
+RELATIVE_TIME = re.compile(
+    rf"(?i)(?<![\w-])(?:yesterday|today|tonight|this morning|last night|the other day|"
+    rf"(?:last|this|next|this past) (?:week|weekend|month|year|summer|winter|spring|fall|autumn|{_WEEKDAYS})|"
+    rf"(?:a|one|two|three|four|five|six|a few|a couple of|few) (?:days?|weeks?|months?|years?) ago)(?![\w-])")
+
+
+def rewrite_time(text: str, value: str) -> str | None:
+    """``text`` with its one relative time ("yesterday") replaced by the dated ``value`` ("on 10 May 2023",
+    "in May 2023", "in 2023"), a capital kept at the start of a sentence; None when ``text`` tells no relative
+    time or several (which one the date is cannot be told), or ``value`` is no date or year."""
+    kind = value_type_of(value)
+    if kind not in ("date", "year"):
+        return None
+    found = list(RELATIVE_TIME.finditer(text))
+    if len(found) != 1:
+        return None
+    m = found[0]
+    day = re.match(r"\d{1,2}\s", value) or re.search(r"[A-Za-z]+\.?\s+\d{1,2},", value) or \
+        re.fullmatch(r"\d{4}-\d\d-\d\d", value)
+    phrase = f"{'on' if day else 'in'} {value}"
+    if m.group(0)[0].isupper():
+        phrase = phrase[0].upper() + phrase[1:]
+    return text[:m.start()] + phrase + text[m.end():]
