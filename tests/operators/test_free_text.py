@@ -124,6 +124,7 @@ def test_text_mentions_is_whole_word():
 def _naive_update_candidates(op: UnrelatedEdit, case: FuzzCase):
     """The unrelated edit's update candidates as the operator first computed them (per fact, no index)."""
     from ufuzz.operators.statewrite import latest_evidence, mentions_value, substitute
+    from ufuzz.seeds.importers.fields import text_class, value_pool
 
     f = case.query.fields
     texts = dict(case.provenance.memory_texts)
@@ -134,7 +135,11 @@ def _naive_update_candidates(op: UnrelatedEdit, case: FuzzCase):
         mid = latest_evidence(None, fact.evidence)
         if mid not in texts or not op._unrelated(case, mid, texts[mid]):
             continue
-        alts = sorted(case.provenance.values_of_type(fact.value_type) - {fact.value} - op._protected_values(case))
+        if fact.value_type == "text":  # free text: only words of its own class (no other answer's sentence)
+            same = set(value_pool(fact.value, "text", set(), ())) if text_class(fact.value) else set()
+        else:
+            same = case.provenance.values_of_type(fact.value_type) - {fact.value}
+        alts = sorted(same - op._protected_values(case))
         alts = [a for a in alts if not mentions_value(texts[mid], a)]
         if alts and substitute(texts[mid], fact.value, alts[0]) is not None:
             out.append((fact, mid, alts))
@@ -232,3 +237,45 @@ def test_a_class_word_is_updated_to_one_of_its_class_and_never_garbled():
     # the turn writes the word twice, once as a verb: rewriting both would garble the sentence
     assert rewrite_value("Ana: These are for running. Been running longer.", fact, "Swimming") is None
     assert rewrite_value("Ana: These are for running.", fact, "Swimming") == "Ana: These are for swimming."
+
+
+def test_unrelated_edit_restates_a_near_miss_turn_of_the_other_speaker(tmp_path):
+    """A near-miss addition: another speaker's turn on the question's topic, said again later, verbatim — not
+    invented text; never a turn naming the queried speaker, addressing anyone, or carrying a word of the answer."""
+    s = _locomo()
+    op = UnrelatedEdit()
+    c, ref = _case(s, "What did Ben sell at the flea market?")  # topic: sell, flea, market
+    texts = dict(c.provenance.memory_texts)
+    near = list(op._iter_near(c))
+    assert near == []  # no turn of Ana's is on the flea market
+    c, ref = _case(s, "How many dogs does Ben have?")  # Ana's D1:5 walks her dog
+    assert [m for m, _ in op._iter_near(c)] == ["D1:5"]
+    assert "near" in op.targets(c)
+    m, v = _apply(op, c, ref, "near", tmp_path, s.checkpoint_of(s.seeds[0]))
+    assert v.ok, v.reason
+    assert m.ops[0].memory.text == texts["D1:5"] and m.reference == ref
+    # a forged restatement (not the turn's text) is rejected
+    backend = embedded(tmp_path)
+    try:
+        view = StateView(backend, backend.fork(backend.build(s.checkpoint_of(s.seeds[0]))))
+        forged_m = op.mutate(c, ref, "near", random.Random(0), view)
+        forged_m = replace(forged_m, ops=(replace(forged_m.ops[0], memory=replace(forged_m.ops[0].memory,
+                                                                                   text="Ana: I walk my cat.")),))
+        assert not op.validate(c, forged_m, view).ok
+    finally:
+        backend.close()
+
+
+def test_unrelated_edit_update_of_free_text_stays_in_its_class():
+    """Audited garble: another fact's free-text value ("a safe and inviting place …") written over a value
+    ("Bach and Mozart"). Free text now changes only to a word of its own class."""
+    from ufuzz.operators.unrelated_edit import _alternatives, _StateIndex
+
+    prov = Provenance(facts=(Fact("Ana", "home country", "Sweden", ("m1",)),
+                             Fact("Ana", "dream", "a safe and inviting place", ("m2",))),
+                      entities=(), memory_ids=frozenset({"m1", "m2"}),
+                      memory_texts=(("m1", "Ana: I'm from Sweden."), ("m2", "Ana: I want a safe and inviting place.")))
+    index = _StateIndex(prov)
+    alts = _alternatives(index, prov.facts[0])
+    assert alts and "a safe and inviting place" not in alts and "Norway" in alts
+    assert _alternatives(index, prov.facts[1]) == set()

@@ -17,8 +17,15 @@ from typing import Any
 from ufuzz.model import Fact, FuzzCase, Memory, Provenance, Reference, StateOp
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.requery import entity_pattern
-from ufuzz.operators.statewrite import later_timestamp, latest_evidence, mentions_value, substitute
-from ufuzz.seeds.speakers import ANNOTATION_TYPES
+from ufuzz.operators.statewrite import (
+    later_timestamp,
+    latest_evidence,
+    mentions_value,
+    natural_key,
+    substitute,
+)
+from ufuzz.seeds.importers.fields import text_class, value_pool
+from ufuzz.seeds.speakers import ANNOTATION_TYPES, key_terms, shared_terms
 
 #: neutral memories an ``add`` may write: they mention no person, pet, place or value of any seed
 NEUTRAL = (
@@ -47,6 +54,8 @@ class UnrelatedEdit(Operator):
             out.append("update")
         if next(self._iter_unrelated_memories(case), None) is not None:
             out.append("delete")
+        if next(self._iter_near(case), None) is not None:
+            out.append("near")
         return out
 
     def varies(self, case: FuzzCase, target: str) -> bool:
@@ -95,14 +104,36 @@ class UnrelatedEdit(Operator):
         for fact, mid, text in index.writable:
             if fact.entity == f.entity or not self._free_of(rel, mid, text):
                 continue
-            alts = (a for a in sorted(index.by_type[fact.value_type] - {fact.value} - protected)
-                    if not mentions_value(text, a))
+            alts = (a for a in sorted(_alternatives(index, fact) - protected) if not mentions_value(text, a))
             found = [next(alts, None)] if first else list(alts)
             if found and found[0] is not None:
                 yield fact, mid, found
 
     def _update_candidates(self, case: FuzzCase):
         return list(self._iter_update_candidates(case))
+
+    def _iter_near(self, case: FuzzCase):
+        """(id, text) of the turns a near-miss addition may restate: in a conversation (memories written
+        ``"Speaker: …"``), a turn of another speaker on the question's topic (a key term of it) that is no
+        question, does not address anyone ("you"), names neither the queried entity nor any word of its values,
+        and evidences nothing about it — said again later, it is the same speaker on a nearby topic, another
+        fact (the paper's "something about Caroline added while Melanie's instruments are asked")."""
+        f = case.query.fields
+        others = [e for e in case.provenance.entity_names() if e != f.entity]
+        if not others:
+            return
+        rel = self._relevance(case)
+        names = list(case.provenance.entity_names())
+        topic = key_terms(case.query.text, names)
+        if not topic:
+            return
+        value_terms = {t for v in rel[2] for t in key_terms(v, names)}
+        prefixes = tuple(f"{e}: " for e in others)
+        for mid, text in sorted(case.provenance.memory_texts, key=lambda x: natural_key(x[0])):
+            if (text.startswith(prefixes) and self._free_of(rel, mid, text) and not _ADDRESS.search(text)
+                    and not _IMAGE.sub("", text).rstrip().endswith("?") and shared_terms(text, topic) >= 1
+                    and not shared_terms(text, value_terms)):
+                yield mid, text
 
     # -- mutation ---------------------------------------------------------------------------------------
     def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
@@ -139,6 +170,20 @@ class UnrelatedEdit(Operator):
             for wid in written:
                 prov = prov.with_memory(wid, text)
             ops, detail = (StateOp("update", mid, mem),), f"{fact.entity}.{fact.attribute} -> {value}"
+        elif target == "near":
+            cands = list(self._iter_near(case))
+            if not cands:
+                raise Rejected("no near-miss turn to restate")
+            src, text = cands[rng.randrange(len(cands))]
+            mem = Memory(id=f"{src}~n{tag}", text=text, timestamp=later_timestamp(view),
+                         metadata={"ufuzz_op": "unrelated_near", "of": src})
+            res = view.add(mem)
+            if not res.ok:
+                raise Rejected(f"backend refused add: {res.detail}")
+            prov = case.provenance
+            for wid in res.written or (mem.id,):
+                prov = prov.with_memory(wid, text)
+            ops, detail = (StateOp("add", None, mem),), f"restated {src} as {mem.id}"
         elif target == "delete":
             cands = self._unrelated_memories(case)
             if not cands:
@@ -182,7 +227,29 @@ class UnrelatedEdit(Operator):
         for wid in mutation.results[0].written:
             if view.get(wid) is None:
                 return Verdict.reject(f"written memory {wid} is not stored")
+        src = op.memory.metadata.get("of") if op.memory is not None and op.op == "add" else None
+        if src is not None:  # a near-miss restatement: a verbatim copy of a turn unrelated to the query
+            if texts.get(src) != op.memory.text or not self._unrelated(case, src, texts[src]):
+                return Verdict.reject(f"restated memory is not a copy of the unrelated turn {src}")
         return Verdict.accept("query-relevant evidence untouched", "edited memory unrelated")
+
+
+#: a turn addressing someone ("you", "your"): in a conversation, that may be the queried speaker
+_ADDRESS = re.compile(r"(?i)\b(?:you|your|yours|yourself|you're|you've|you'll|you'd|u|ur)\b")
+#: an image caption appended to a turn
+_IMAGE = re.compile(r"\s*\[image:[^\]]*\]\s*$")
+
+
+def _alternatives(index: _StateIndex, fact: Fact) -> set[str]:
+    """Values an update of ``fact`` (another entity's) may write: the state's other values of its type — for
+    free text, only other words of its class (a country for a country), never another answer's sentence
+    ("I'm interested in She wanted to catch the eye …")."""
+    if fact.value_type != "text":
+        return index.by_type[fact.value_type] - {fact.value}
+    cls = text_class(fact.value)
+    if cls is None:
+        return set()
+    return set(value_pool(fact.value, "text", set(), ()))
 
 
 class _StateIndex:
