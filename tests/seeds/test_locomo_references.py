@@ -152,3 +152,17 @@ def test_a_one_word_answer_is_carried_by_the_event_a_number_only_where_written()
     assert not states("The weather is nice today.", "excited", ["Ana"], q)
     assert not states("My kids are loud", "3", ["Ana"], "How many kids does Ana have?")
     assert states("I have three kids", "3", ["Ana"], "How many kids does Ana have?")
+
+
+def test_type_compatible_values_of_quantities_clock_times_and_word_classes():
+    from ufuzz.seeds.importers.fields import TEXT_CLASSES, value_pool, value_type_of
+
+    assert value_type_of("10 pounds") == "quantity" and value_pool("10 pounds", "quantity", set(), ()) == \
+        ("11 pounds", "13 pounds", "17 pounds")
+    assert value_type_of("6:00 pm") == "time_of_day"
+    assert value_pool("6:00 pm", "time_of_day", {"8:00 pm"}, ()) == ("7:00 pm", "9:00 pm")
+    assert value_pool("11 PM", "time_of_day", set(), ()) == ("12 AM", "1 AM", "2 AM")
+    assert value_type_of("10 reasons") == "text"  # not a unit: no number of it is type-compatible
+    # classes hold single words or phrases of one grammatical kind, each in one class only where it matters
+    for name, members in TEXT_CLASSES.items():
+        assert len(set(m.lower() for m in members)) == len(members), name

@@ -322,7 +322,16 @@ def value_type_of(value: str, person_names: Sequence[str] = ()) -> str:
         return "duration"
     if any(v == n or v == n.split()[0] for n in person_names):
         return "person_name"
+    if re.fullmatch(r"\d+(?:\.\d+)?\s+[a-z]+", low) and low.split()[1] in _UNITS:
+        return "quantity"
     return "text"
+
+
+#: units a quantity answer counts in ("10 pounds", "3 miles"): another number of the same unit is type-compatible
+_UNITS = {"pounds", "pound", "lbs", "kilograms", "kilos", "kg", "grams", "miles", "mile", "kilometers", "km",
+          "meters", "feet", "inches", "copies", "pages", "books", "songs", "people", "dollars", "euros", "points",
+          "laps", "steps", "calories", "cups", "servings", "pieces", "items", "times", "games", "goals", "stars",
+          "tickets", "rooms", "floors", "episodes", "chapters", "courses", "classes", "sessions", "photos"}
 
 
 #: Person names used as absent (type-compatible, not in the checkpoint) entity targets and name pools.
@@ -388,7 +397,7 @@ TEXT_CLASSES: dict[str, tuple[str, ...]] = {
     "frequency": ("daily", "weekly", "monthly", "yearly", "every day", "every week", "every other week",
                   "twice a week", "once a week", "once a month", "twice a month", "once or twice a year",
                   "every weekend", "once a year"),
-    "relationship status": ("single", "married", "engaged", "divorced", "in a relationship", "widowed"),
+    "relationship status": ("single", "married", "engaged", "divorced", "widowed"),
     "dance style": ("contemporary", "ballet", "hip-hop", "salsa", "tango", "jazz", "tap", "ballroom", "swing",
                     "breakdancing", "flamenco"),
     "music genre": ("classical", "jazz", "rock", "pop", "hip-hop", "country", "blues", "folk", "reggae", "metal",
@@ -398,6 +407,23 @@ TEXT_CLASSES: dict[str, tuple[str, ...]] = {
     "art form": ("painting", "pottery", "drawing", "sculpture", "photography", "knitting", "calligraphy",
                  "woodworking", "embroidery", "ceramics", "printmaking", "watercolor"),
     "meal": ("breakfast", "lunch", "dinner", "brunch"),
+    "city": ("Paris", "Rome", "London", "Berlin", "Madrid", "Lisbon", "Vienna", "Prague", "Amsterdam", "Dublin",
+             "Athens", "Barcelona", "Tokyo", "Seoul", "Bangkok", "Sydney", "Toronto", "Chicago", "Boston", "Seattle",
+             "Denver", "Miami", "Austin", "Nashville", "Montreal", "Vancouver", "Stockholm", "Oslo", "Copenhagen",
+             "Helsinki", "Edinburgh", "Florence", "Venice", "Kyoto", "Istanbul", "Cairo", "Nairobi", "Lima"),
+    "occupation": ("teacher", "nurse", "doctor", "engineer", "lawyer", "banker", "accountant", "chef", "writer",
+                   "designer", "architect", "photographer", "counselor", "therapist", "pharmacist", "librarian",
+                   "electrician", "plumber", "carpenter", "journalist", "programmer", "pilot", "firefighter",
+                   "dentist", "veterinarian", "mechanic", "barista", "farmer"),
+    "food": ("pizza", "pasta", "sushi", "curry", "ramen", "lasagna", "paella", "salad", "soup", "risotto",
+             "falafel", "steak", "chili", "stew", "gnocchi"),
+    "drink": ("coffee", "tea", "lemonade", "hot chocolate", "smoothie", "orange juice", "milkshake", "iced tea"),
+    "school subject": ("psychology", "mathematics", "biology", "chemistry", "physics", "history", "philosophy",
+                       "economics", "sociology", "literature", "computer science", "political science",
+                       "art history", "linguistics", "nursing", "law", "medicine", "engineering"),
+    "language": ("English", "Spanish", "French", "German", "Italian", "Portuguese", "Japanese", "Korean",
+                 "Mandarin", "Arabic", "Swedish", "Dutch", "Russian", "Hindi", "Greek", "Polish", "Turkish"),
+    "vehicle": ("car", "bike", "motorcycle", "scooter", "van", "truck", "bus", "train", "boat", "canoe"),
     "jewellery": ("necklace", "bracelet", "ring", "pendant", "brooch", "locket", "watch"),
     "weather": ("sunny", "rainy", "cloudy", "snowy", "windy", "foggy", "stormy"),
 }
@@ -424,8 +450,7 @@ def _class_pool(value: str) -> list[str]:
     for m in TEXT_CLASSES[cls]:
         if m.lower() == bare.lower():
             continue
-        word = m[0].upper() + m[1:] if bare[:1].isupper() else (m if m[:1].isupper() and cls in (
-            "country", "weekday") else m.lower())
+        word = m[0].upper() + m[1:] if bare[:1].isupper() else (m if m[:1].isupper() else m.lower())
         if art:
             lead = art.group(0).strip()
             if lead.lower() in ("a", "an"):
@@ -460,6 +485,14 @@ def value_pool(value: str, value_type: str, existing: set[str], absent_names: Se
             out = [f"{int(m.group(1)) + d} {m.group(2)}" for d in (1, 3)]
     elif value_type == "date":
         out = _shift_dates(v)
+    elif value_type == "quantity":
+        num, unit = v.split(None, 1)
+        base = float(num)
+        for d in (1, 3, 7):
+            n = base + d
+            out.append(f"{int(n) if n == int(n) else n} {unit}")
+    elif value_type == "time_of_day":
+        out = _shift_clock(v)
     elif value_type == "person_name":
         out = list(absent_names[:3])
     elif value_type == "text":
@@ -470,6 +503,22 @@ def value_pool(value: str, value_type: str, existing: set[str], absent_names: Se
 
 _DATE_FORMATS = ("%d %B %Y", "%d %B, %Y", "%B %d, %Y", "%B %d %Y", "%Y-%m-%d", "%B %Y", "%B, %Y", "%d %b %Y",
                  "%b %d, %Y")
+
+
+def _shift_clock(v: str) -> list[str]:
+    """``"6:00 pm"`` one, two and three hours later, written the same way (minutes, spacing, case of am/pm)."""
+    m = re.fullmatch(r"(\d{1,2})(:\d\d)?(\s?)([AaPp])(\.?)([Mm])(\.?)", v.strip())
+    if not m:
+        return []
+    hour, minutes, space, ap, dot1, mm, dot2 = m.groups()
+    h24 = int(hour) % 12 + (12 if ap.lower() == "p" else 0)
+    out = []
+    for d in (1, 2, 3):
+        n = (h24 + d) % 24
+        half = "p" if n >= 12 else "a"
+        half = half.upper() if ap.isupper() else half
+        out.append(f"{(n % 12) or 12}{minutes or ''}{space}{half}{dot1}{mm}{dot2}")
+    return out
 
 
 def date_of(value: str):

@@ -271,11 +271,11 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
             ops = _memory_ops(answer, memories, list(support))
             if near:  # the benchmark marks one turn where others say the same: they support it too
                 b.warnings["supporting_neighbours"] += len(near)
-                # an update rewrites one turn and would leave the others standing; a delete removes every turn
-                # that writes the answer, so it stays only where each added turn writes it
+                # an update rewrites the latest turn writing the answer and supersedes the others with it (they
+                # are the old value's evidence); a delete removes every turn that writes the answer, so it stays
+                # only where each added turn writes it
                 verbatim = all(any(mentions_word([text_of[i]], v) for v in value_forms(answer)) for i in near)
-                ops = tuple(o for o in (ops or ("delete", "update", "unrelated_edit"))
-                            if o == "unrelated_edit" or (o == "delete" and verbatim))
+                ops = tuple(o for o in (ops or ("delete", "update", "unrelated_edit")) if o != "delete" or verbatim)
             if marked:
                 b.warnings["evidence_unrelated_kept"] += len(marked)
             fact = Fact(fields.entity, fields.attribute, answer, support,
