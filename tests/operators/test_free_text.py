@@ -279,3 +279,39 @@ def test_unrelated_edit_update_of_free_text_stays_in_its_class():
     alts = _alternatives(index, prov.facts[0])
     assert alts and "a safe and inviting place" not in alts and "Norway" in alts
     assert _alternatives(index, prov.facts[1]) == set()
+
+
+_RELATIVE = ("yesterday", "last week", "last Friday", "two weeks ago", "this month", "next month", "last year")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(_RELATIVE), st.sampled_from(("7 May 2023", "May 2023", "2022", "19 January, 2023")),
+       st.text(alphabet="abcdefgh ", min_size=0, max_size=20), st.booleans())
+def test_rewrite_time_writes_the_date_where_the_one_relative_time_stood(rel, value, filler, lead):
+    """Property: with exactly one relative time in the turn, the rewrite holds the new date once, no relative
+    time any more, and everything else of the turn unchanged; with two, there is no rewrite."""
+    from ufuzz.seeds.importers.fields import RELATIVE_TIME, rewrite_time
+
+    filler = RELATIVE_TIME.sub("", filler)
+    text = f"Ana: {rel.capitalize()} I went{filler}." if lead else f"Ana: I went{filler} {rel}."
+    out = rewrite_time(text, value)
+    assert out is not None and out.count(value) == 1 and not RELATIVE_TIME.search(out)
+    before, _, after = text.partition(rel.capitalize() if lead else rel)
+    assert out.startswith(before) and out.endswith(after)
+    assert rewrite_time(f"{text} And {rel} again.", value) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(sorted({m for ms in __import__("ufuzz.seeds.importers.fields", fromlist=["x"])
+                               .TEXT_CLASSES.values() for m in ms})), st.booleans())
+def test_a_class_pool_holds_other_members_of_the_same_class(member, capital):
+    """Property: every value of a word's pool is another word of its class, never the word itself."""
+    from ufuzz.seeds.importers.fields import text_class, value_pool
+
+    word = member[0].upper() + member[1:] if capital else member
+    cls = text_class(word)
+    pool = value_pool(word, "text", set(), ())
+    if cls is None:  # in two classes: no type-compatible value can be told
+        assert pool == ()
+    else:
+        assert pool and all(text_class(v) == cls and v.lower() != word.lower() for v in pool)

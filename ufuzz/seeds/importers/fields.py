@@ -448,7 +448,7 @@ def _class_pool(value: str) -> list[str]:
     bare = v[art.end():] if art else v
     out = []
     for m in TEXT_CLASSES[cls]:
-        if m.lower() == bare.lower():
+        if m.lower() == bare.lower() or text_class(m) != cls:  # itself, or a word of two classes ("jazz")
             continue
         word = m[0].upper() + m[1:] if bare[:1].isupper() else (m if m[:1].isupper() else m.lower())
         if art:
