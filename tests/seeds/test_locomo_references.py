@@ -11,7 +11,7 @@ from pathlib import Path
 from ufuzz.model import Execution, SeedSuite
 from ufuzz.oracles.expectations import selection
 from ufuzz.seeds.importers import import_file
-from ufuzz.seeds.importers.locomo import asked_speaker, speculative, states
+from ufuzz.seeds.importers.locomo import asked_speaker, speculative, states, subject_speaker
 
 _TURNS = [
     # session 1
@@ -166,3 +166,24 @@ def test_type_compatible_values_of_quantities_clock_times_and_word_classes():
     # classes hold single words or phrases of one grammatical kind, each in one class only where it matters
     for name, members in TEXT_CLASSES.items():
         assert len(set(m.lower() for m in members)) == len(members), name
+
+
+def test_a_question_naming_both_speakers_needs_evidence_of_its_subject(tmp_path):
+    """Audited false class: "What advice does Gina give to Jon?" marked only with Jon's advice to Gina (the
+    benchmark swapped the roles): no reference rests on it. Evidence of the subject, or of a shared subject,
+    stays."""
+    assert subject_speaker("What advice does Ana give to Ben?", ["Ana", "Ben"]) == "Ana"
+    assert subject_speaker("What did Ben tell Ana about Norway?", ["Ana", "Ben"]) == "Ben"
+    assert subject_speaker("What do Ana and Ben share?", ["Ana", "Ben"]) is None
+    assert subject_speaker("When did Ana move?", ["Ana", "Ben"]) is None  # one speaker: asked_speaker's case
+    qa = [{"question": "What did Ana tell Ben about her grandma?", "answer": "She is from Norway",
+           "evidence": ["D1:4"], "category": 4},
+          {"question": "Where did Ben say Ana's shoes are for?", "answer": "Running", "evidence": ["D1:3"],
+           "category": 4},
+          {"question": "What did Ana tell Ben about her move?", "answer": "Moved from Sweden",
+           "evidence": ["D1:7"], "category": 4}]
+    res = _import(tmp_path, qa)
+    asked = {x.query.text for x in res.suite.seeds}
+    assert "What did Ana tell Ben about her grandma?" not in asked  # only Ben's turn: the roles are swapped
+    assert "Where did Ben say Ana's shoes are for?" not in asked  # only Ana's turn
+    assert "What did Ana tell Ben about her move?" in asked  # Ana's own turn

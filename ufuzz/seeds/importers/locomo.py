@@ -430,15 +430,38 @@ def asked_speaker(question: str, speakers: Sequence[str]) -> str | None:
     return named[0]
 
 
+#: an auxiliary right before the subject of a question ("What advice does Gina give to Jon?")
+_AUX = r"\b(?:do|does|did|has|have|had|is|was|were|are|will|would|can|could)\s+"
+
+
+def subject_speaker(question: str, speakers: Sequence[str]) -> str | None:
+    """The speaker a question naming both speakers asks about: the one right after its auxiliary verb ("does
+    Gina give to Jon" asks about Gina); None when no speaker stands there."""
+    named = [s for s in speakers if name_pattern(s).search(question)]
+    if len(named) < 2:
+        return None
+    m = re.search(_AUX + "(" + "|".join(re.escape(s) for s in named) + r")(?![\w'’])(\s+(?:and|&)\s)?", question,
+                  re.I)
+    if m is None or m.group(2):  # "do Ana and Ben share": both are the subject
+        return None
+    return next(s for s in named if m.group(1).lower() == s.lower())
+
+
 def own_evidence(b: Builder, evidence: list[str], question: str, answer: str, text_of: dict[str, str],
                  speaker_of: dict[str, str], speakers: list[str]) -> list[str]:
     """``evidence`` with support from the speaker the question asks about only: a marked turn of the other
     speaker (often the question that prompted the answer — "For walking or running?" — or their own story
     told back) is replaced by the asked speaker's turn right before or after it in the same session when that
     turn is no question and carries the answer, and dropped otherwise (counted). Questions that name no
-    speaker, both, or a speaker's relation keep their evidence."""
+    speaker or a speaker's relation keep their evidence; one that names both keeps it unless none of it is
+    the subject's own (:func:`subject_speaker`): then nothing is left and the question is dropped."""
     who = asked_speaker(question, speakers)
-    if who is None or all(speaker_of[e] == who for e in evidence):
+    if who is None:
+        # both named: when not one marked turn is the subject's own ("What advice does Gina give to Jon?" marked
+        # with Jon's advice to Gina), the benchmark swapped the roles and no reference can rest on it
+        subj = subject_speaker(question, speakers)
+        return [] if subj is not None and all(speaker_of[e] != subj for e in evidence) else evidence
+    if all(speaker_of[e] == who for e in evidence):
         return evidence
     out: list[str] = []
     for e in evidence:
