@@ -35,7 +35,7 @@ import time
 import traceback
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing import connection as mp_connection
 from pathlib import Path
 from typing import Any
@@ -58,9 +58,18 @@ TASKS_PER_LANE = 4
 
 
 def batch_size(workers: int) -> int:
-    """Tasks per batch for ``workers`` lanes: one with one lane (the campaign of ``--workers 1``, step by step),
-    else :data:`TASKS_PER_LANE` per lane."""
+    """Tasks per batch for ``workers`` lanes (process, Ray or thread lanes alike: ``--workers`` ×
+    ``--max-concurrency``): one with one lane (the campaign of ``--workers 1``, step by step), else
+    :data:`TASKS_PER_LANE` per lane."""
     return 1 if workers <= 1 else workers * TASKS_PER_LANE
+
+
+def llm_share(cfg: Any) -> int:
+    """How many processes of a campaign call the LLM endpoint with a client of their own, each held to that
+    share of ``--llm-rpm``/``--llm-tpm``: the campaign's and each process lane's (thread lanes share the
+    campaign's client)."""
+    workers = int(getattr(cfg, "workers", 1) or 1)
+    return workers + 1 if workers > 1 or getattr(cfg, "ray_address", None) else 1
 
 
 #: parent jobs' outcomes a pool remembers (their tasks come in the same or the next batch)
@@ -116,6 +125,7 @@ class LaneResult:
     holds: bool = False  # the lane keeps the mutant's fork until the campaign says to adopt or drop it
     testable: bool | None = None  # a parent job: whether the parent passes a level it is judged at
     skipped: bool = False  # not run: its parent's job found the parent failing, or untestable
+    llm: dict[str, int] | None = None  # what the lane's own LLM client did for this job (calls, tokens …)
 
 
 def _import(spec: str) -> Any:
@@ -129,26 +139,38 @@ def _import(spec: str) -> Any:
 class LaneCore:
     """A lane's backend, executor and state operators; :meth:`run` works through a list of jobs."""
 
-    def __init__(self, spec: LaneSpec, workdir: Path) -> None:
+    def __init__(self, spec: LaneSpec, workdir: Path, backend: Any = None, llm: Any = None,
+                 prepares: bool = True) -> None:
+        """A core with a backend of its own (a process or Ray lane), or over ``backend`` and ``llm`` shared with
+        the campaign's other thread lanes (:mod:`ufuzz.engine.threadlanes`: never closed here; only the lane
+        with ``prepares`` lets the backend prepare query texts, once for all)."""
         from ufuzz.llm.client import client_for
         from ufuzz.operators import create_all
         from ufuzz.oracles.judging import Judging
 
         cfg = spec.config
         self.seed = cfg.seed
-        self.backend = registry.instantiate(
+        self.owns_backend = backend is None
+        self.prepares = prepares
+        self.backend = backend if backend is not None else registry.instantiate(
             cfg.backend, _import(spec.backend_class), Path(workdir) / "backend", cfg.backend_options,
             isolation=cfg.isolation, worker={"recycle_every": cfg.worker_recycle,
                                              "max_rss_mb": cfg.worker_max_rss_mb,
                                              "call_timeout": cfg.worker_timeout})
         try:
-            llm = client_for(cfg) if "answer" in cfg.llm_uses else None
-            responder, self.context = Judging.of(cfg).build(self.backend, llm)
+            judging = Judging.of(cfg)
+            self.llm = llm
+            if llm is None and (judging.answer or judging.judge):  # a lane of its own process: its own client
+                self.llm = client_for(cfg, share=llm_share(cfg))
+            self._owns_llm = llm is None and self.llm is not None
+            self._llm_seen: dict[str, int] = {}
+            responder, self.context = judging.build(self.backend, self.llm)
             self.executor = Executor(self.backend, spec.checkpoints, k=cfg.k, responder=responder,
                                      max_live_states=cfg.max_live_states, hidden=not self.context.visible)
             self.operators = create_all(only=tuple(cfg.operators) if cfg.operators else None)
         except BaseException:
-            self.backend.close()
+            if self.owns_backend:
+                self.backend.close()
             raise
         caps = self.backend.capabilities
         self.fork_queries = caps.cheap_fork if cfg.fork_queries is None else bool(cfg.fork_queries)
@@ -162,7 +184,7 @@ class LaneCore:
         states, release those of the mutants it did not (``drop``: their ids), and prepare ``prepare`` (query
         texts the backend may embed in one batch: only a speed-up, a failure is ignored)."""
         self._settle(keep, drop)
-        if prepare:
+        if prepare and self.prepares:
             try:
                 self.prepare_queries(list(prepare))
             except BackendError:
@@ -186,7 +208,8 @@ class LaneCore:
             self._settle((), list(self.pending))
             self.executor.close()
         finally:
-            self.backend.close()
+            if self.owns_backend:
+                self.backend.close()
 
     # -- jobs ---------------------------------------------------------------------------------------------
     def _settle(self, keep: Sequence[FuzzCase], drop: Sequence[str]) -> None:
@@ -209,7 +232,18 @@ class LaneCore:
         res.faults = list(self.executor.faults)
         self.executor.faults.clear()
         res.seconds = time.perf_counter() - t0
+        res.llm = self._llm_delta()
         return res
+
+    def _llm_delta(self) -> dict[str, int] | None:
+        """What this lane's own LLM client did since the last job (calls, tokens …), for the campaign's totals;
+        None for a client shared with the campaign (it counts there)."""
+        if not self._owns_llm:
+            return None
+        now = {**self.llm.stats(), **{k: v for k, v in self.llm.usage().items() if isinstance(v, int)}}
+        delta = {k: v - self._llm_seen.get(k, 0) for k, v in now.items()}
+        self._llm_seen = now
+        return {k: v for k, v in delta.items() if v} or None
 
     def _work(self, job: LaneJob, res: LaneResult) -> None:
         from ufuzz.oracles.oracle import could_fail
@@ -226,7 +260,7 @@ class LaneCore:
             proposal = propose(op, parent, job.reference, task.target, task.obligation, job.counter, self.seed,
                                executor=self.executor, fork=True)
         else:
-            proposal = job.proposal
+            proposal = replace(job.proposal)  # the campaign's own stays as it made it (a thread lane shares it)
             if proposal.valid and self.fork_queries and self.executor.copyable:
                 try:
                     proposal.handle = self.executor.fork(parent)
@@ -238,6 +272,8 @@ class LaneCore:
                 proposal.unjudged = True
             else:
                 res.ex = self._run_mutant(proposal, parent)
+                if res.ex is not None and res.ex.error is None:
+                    self._prejudge(proposal, res.ex)
         if proposal.handle is not None:
             if res.ex is not None and res.ex.error is None:
                 # it may be kept as a parent: the campaign says which (LaneResult.holds tells it to)
@@ -245,6 +281,19 @@ class LaneCore:
                 res.holds = True
             else:
                 self.executor.release(proposal.handle)
+
+    def _prejudge(self, proposal: Proposal, ex: Execution) -> None:
+        """Ask an LLM judge for the mutant's verdict here, where the wait overlaps other lanes' work: the reply
+        lands in the call cache, so the campaign's own verdict (the same request, judged in task order) is a
+        cache hit. Only a speed-up: the verdict is the campaign's, and a failed request is its to record."""
+        if self.context.judge is None:
+            return
+        from ufuzz.oracles.verdict import judge_case
+
+        try:
+            judge_case(proposal.mutant, proposal.mutation.reference, ex, self.context)
+        except Exception:  # noqa: BLE001 - the campaign asks again and records what fails
+            pass
 
     def _testable(self, parent: FuzzCase, reference: Reference, ex: Execution) -> bool:
         """As :meth:`ufuzz.oracles.oracle.Oracle.testable` (the same pure verdict), so that the lanes skip the
