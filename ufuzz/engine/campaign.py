@@ -498,17 +498,21 @@ class Campaign:
 
     def _thread_lanes(self, spec: Any) -> list[Any]:
         """``--max-concurrency N`` thread lanes over this campaign's backend and LLM client."""
+        from ufuzz.engine.executor import SharedStates
         from ufuzz.engine.lanes import LaneCore
         from ufuzz.engine.threadlanes import ThreadLane, shareable
 
-        shared = shareable(self.backend)
+        backend = shareable(self.backend)
+        states = SharedStates(backend)  # checkpoint states, built once for all lanes
         signal_ = threading.Condition()
 
         def core(i: int) -> Callable[[], Any]:
-            return lambda: LaneCore(spec, self.out / "lanes" / f"lane{i}", backend=shared, llm=self.llm,
-                                    prepares=i == 0)
+            return lambda: LaneCore(spec, self.out / "lanes" / f"lane{i}", backend=backend, llm=self.llm,
+                                    prepares=i == 0, shared=states)
 
-        return [ThreadLane(i, core(i), signal_) for i in range(self.config.max_concurrency)]
+        lanes = [ThreadLane(i, core(i), signal_) for i in range(self.config.max_concurrency)]
+        lanes[-1].after_close = states.close  # the pool closes lanes in order: the last releases the shared states
+        return lanes
 
     def _abandon_start(self) -> None:
         """Close what a failed set-up opened (:func:`ufuzz.engine.startup.undo_on_failure` then removes its

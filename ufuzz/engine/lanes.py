@@ -140,10 +140,11 @@ class LaneCore:
     """A lane's backend, executor and state operators; :meth:`run` works through a list of jobs."""
 
     def __init__(self, spec: LaneSpec, workdir: Path, backend: Any = None, llm: Any = None,
-                 prepares: bool = True) -> None:
+                 prepares: bool = True, shared: Any = None) -> None:
         """A core with a backend of its own (a process or Ray lane), or over ``backend`` and ``llm`` shared with
         the campaign's other thread lanes (:mod:`ufuzz.engine.threadlanes`: never closed here; only the lane
-        with ``prepares`` lets the backend prepare query texts, once for all)."""
+        with ``prepares`` lets the backend prepare query texts, once for all; ``shared``: their checkpoint
+        states, built once for all)."""
         from ufuzz.llm.client import client_for
         from ufuzz.operators import create_all
         from ufuzz.oracles.judging import Judging
@@ -166,7 +167,8 @@ class LaneCore:
             self._llm_seen: dict[str, int] = {}
             responder, self.context = judging.build(self.backend, self.llm)
             self.executor = Executor(self.backend, spec.checkpoints, k=cfg.k, responder=responder,
-                                     max_live_states=cfg.max_live_states, hidden=not self.context.visible)
+                                     max_live_states=cfg.max_live_states, hidden=not self.context.visible,
+                                     shared=shared)
             self.operators = create_all(only=tuple(cfg.operators) if cfg.operators else None)
         except BaseException:
             if self.owns_backend:

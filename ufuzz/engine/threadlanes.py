@@ -67,6 +67,7 @@ class ThreadLane:
         self._thread: threading.Thread | None = None
         self._core: Any = None
         self._failed: str | None = None
+        self.after_close: Callable[[], None] | None = None  # run once this lane is closed (shared states)
 
     @property
     def alive(self) -> bool:
@@ -143,11 +144,13 @@ class ThreadLane:
 
     def close(self) -> None:
         """Release the lane's states (never the shared backend) and end its thread."""
-        if self._thread is None:
-            return
-        self._inbox.put(None)
-        self._thread.join(timeout=120)
-        self._thread = None
-        core, self._core = self._core, None
-        if core is not None:
-            core.close()
+        if self._thread is not None:
+            self._inbox.put(None)
+            self._thread.join(timeout=120)
+            self._thread = None
+            core, self._core = self._core, None
+            if core is not None:
+                core.close()
+        after, self.after_close = self.after_close, None
+        if after is not None:
+            after()
