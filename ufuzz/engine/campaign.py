@@ -747,9 +747,15 @@ class Campaign:
                 on_progress(self.progress)
 
     def _draw(self, size: int) -> dict[str, Any] | None:
-        """The next batch: up to ``size`` tasks from the scheduler, their jobs made and queued to the lanes."""
+        """The next batch: up to ``size`` tasks from the scheduler, their jobs made and queued to the lanes.
+        With thread lanes (``--max-concurrency``), no more tasks than the budget has executions left beyond the
+        batch in flight (each task spends at least one): near the end, tasks that could not be applied would
+        still pay for their LLM calls."""
         from ufuzz.engine.lanes import LaneJob
 
+        if self.config.max_concurrency > 1:
+            ahead = len(self._inflight["batch"]) if self._inflight is not None else 0
+            size = max(1, min(size, self.config.budget - self.progress.executions - ahead))
         batch: list[tuple[Task, int]] = []
         while len(batch) < size:
             task = self.scheduler.next()
