@@ -203,7 +203,7 @@ def test_the_token_budget_ends_the_campaign_cleanly_with_its_own_reason(tmp_path
     (("--llm-price", "1"), "--llm-price"),
     (("--llm-price", "a,b"), "--llm-price"),
     (("--max-llm-tokens", "5"), "--max-llm-tokens"),  # without --llm-uses
-    (("--max-concurrency", "2", "--workers", "2"), "--max-concurrency"),
+    (("--max-concurrency", "2", "--ray-address", "local"), "--max-concurrency"),
 ])
 def test_bad_limits_are_refused_naming_the_option(tmp_path, args, needle):
     r = CliRunner().invoke(main, ["run", "--out", str(tmp_path / "c"), "--budget", "5", "--quiet", *args])

@@ -82,8 +82,9 @@ from ufuzz.engine.ending import EXIT_CODES
               help="Keep up to N LLM requests (answer, judge, paraphrase) and N backend calls in flight from this "
                    "process (thread lanes over one backend; promptfoo's --max-concurrency, Inspect's "
                    "max_connections). Backends whose calls wait on the network (http) overlap them; others run one "
-                   "call at a time while the LLM requests overlap. Batches of N lanes, applied in task order: the "
-                   "same --seed and N give the same campaign; 1 is the step-by-step one.")
+                   "call at a time while the LLM requests overlap. With --workers W: W processes of N. Batches of "
+                   "W x N lanes, applied in task order: the same --seed and lanes give the same campaign; 1 is the "
+                   "step-by-step one.")
 @click.option("--llm-rpm", type=Finite(min=0, max=1e9, min_open=True), default=None,
               help="Client-side limit: LLM requests per minute (spaced evenly; split among process lanes).")
 @click.option("--llm-tpm", type=Finite(min=0, max=1e12, min_open=True), default=None,

@@ -184,9 +184,9 @@ class CampaignConfig:
         c = self.max_concurrency
         if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= 1024:
             raise ValueError(f"--max-concurrency must be a whole number in [1, 1024], not {c!r}")
-        if c > 1 and (self.workers > 1 or self.ray_address is not None):
-            raise ValueError("--max-concurrency N runs N thread lanes in this process; it does not combine with "
-                             "--workers > 1 or --ray-address yet (use one or the other)")
+        if c > 1 and self.ray_address is not None:
+            raise ValueError("--max-concurrency N does not combine with --ray-address yet (Ray lanes are one "
+                             "call at a time; use --workers N --max-concurrency M on one machine)")
         for name in ("llm_rpm", "llm_tpm"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e12):
@@ -485,6 +485,10 @@ class Campaign:
         spec = LaneSpec.of(cfg, cls, self.suite.checkpoints)
         if self._ray is not None:
             lanes = self._ray.lanes(spec, cfg.workers)
+        elif cfg.max_concurrency > 1 and cfg.workers > 1:  # N processes of M thread lanes each
+            from ufuzz.engine.threadlanes import slot_lanes
+
+            lanes = slot_lanes(spec, self.out / "lanes", cfg.workers, cfg.max_concurrency)
         elif cfg.max_concurrency > 1:
             lanes = self._thread_lanes(spec)
         else:

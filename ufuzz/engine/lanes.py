@@ -31,6 +31,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 import zlib
@@ -136,15 +137,34 @@ def _import(spec: str) -> Any:
     return obj
 
 
+class LLMMeter:
+    """What an LLM client of a lane's own process did since it was last asked (calls, tokens …): the campaign
+    adds it to its totals (a client shared with the campaign counts there, and has no meter)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def take(self) -> dict[str, int] | None:
+        with self._lock:
+            now = {**self.client.stats(),
+                   **{k: v for k, v in self.client.usage().items() if isinstance(v, int)}}
+            delta = {k: v - self._seen.get(k, 0) for k, v in now.items()}
+            self._seen = now
+        return {k: v for k, v in delta.items() if v} or None
+
+
 class LaneCore:
     """A lane's backend, executor and state operators; :meth:`run` works through a list of jobs."""
 
     def __init__(self, spec: LaneSpec, workdir: Path, backend: Any = None, llm: Any = None,
-                 prepares: bool = True, shared: Any = None) -> None:
+                 prepares: bool = True, shared: Any = None, meter: LLMMeter | None = None) -> None:
         """A core with a backend of its own (a process or Ray lane), or over ``backend`` and ``llm`` shared with
         the campaign's other thread lanes (:mod:`ufuzz.engine.threadlanes`: never closed here; only the lane
         with ``prepares`` lets the backend prepare query texts, once for all; ``shared``: their checkpoint
-        states, built once for all)."""
+        states, built once for all; ``meter``: the counts of a client of the lane's process, reported to the
+        campaign with each job)."""
         from ufuzz.llm.client import client_for
         from ufuzz.operators import create_all
         from ufuzz.oracles.judging import Judging
@@ -163,8 +183,8 @@ class LaneCore:
             self.llm = llm
             if llm is None and (judging.answer or judging.judge):  # a lane of its own process: its own client
                 self.llm = client_for(cfg, share=llm_share(cfg))
-            self._owns_llm = llm is None and self.llm is not None
-            self._llm_seen: dict[str, int] = {}
+            self.meter = meter if meter is not None else (
+                LLMMeter(self.llm) if llm is None and self.llm is not None else None)
             responder, self.context = judging.build(self.backend, self.llm)
             self.executor = Executor(self.backend, spec.checkpoints, k=cfg.k, responder=responder,
                                      max_live_states=cfg.max_live_states, hidden=not self.context.visible,
@@ -234,18 +254,8 @@ class LaneCore:
         res.faults = list(self.executor.faults)
         self.executor.faults.clear()
         res.seconds = time.perf_counter() - t0
-        res.llm = self._llm_delta()
+        res.llm = self.meter.take() if self.meter is not None else None
         return res
-
-    def _llm_delta(self) -> dict[str, int] | None:
-        """What this lane's own LLM client did since the last job (calls, tokens …), for the campaign's totals;
-        None for a client shared with the campaign (it counts there)."""
-        if not self._owns_llm:
-            return None
-        now = {**self.llm.stats(), **{k: v for k, v in self.llm.usage().items() if isinstance(v, int)}}
-        delta = {k: v - self._llm_seen.get(k, 0) for k, v in now.items()}
-        self._llm_seen = now
-        return {k: v for k, v in delta.items() if v} or None
 
     def _work(self, job: LaneJob, res: LaneResult) -> None:
         from ufuzz.oracles.oracle import could_fail
@@ -339,6 +349,11 @@ def main(argv: list[str] | None = None) -> None:
     conn = Connection(int((argv or sys.argv[1:])[0]))
     spec, workdir = conn.recv()
     sys.path[:] = [p for p in spec.path if p] + [p for p in sys.path if p not in spec.path]
+    if getattr(spec.config, "max_concurrency", 1) > 1:  # --workers N --max-concurrency M: M slots here
+        from ufuzz.engine.threadlanes import serve_slots
+
+        serve_slots(conn, spec, Path(workdir))
+        return
     try:
         core = LaneCore(spec, Path(workdir))
         conn.send(("ok", None))
