@@ -35,6 +35,7 @@ import threading
 import time
 import traceback
 import zlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing import connection as mp_connection
@@ -532,6 +533,9 @@ class LanePool:
         self._held: list[set[str]] = [set() for _ in self.lanes]  # state keys each lane was given work on
         # parent jobs' outcomes by (state key, query): None while running; False holds back (skips) their tasks
         self._gate: LRU[tuple[str, str], bool | None] = LRU(GATES)
+        # parent jobs queued or running, by (state key, query): what _waiting asks, kept as counts (scanning the
+        # queue for each job made feeding many lanes quadratic in the jobs queued)
+        self._open_parents: Counter[tuple[str, str]] = Counter()
 
     def __len__(self) -> int:
         return len(self.lanes)
@@ -554,6 +558,8 @@ class LanePool:
         self._tickets += len(jobs)
         self._jobs.update(zip(tickets, jobs, strict=True))
         for job in jobs:
+            if job.task is None:
+                self._open_parents[(job.parent.state_key, job.parent.query.text)] += 1
             if job.task is None and job.reference is not None:
                 self._gate[(job.parent.state_key, job.parent.query.text)] = None
         self._queue = tickets + self._queue if first else self._queue + tickets
@@ -628,8 +634,8 @@ class LanePool:
         return True if ok is None and self._waiting(after) else (None if ok or ok is None else False)
 
     def _waiting(self, key: tuple[str, str]) -> bool:
-        return any(self._jobs[t].task is None and (self._jobs[t].parent.state_key, self._jobs[t].parent.query.text)
-                   == key for t in [*self._queue, *self._busy.values()])
+        """Whether a parent job for ``key`` is queued or running."""
+        return self._open_parents[key] > 0
 
     def _pick(self, lane: int) -> int:
         runnable = [t for t in self._queue if self._blocked(t) is None]
@@ -673,6 +679,11 @@ class LanePool:
                 self.lost += 1
             self._done[t] = (lane, res)
             job = self._jobs[t]
+            if job.task is None:
+                key = (job.parent.state_key, job.parent.query.text)
+                self._open_parents[key] -= 1
+                if self._open_parents[key] <= 0:
+                    del self._open_parents[key]
             if job.task is None and job.reference is not None:
                 ok = res.lost is None and res.parent_ex is not None and res.parent_ex.error is None
                 self._gate[(job.parent.state_key, job.parent.query.text)] = ok and res.testable is not False
