@@ -338,23 +338,7 @@ def home_lane(seed_id: str, lanes: int) -> int:
 def main(argv: list[str] | None = None) -> None:
     """Child main (``python -m ufuzz.engine.lanes FD``): the first message is (spec, workdir); then answer
     ("ok", value) | ("err", message) per (method, args) request; None closes the lane."""
-    from multiprocessing.connection import Connection
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the campaign's: it stops between batches
-    try:
-        import faulthandler
-
-        faulthandler.enable()
-    except Exception:  # noqa: BLE001
-        pass
-    conn = Connection(int((argv or sys.argv[1:])[0]))
-    spec, workdir = conn.recv()
-    sys.path[:] = [p for p in spec.path if p] + [p for p in sys.path if p not in spec.path]
-    if getattr(spec.config, "max_concurrency", 1) > 1:  # --workers N --max-concurrency M: M slots here
-        from ufuzz.engine.threadlanes import serve_slots
-
-        serve_slots(conn, spec, Path(workdir))
-        return
+    conn, spec, workdir = child_setup(argv)
     try:
         core = LaneCore(spec, Path(workdir))
         conn.send(("ok", None))
@@ -372,6 +356,24 @@ def main(argv: list[str] | None = None) -> None:
         pass
 
 
+def child_setup(argv: list[str] | None) -> tuple[Any, LaneSpec, Path]:
+    """A lane child's start: Ctrl-C left to the campaign, fault tracebacks on, the pipe from the command line,
+    the first message (spec, workdir) and the campaign's sys.path."""
+    from multiprocessing.connection import Connection
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the campaign's: it stops between batches
+    try:
+        import faulthandler
+
+        faulthandler.enable()
+    except Exception:  # noqa: BLE001
+        pass
+    conn = Connection(int((argv or sys.argv[1:])[0]))
+    spec, workdir = conn.recv()
+    sys.path[:] = [p for p in spec.path if p] + [p for p in sys.path if p not in spec.path]
+    return conn, spec, Path(workdir)
+
+
 def _lane_error(exc: BaseException) -> tuple[str, str]:
     """A lane call that raised: its traceback to the lane's log (stderr), its message to the campaign."""
     traceback.print_exc()
@@ -380,6 +382,9 @@ def _lane_error(exc: BaseException) -> tuple[str, str]:
 
 class ProcessLane:
     """A :class:`LaneCore` in a child interpreter on this machine, started on first use and after a death."""
+
+    #: the child's module (``python -m MODULE FD``)
+    child_module = "ufuzz.engine.lanes"
 
     def __init__(self, index: int, spec: LaneSpec, workdir: Path) -> None:
         self.index = index
@@ -404,7 +409,7 @@ class ProcessLane:
         pkg_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
         with self.log_path.open("ab") as log:
-            self._proc = subprocess.Popen([sys.executable, "-m", "ufuzz.engine.lanes", str(child.fileno())],
+            self._proc = subprocess.Popen([sys.executable, "-m", self.child_module, str(child.fileno())],
                                           pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=log,
                                           stderr=subprocess.STDOUT, env=env, cwd=str(self.workdir))
         child.close()

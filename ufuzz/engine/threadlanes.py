@@ -243,9 +243,19 @@ def serve_slots(conn: Any, spec: Any, workdir: Path) -> None:
         pass
 
 
+def main(argv: list[str] | None = None) -> None:
+    """Child main of a :class:`SlotProcess` (``python -m ufuzz.engine.threadlanes FD``)."""
+    from ufuzz.engine.lanes import child_setup
+
+    conn, spec, workdir = child_setup(argv)
+    serve_slots(conn, spec, workdir)
+
+
 class SlotProcess(ProcessLane):
     """A process lane whose child serves ``slots`` thread lanes (:func:`serve_slots`): the campaign's pool sees
     each slot as a lane (:class:`ProcessSlot`); their answers share the pipe and are sorted out here."""
+
+    child_module = "ufuzz.engine.threadlanes"
 
     def __init__(self, index: int, spec: Any, workdir: Path, slots: int) -> None:
         super().__init__(index, spec, workdir)
@@ -367,3 +377,9 @@ def slot_lanes(spec: Any, workdir: Path, workers: int, slots: int) -> list[Proce
     """``workers`` process lanes of ``slots`` thread lanes each, as the pool's ``workers × slots`` lanes."""
     procs = [SlotProcess(i, spec, workdir / f"lane{i}", slots) for i in range(workers)]
     return [ProcessSlot(p, j, i * slots + j) for i, p in enumerate(procs) for j in range(slots)]
+
+
+if __name__ == "__main__":  # run as the package's module, so that what it sends pickles as ufuzz.engine classes
+    from ufuzz.engine import threadlanes as _threadlanes
+
+    _threadlanes.main()
