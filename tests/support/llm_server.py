@@ -101,6 +101,7 @@ def _headers(h: BaseHTTPRequestHandler) -> dict[str, str]:
 def _make_handler(server: LLMServer, handler_fn: Handler) -> type[BaseHTTPRequestHandler]:
     class _H(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out at once (no 40 ms delayed-ACK stall)
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
             pass
@@ -293,3 +294,48 @@ class RuleBasedResponder:
         answerable = any(entity.casefold() in s.casefold() for s in snippets)
         return {"established": True, "entity": entity, "attribute": attribute, "scope": scope,
                 "answerable": answerable}
+
+
+# -- latency and rate limits (tests/llm/test_rate_limits.py, benchmarks/bench_latency.py) ----------------------
+
+class Slow:
+    """A handler that answers as ``handler`` does after ``seconds`` (a remote model's latency); requests wait
+    in parallel, as at a real endpoint. ``in_flight``/``peak`` count requests being answered at once."""
+
+    def __init__(self, handler: Handler, seconds: float) -> None:
+        self.handler, self.seconds = handler, seconds
+        self.in_flight = self.peak = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        with self._lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        try:
+            time.sleep(self.seconds)
+            return self.handler(request)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+
+class RateLimited:
+    """A handler that answers HTTP 429 (``Retry-After: retry_after``) to the first ``storm`` requests and then to
+    every ``every``-th one (0: never), else as ``handler``: a provider's rate limiter. ``limited`` counts the 429s."""
+
+    def __init__(self, handler: Handler, storm: int = 0, every: int = 0, retry_after: str | None = "0.05",
+                 status: int = 429) -> None:
+        self.handler, self.storm, self.every, self.retry_after, self.status = handler, storm, every, retry_after, status
+        self.seen = self.limited = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        with self._lock:
+            self.seen += 1
+            limit = self.seen <= self.storm or (self.every and self.seen % self.every == 0)
+            self.limited += bool(limit)
+        if limit:
+            headers = (("Retry-After", self.retry_after),) if self.retry_after is not None else ()
+            return RawReply(self.status, json.dumps({"error": {"message": "rate limit exceeded",
+                                                               "type": "rate_limit_error"}}), headers=headers)
+        return self.handler(request)

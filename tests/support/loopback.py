@@ -8,10 +8,16 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+class _Server(ThreadingHTTPServer):
+    # the stdlib's listen backlog of 5 resets connections when a campaign has dozens of requests in flight
+    # (--max-concurrency 64); a real endpoint accepts far more
+    request_queue_size = 256
+
+
 @contextmanager
 def serve_on_loopback(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
     """Yield the port a ThreadingHTTPServer with ``handler`` listens on; shut it down afterwards."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd = _Server(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()

@@ -53,6 +53,7 @@ the status.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -64,6 +65,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -510,11 +512,67 @@ class _HttpStatus(Exception):
         self.status, self.body = status, body
 
 
+#: seconds one request may spend in all waiting out 429/503 answers that say when to come back (Retry-After)
+RATE_LIMIT_WAIT = 300.0
+#: longest single Retry-After wait honoured (a longer one is waited this long, then asked again)
+MAX_RETRY_AFTER = 60.0
+
+
+def _rate_wait(exc: urllib.error.HTTPError) -> float | None:
+    """The wait a 429 or 503 answer asks for (its Retry-After, capped), or None (another status, or none said)."""
+    if exc.code not in (429, 503):
+        return None
+    from ufuzz.llm.client import retry_after_seconds
+
+    seconds = retry_after_seconds(exc.headers.get("Retry-After") if exc.headers is not None else None)
+    return None if seconds is None else min(max(seconds, 0.01), MAX_RETRY_AFTER)
+
+
+class _IOLock:
+    """A re-entrant lock that its holder lets go of while it waits on the network (:meth:`released`), so that
+    one thread's request does not hold up another's: it guards the adapter's state table, not the product."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+        self._depth = 0
+
+    def __enter__(self) -> _IOLock:
+        me = threading.get_ident()
+        if self._owner != me:
+            self._lock.acquire()
+            self._owner = me
+        self._depth += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if not self._depth:
+            self._owner = None
+            self._lock.release()
+
+    @contextlib.contextmanager
+    def released(self) -> Iterator[None]:
+        """Let go of the lock (if this thread holds it) for the block, then take it back as deep as before."""
+        if self._owner != threading.get_ident():
+            yield
+            return
+        depth, self._depth, self._owner = self._depth, 0, None
+        self._lock.release()
+        try:
+            yield
+        finally:
+            self._lock.acquire()
+            self._owner, self._depth = threading.get_ident(), depth
+
+
 class HttpBackend(MemoryBackend):
     """A memory product reached over HTTP, described by a TOML file (see the module docstring)."""
 
     name = "http"
     extra = None  # no library of its own beyond the core dependencies
+    # calls from several threads overlap (--max-concurrency): the lock guards the state table, never a request
+    concurrent_calls = True
     options_spec = (
         Option("config", required=True, help="path of the product TOML file, set by --config FILE; "
                                              "see examples/product.toml"),
@@ -533,7 +591,7 @@ class HttpBackend(MemoryBackend):
                                  "which is not set (or empty)")
             self._secret = secret
         self._run_id = uuid.uuid4().hex[:8]
-        self._lock = threading.RLock()
+        self._lock = _IOLock()  # held around the state table; let go while a request waits on the network
         # a state's handle is its namespace: <prefix><run>-s<n>
         self._states: StateTable[_State] = StateTable("http backend",
                                                       prefix=f"{self.config.ns_prefix}{self._run_id}-s")
@@ -612,19 +670,32 @@ class HttpBackend(MemoryBackend):
         what = f"{op.method} {path}"
         attempts = 1 + self.config.retries
         last: BackendError | None = None
-        for attempt in range(attempts):
+        attempt, waited = 0, 0.0
+        while attempt < attempts:
             if attempt:
-                time.sleep(self.config.retry_backoff * attempt)
+                with self._lock.released():
+                    time.sleep(self.config.retry_backoff * attempt)
+            attempt += 1
             req = urllib.request.Request(url, data=data, headers=headers, method=op.method)
             try:
-                with urllib.request.urlopen(req, timeout=self.config.timeout) as resp:
+                with self._lock.released(), urllib.request.urlopen(req, timeout=self.config.timeout) as resp:
                     status, raw = resp.status, resp.read()
             except urllib.error.HTTPError as exc:
-                body = exc.read().decode("utf-8", "replace") if exc.fp else ""
+                with self._lock.released():
+                    body = exc.read().decode("utf-8", "replace") if exc.fp else ""
                 exc.close()
                 if not_found_ok and exc.code in op.not_found:
                     raise _HttpStatus(exc.code, body) from None
                 last = self._fail(op_name, f"{what} returned HTTP {exc.code}: {body[:300]}")
+                wait = _rate_wait(exc)
+                if wait is not None and waited + wait <= RATE_LIMIT_WAIT:
+                    # "too many requests, come back in N s": the request was not done, so it is sent again
+                    # after the wait without using up the configured retries (even a POST: nothing was written)
+                    waited += wait
+                    attempt -= 1
+                    with self._lock.released():
+                        time.sleep(wait)
+                    continue
                 if exc.code >= 500 or exc.code == 429:
                     continue
                 raise last from None

@@ -137,6 +137,10 @@ class MemoryBackend(ABC):
     #: take the fuzzer down: campaigns run them in a recyclable worker process (``ufuzz.backends.worker``)
     #: unless ``--isolation none`` is given.
     isolate: bool = False
+    #: True for adapters that may be called from several threads at once and gain from it, their calls waiting
+    #: on the network (the HTTP adapter): ``--max-concurrency`` thread lanes then overlap their calls; any other
+    #: adapter is called by one thread at a time (``ufuzz.engine.threadlanes.SerialBackend``)
+    concurrent_calls: bool = False
     #: the options the adapter accepts; None only for wrappers that forward their options to another
     #: backend which checks them (the worker process)
     options_spec: ClassVar[tuple[Option, ...] | None] = ()

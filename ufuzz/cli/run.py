@@ -3,7 +3,7 @@
 ``--resume DIR`` continues a killed, interrupted or errored campaign.
 
 Exit status (:mod:`ufuzz.engine.ending`): the campaign's end reason — 0 budget spent, 4 exhausted (nothing left
-to try), 5 time limit (``--max-time``), 3 error (a failed preflight, ``--max-consecutive-errors`` backend errors in
+to try), 5 time limit (``--max-time``), 6 LLM token budget spent (``--max-llm-tokens``), 3 error (a failed preflight, ``--max-consecutive-errors`` backend errors in
 a row, every execution a backend error, a corpus that cannot be written, a crash), 130 interrupted (Ctrl-C or
 SIGTERM) — except that 1 is returned for failures ``--fail-on`` counts (``new``: not in the ``--baseline``
 corpus; ``any``: any unique failure) when the campaign did not end in error or interruption; 2 is bad usage.
@@ -77,6 +77,27 @@ from ufuzz.engine.ending import EXIT_CODES
 @click.option("--workers", type=click.IntRange(min=1, max=4096), default=1, show_default=True,
               help="Run N lanes at once, each with its own backend (batches of N tasks, applied in task order: the "
                    "same --seed and N give the same campaign).")
+@click.option("--max-concurrency", "--concurrency", "max_concurrency", type=click.IntRange(min=1, max=1024), default=1,
+              show_default=True,
+              help="Keep up to N LLM requests (answer, judge, paraphrase) and N backend calls in flight from this "
+                   "process (thread lanes over one backend; promptfoo's --max-concurrency, Inspect's "
+                   "max_connections). Backends whose calls wait on the network (http) overlap them; others run one "
+                   "call at a time while the LLM requests overlap. With --workers W: W processes of N. Batches of "
+                   "W x N lanes, applied in task order: the same --seed and lanes give the same campaign; 1 is the "
+                   "step-by-step one.")
+@click.option("--llm-rpm", type=Finite(min=0, max=1e9, min_open=True), default=None,
+              help="Client-side limit: LLM requests per minute (spaced evenly; split among process lanes).")
+@click.option("--llm-tpm", type=Finite(min=0, max=1e12, min_open=True), default=None,
+              help="Client-side limit: LLM tokens per minute, from the usage the endpoint reports.")
+@click.option("--llm-rate-limit-wait", type=Finite(min=0, max=86400), default=600, show_default=True,
+              help="Seconds one LLM call may spend waiting out HTTP 429 / 503 answers (their Retry-After, every "
+                   "request pausing) before it fails; these waits do not use up --llm-retries.")
+@click.option("--llm-price", default=None, metavar="IN,OUT",
+              help="USD per million prompt and completion tokens, for the estimated cost in status, summary.json "
+                   "and the report (e.g. 0.15,0.60).")
+@click.option("--max-llm-tokens", type=click.IntRange(min=1), default=None,
+              help="Token budget: end the campaign cleanly (status llm_budget_spent, exit 6) once its LLM calls "
+                   "have used this many tokens (the calls in flight finish first).")
 @click.option("--ray-address", default=None, metavar="ADDRESS",
               help="Run the lanes as Ray actors: local (a cluster started here), auto, HOST:PORT or "
                    "ray://HOST:PORT; the corpus then goes to PostgreSQL (--db postgresql://...) unless local.")
@@ -114,6 +135,8 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
         reader_threshold: float | None, llm_timeout: float, llm_retries: int, retrieval: str, explore_share: float,
         search: str, isolation: str,
         worker_max_rss_mb: float | None, worker_recycle: int, worker_timeout: float, workers: int,
+        max_concurrency: int, llm_rpm: float | None, llm_tpm: float | None, llm_rate_limit_wait: float,
+        llm_price: str | None, max_llm_tokens: int | None,
         ray_address: str | None, max_time: str | None,
         baseline: str | None, fail_on: str | None, match_baseline: bool, junit_out: str | None,
         progress_every: int, max_consecutive_errors: int,
@@ -154,6 +177,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
     known = _load_baseline(baseline)
     if match_baseline:
         rng_seed, budget, strategy, k = _match_baseline(ctx, known, rng_seed, budget, strategy, k)
+    price = _parse_price(llm_price)
     try:
         cfg = CampaignConfig(backend=backend, backend_options=options, seeds=seeds, budget=budget, seed=rng_seed,
                              k=k, out=str(out_dir), db=db, p=rbo_p, llm_base_url=llm_base_url, llm_model=llm_model,
@@ -163,7 +187,9 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
                              search=search, isolation=isolation,
                              worker_max_rss_mb=worker_max_rss_mb, worker_recycle=worker_recycle,
                              worker_timeout=worker_timeout, workers=workers, ray_address=ray_address,
-                             max_time=seconds,
+                             max_time=seconds, max_concurrency=max_concurrency, llm_rpm=llm_rpm, llm_tpm=llm_tpm,
+                             llm_rate_limit_wait=llm_rate_limit_wait, llm_price=price,
+                             max_llm_tokens=max_llm_tokens,
                              max_consecutive_errors=max_consecutive_errors, preflight=preflight)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
@@ -260,6 +286,23 @@ def _resume(ctx: click.Context, resume_dir: str, *, db: str | None, opts: tuple[
     _end(summary, out_dir)
 
 
+def _parse_price(text: str | None) -> tuple[float, float] | None:
+    """``--llm-price IN,OUT`` as two non-negative finite numbers."""
+    if text is None:
+        return None
+    import math
+
+    parts = text.split(",")
+    try:
+        price = tuple(float(p) for p in parts)
+    except ValueError:
+        price = ()
+    if len(price) != 2 or not all(math.isfinite(p) and p >= 0 for p in price):
+        raise click.BadParameter(f"{text!r}: give two non-negative numbers IN,OUT (USD per million prompt and "
+                                 "completion tokens), e.g. 0.15,0.60", param_hint="'--llm-price'")
+    return price  # type: ignore[return-value]
+
+
 def _fail(message: str) -> None:
     click.echo(f"Error: {message}", err=True)
     click.echo("nothing was recorded: the campaign did not start", err=True)
@@ -277,7 +320,7 @@ def _end(summary: dict[str, Any], out_dir: Path, *, fail_on: str = "never", verd
         click.echo(f"{'error' if reason == 'error' else 'note'}: {summary['message']}", err=True)
     for warning in summary.get("warnings") or ():
         click.echo(f"warning: {warning}", err=True)
-    if reason in ("interrupted", "error", "exhausted", "time_limit"):
+    if reason in ("interrupted", "error", "exhausted", "time_limit", "llm_budget_spent"):
         click.echo(f"continue with: ufuzz run --resume {out_dir}", err=True)
     if reason not in ("interrupted", "error"):
         code = _exit_code(fail_on, summary, verdict)
@@ -410,6 +453,10 @@ def _print_summary(s: dict[str, Any], out_dir: Path) -> None:
         w = s["worker"]
         click.echo(f"backend worker: {w['starts']} start(s), {w['recycles']} recycled, {w['crashes']} crashed, "
                    f"{w['rebuilds']} states rebuilt, peak {w['peak_rss_mb']:.0f} MB")
+    if s.get("llm"):
+        from ufuzz.reports.status import llm_line
+
+        click.echo(llm_line(s["llm"]).replace("llm        ", "llm: ", 1))
     click.echo(f"unique failures: {s['unique_failures']}")
     for op, n in sorted(s["failures_by_operator"].items()):
         click.echo(f"  {op:16s} {n}")

@@ -133,6 +133,19 @@ class CampaignConfig:
     # lanes as Ray actors ("local": a cluster this process starts; "auto", "host:port", "ray://host:port").
     workers: int = 1
     ray_address: str | None = None
+    # Calls in flight from one process (--max-concurrency N; Inspect's max_connections, promptfoo's
+    # --max-concurrency): N thread lanes (ufuzz.engine.threadlanes) share the campaign's backend and LLM client,
+    # so up to N LLM requests (answer, judge, paraphrase) and N backend calls wait at once. Batches are those of
+    # workers x N lanes, applied in task order: the same seed and lanes give the same campaign; 1 is the serial one.
+    max_concurrency: int = 1
+    # Being a good API citizen (ufuzz.llm.ratelimit): requests and tokens per minute (None: no limit), the wait
+    # a call may spend on 429/503 answers, prices for the cost estimate (USD per million prompt, completion
+    # tokens) and a token budget that ends the campaign (reason llm_budget_spent)
+    llm_rpm: float | None = None
+    llm_tpm: float | None = None
+    llm_rate_limit_wait: float = 600.0
+    llm_price: tuple[float, float] | None = None
+    max_llm_tokens: int | None = None
 
     def __post_init__(self) -> None:
         bad = [u for u in self.llm_uses if u not in LLM_USES]
@@ -161,10 +174,37 @@ class CampaignConfig:
             raise ValueError("window_records must be >= 1, window_seconds and snapshot_seconds >= 0")
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
             raise ValueError(f"--workers must be a whole number of at least 1, not {self.workers!r}")
+        self._check_llm_limits()
         if self.ray_address is not None:
             from ufuzz.engine.raylanes import check_address
 
             check_address(self.ray_address, self.db)
+
+    def _check_llm_limits(self) -> None:
+        c = self.max_concurrency
+        if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= 1024:
+            raise ValueError(f"--max-concurrency must be a whole number in [1, 1024], not {c!r}")
+        if c > 1 and self.ray_address is not None:
+            raise ValueError("--max-concurrency N does not combine with --ray-address yet (Ray lanes are one "
+                             "call at a time; use --workers N --max-concurrency M on one machine)")
+        for name in ("llm_rpm", "llm_tpm"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e12):
+                raise ValueError(f"--{name.replace('_', '-')} must be a positive number, not {v!r}")
+        if not 0 <= self.llm_rate_limit_wait <= 86400:
+            raise ValueError(f"--llm-rate-limit-wait must be in [0, 86400] seconds, not {self.llm_rate_limit_wait}")
+        if self.llm_price is not None:
+            price = tuple(self.llm_price)
+            if len(price) != 2 or any(isinstance(p, bool) or not isinstance(p, int | float) or not 0 <= p < 1e9
+                                      for p in price):
+                raise ValueError(f"--llm-price must be two non-negative numbers IN,OUT (USD per million prompt "
+                                 f"and completion tokens), not {self.llm_price!r}")
+            self.llm_price = (float(price[0]), float(price[1]))
+        t = self.max_llm_tokens
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
+            raise ValueError(f"--max-llm-tokens must be a whole number of at least 1, not {t!r}")
+        if t is not None and not self.llm_uses:
+            raise ValueError("--max-llm-tokens needs --llm-uses (no LLM is called without one)")
 
     def to_dict(self) -> dict[str, Any]:
         """The config as recorded with the campaign: a backend's secret options masked (its declared
@@ -182,7 +222,7 @@ class CampaignConfig:
         """A config as :meth:`to_dict` stored it (keys this version does not know are ignored)."""
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in d.items() if k in known}
-        for name in ("llm_uses", "operators"):
+        for name in ("llm_uses", "operators", "llm_price"):
             if kw.get(name) is not None:
                 kw[name] = tuple(kw[name])
         return cls(**kw)
@@ -297,6 +337,7 @@ class Campaign:
         self._ahead_idle = 0  # look-aheads in a row that found nothing to prepare (then it stops)
         self._heartbeat_stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
+        self._lane_llm: dict[str, int] = {}  # what process lanes' own LLM clients did (calls, tokens …)
 
     # -- resume --------------------------------------------------------------------------------------------
     @classmethod
@@ -421,8 +462,15 @@ class Campaign:
 
     @property
     def parallel(self) -> bool:
-        """Whether the executions run in lanes (``--workers N`` > 1, or Ray) rather than in this process."""
-        return self.config.workers > 1 or self.config.ray_address is not None
+        """Whether the executions run in lanes (``--workers N`` > 1, Ray, or ``--max-concurrency N`` > 1 thread
+        lanes) rather than step by step here."""
+        cfg = self.config
+        return cfg.workers > 1 or cfg.ray_address is not None or cfg.max_concurrency > 1
+
+    @property
+    def lane_count(self) -> int:
+        """Lanes of the campaign (``--workers`` × ``--max-concurrency``): what its batches are made of."""
+        return self.config.workers * self.config.max_concurrency
 
     def _start_lanes(self) -> Any:
         """The campaign's lanes, started (each builds its own backend: a bad option fails here, cleanly)."""
@@ -437,6 +485,12 @@ class Campaign:
         spec = LaneSpec.of(cfg, cls, self.suite.checkpoints)
         if self._ray is not None:
             lanes = self._ray.lanes(spec, cfg.workers)
+        elif cfg.max_concurrency > 1 and cfg.workers > 1:  # N processes of M thread lanes each
+            from ufuzz.engine.threadlanes import slot_lanes
+
+            lanes = slot_lanes(spec, self.out / "lanes", cfg.workers, cfg.max_concurrency)
+        elif cfg.max_concurrency > 1:
+            lanes = self._thread_lanes(spec)
         else:
             lanes = [ProcessLane(i, spec, self.out / "lanes" / f"lane{i}") for i in range(cfg.workers)]
         pool = LanePool(lanes)
@@ -445,6 +499,24 @@ class Campaign:
         except LaneDied as exc:
             raise BackendUnavailable(str(exc)) from None
         return pool
+
+    def _thread_lanes(self, spec: Any) -> list[Any]:
+        """``--max-concurrency N`` thread lanes over this campaign's backend and LLM client."""
+        from ufuzz.engine.executor import SharedStates
+        from ufuzz.engine.lanes import LaneCore
+        from ufuzz.engine.threadlanes import ThreadLane, shareable
+
+        backend = shareable(self.backend)
+        states = SharedStates(backend)  # checkpoint states, built once for all lanes
+        signal_ = threading.Condition()
+
+        def core(i: int) -> Callable[[], Any]:
+            return lambda: LaneCore(spec, self.out / "lanes" / f"lane{i}", backend=backend, llm=self.llm,
+                                    prepares=i == 0, shared=states)
+
+        lanes = [ThreadLane(i, core(i), signal_) for i in range(self.config.max_concurrency)]
+        lanes[-1].after_close = states.close  # the pool closes lanes in order: the last releases the shared states
+        return lanes
 
     def _abandon_start(self) -> None:
         """Close what a failed set-up opened (:func:`ufuzz.engine.startup.undo_on_failure` then removes its
@@ -589,9 +661,17 @@ class Campaign:
         return self._finish()
 
     def _ending(self) -> str | None:
-        """Why the campaign must end before its next step or batch (budget, Ctrl-C, time limit), or None."""
+        """Why the campaign must end before its next step or batch (budget, Ctrl-C, time limit, LLM token
+        budget), or None."""
         if self.progress.executions >= self.config.budget:
             return ending.BUDGET_SPENT
+        limit = self.config.max_llm_tokens
+        if limit is not None and self.llm is not None:
+            used = self.llm.total_tokens + self._lane_llm.get("total_tokens", 0)
+            if used >= limit:
+                self.message = (f"{used} LLM tokens used, the --max-llm-tokens budget of {limit} (the calls in "
+                                "flight when it was reached finished first)")
+                return ending.LLM_BUDGET_SPENT
         if self._stop.is_set():
             return ending.INTERRUPTED
         if self._deadline is not None and time.monotonic() >= self._deadline:
@@ -645,9 +725,8 @@ class Campaign:
         queues it again)."""
         from ufuzz.engine.lanes import batch_size
 
-        cfg = self.config
         hidden = self.executor.hidden
-        size = batch_size(cfg.workers)
+        size = batch_size(self.lane_count)
         if self._inflight is not None and "tickets" not in self._inflight:  # resumed: queue it again
             self._inflight["tickets"] = self.lanes.submit(self._inflight["jobs"])
         while True:
@@ -672,9 +751,15 @@ class Campaign:
                 on_progress(self.progress)
 
     def _draw(self, size: int) -> dict[str, Any] | None:
-        """The next batch: up to ``size`` tasks from the scheduler, their jobs made and queued to the lanes."""
+        """The next batch: up to ``size`` tasks from the scheduler, their jobs made and queued to the lanes.
+        With thread lanes (``--max-concurrency``), no more tasks than the budget has executions left beyond the
+        batch in flight (each task spends at least one): near the end, tasks that could not be applied would
+        still pay for their LLM calls."""
         from ufuzz.engine.lanes import LaneJob
 
+        if self.config.max_concurrency > 1:
+            ahead = len(self._inflight["batch"]) if self._inflight is not None else 0
+            size = max(1, min(size, self.config.budget - self.progress.executions - ahead))
         batch: list[tuple[Task, int]] = []
         while len(batch) < size:
             task = self.scheduler.next()
@@ -692,6 +777,8 @@ class Campaign:
         planned = {(j.parent.state_key, j.parent.query.text) for j in (self._inflight or {}).get("jobs", ())
                    if j.task is None}
         jobs = []
+        # a query mutant is made here; a state operator's is made in its lane, on a fork of the parent's state
+        proposals = self._query_proposals(batch)
         for task, counter in batch:
             parent = self.cases[task.case_id]
             key = (parent.state_key, parent.query.text)
@@ -699,13 +786,30 @@ class Campaign:
             if key not in planned and self.executor.cached(parent) is None:
                 planned.add(key)
                 jobs.append(LaneJob(0, None, parent, True, reference))
-            op = self.operators[task.operator]
-            # a query mutant is made here; a state operator's is made in its lane, on a fork of the parent's state
-            proposal = None if op.kind == "state" else propose(op, parent, reference, task.target,
-                                                                 task.obligation, counter, self.config.seed)
+            proposal = proposals.get(counter)
             jobs.append(LaneJob(counter, task, parent, False, reference, proposal,
                                 after=key if key in planned else None))
         return {"batch": batch, "jobs": jobs, "tickets": self.lanes.submit(jobs)}
+
+    def _query_proposals(self, batch: list[tuple[Task, int]]) -> dict[int, Proposal]:
+        """The query mutants of a batch by counter, each made as :func:`propose` makes it wherever it runs; with
+        LLM paraphrases and thread lanes their requests are in flight together (up to --max-concurrency)."""
+        work = [(task, counter) for task, counter in batch if self.operators[task.operator].kind != "state"]
+
+        def make(item: tuple[Task, int]) -> Proposal:
+            task, counter = item
+            parent = self.cases[task.case_id]
+            return propose(self.operators[task.operator], parent, self.oracle.reference_of(parent.id), task.target,
+                           task.obligation, counter, self.config.seed)
+
+        if "paraphrase" in self.config.llm_uses and self.config.max_concurrency > 1 and len(work) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(len(work), self.config.max_concurrency)) as pool:
+                made = list(pool.map(make, work))
+        else:
+            made = [make(item) for item in work]
+        return {counter: p for (_, counter), p in zip(work, made, strict=True)}
 
     def _end_step(self, force_snapshot: bool = False, counted: bool = False) -> None:
         """Counters of a finished step; the step's records may now be committed (with a snapshot when due)."""
@@ -980,7 +1084,23 @@ class Campaign:
 
     def _llm_client(self) -> Any:
         """The LLM client of every configured LLM use (paraphrase, answer, judge), or None without any."""
-        return client_for(self.config)
+        from ufuzz.engine.lanes import llm_share
+
+        return client_for(self.config, share=llm_share(self.config))
+
+    def _llm_summary(self) -> dict[str, Any] | None:
+        """The campaign's LLM calls, tokens and estimated cost (this process's client and its process lanes')."""
+        if self.llm is None:
+            return None
+        from ufuzz.llm.client import estimate_cost
+
+        out: dict[str, Any] = {**self.llm.stats(), **self.llm.usage()}
+        for k, v in self._lane_llm.items():
+            if isinstance(out.get(k), int):
+                out[k] += v
+        out["cost_usd"] = estimate_cost(out, self.config.llm_price)
+        out["price"] = list(self.config.llm_price) if self.config.llm_price is not None else None
+        return out
 
     # -- one step ------------------------------------------------------------------------------------------
     def _parent_execution(self, parent: FuzzCase, hidden: bool) -> Execution:
@@ -1058,9 +1178,11 @@ class Campaign:
         tasks = iter(current["batch"])
         for job, (lane, res) in zip(current["jobs"], results, strict=True):
             if job.task is None:
+                self._count_lane_llm(res.llm)
                 parents[(job.parent.state_key, job.parent.query.text)] = res
                 continue
             task, counter = next(tasks)
+            self._count_lane_llm(res.llm)
             if self.progress.executions >= self.config.budget:
                 self.scheduler.report(task, NO_MUTANT)
             else:
@@ -1075,6 +1197,10 @@ class Campaign:
                 self._count()
             if res.holds and not res.proposal.adopted:
                 self.lanes.decide(lane, res.proposal.mutant, keep=False)
+
+    def _count_lane_llm(self, delta: dict[str, int] | None) -> None:
+        for k, v in (delta or {}).items():
+            self._lane_llm[k] = self._lane_llm.get(k, 0) + v
 
     def _apply_job(self, job: Any, lane: int, res: Any, hidden: bool, parents: dict[tuple[str, str], Any]) -> None:
         """One job's result, applied as :meth:`_step` applies its own work: every path reports to the scheduler
@@ -1213,7 +1339,7 @@ class Campaign:
             "baseline_failures": p.baseline_failures, "reader_failures": p.reader_failures,
             "judging": self.judging, "errors": p.errors, "resumed_from_step": self.resumed_from,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "llm": self.llm.stats() if self.llm is not None else None,
+            "llm": self._llm_summary(),
             "worker": stats.to_dict() if (stats := getattr(self.backend, "stats", None))
             is not None and hasattr(stats, "to_dict") else None,
             "workers": self.config.workers, "ray_address": self.config.ray_address,

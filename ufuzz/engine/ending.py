@@ -14,6 +14,7 @@ error              3  the campaign could not go on: the backend failed its prefl
                       (``--max-consecutive-errors``), the corpus could not be written (a full disk, a database
                       locked by another writer), or ufuzz itself failed; ``message`` says which
 interrupted      130  Ctrl-C or SIGTERM
+llm_budget_spent   6  the LLM token budget (``--max-llm-tokens``) was used up (the calls in flight finish first)
 ==============  ====  ===========================================================================================
 
 (exit 1 is left to ``--fail-on``, 2 to bad usage.) Killed, interrupted and errored campaigns continue with
@@ -37,16 +38,18 @@ EXHAUSTED = "exhausted"
 TIME_LIMIT = "time_limit"
 INTERRUPTED = "interrupted"
 ERROR = "error"
+LLM_BUDGET_SPENT = "llm_budget_spent"
 RUNNING = "running"
 
 #: exit code of ``ufuzz run`` per reason
-EXIT_CODES = {BUDGET_SPENT: 0, EXHAUSTED: 4, TIME_LIMIT: 5, ERROR: 3, INTERRUPTED: 130}
+EXIT_CODES = {BUDGET_SPENT: 0, EXHAUSTED: 4, TIME_LIMIT: 5, ERROR: 3, INTERRUPTED: 130, LLM_BUDGET_SPENT: 6}
 REASONS = tuple(EXIT_CODES)
 
 #: 1: unversioned (status finished | interrupted); 2: ``version``, ``reason`` and ``message``, the reasons above
 SUMMARY_VERSION = 2
 
-__all__ = ["BUDGET_SPENT", "EXHAUSTED", "TIME_LIMIT", "INTERRUPTED", "ERROR", "RUNNING", "EXIT_CODES",
+__all__ = ["BUDGET_SPENT", "EXHAUSTED", "TIME_LIMIT", "INTERRUPTED", "ERROR", "LLM_BUDGET_SPENT", "RUNNING",
+           "EXIT_CODES",
            "REASONS", "SUMMARY_VERSION", "write_atomic", "write_summary", "describe", "process_alive"]
 
 

@@ -18,8 +18,10 @@ Backend faults become ``Execution.error`` (never exceptions out of ``execute``).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from ufuzz.backends.protocol import Answer, BackendError, MemoryBackend, StateHandle, StoredMemory
@@ -34,11 +36,41 @@ MAX_PARENT_EXECUTIONS = 16384
 MAX_LISTINGS = 256
 
 
+class SharedStates:
+    """Checkpoint states shared by the executors of thread lanes over one backend: each checkpoint is built once,
+    by the first lane that needs it, and released by :meth:`close` once every lane is done. Only checkpoint states
+    are shared: nothing writes to them (a mutant writes to a fork), so lanes may run on them at once."""
+
+    def __init__(self, backend: MemoryBackend) -> None:
+        self.backend = backend
+        self._lock = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+        self._states: dict[str, StateHandle] = {}
+
+    def get(self, checkpoint_id: str, build: Callable[[str], StateHandle]) -> StateHandle:
+        with self._lock:
+            lock = self._locks.setdefault(checkpoint_id, threading.Lock())
+        with lock:
+            if checkpoint_id not in self._states:
+                self._states[checkpoint_id] = build(checkpoint_id)
+            return self._states[checkpoint_id]
+
+    def close(self) -> None:
+        with self._lock:
+            handles, self._states = list(self._states.values()), {}
+        for handle in handles:
+            try:
+                self.backend.release(handle)
+            except BackendError:
+                pass
+
+
 class Executor:
     def __init__(self, backend: MemoryBackend, checkpoints: dict[str, Checkpoint], k: int = 5,
                  responder: Responder | None = None, max_live_states: int = 32, hidden: bool = False,
-                 max_parent_executions: int = MAX_PARENT_EXECUTIONS) -> None:
+                 max_parent_executions: int = MAX_PARENT_EXECUTIONS, shared: SharedStates | None = None) -> None:
         self.backend = backend
+        self.shared = shared  # checkpoint states shared with other thread lanes (never released here)
         self.checkpoints = checkpoints
         self.k = k
         caps = backend.capabilities
@@ -80,6 +112,8 @@ class Executor:
 
     def state_of(self, case: FuzzCase) -> StateHandle:
         """The live state of ``case`` (built or reconstructed on first use, then kept)."""
+        if self.shared is not None and not case.ops:
+            return self.shared.get(case.checkpoint_id, self._build)
         key = case.state_key
         if key not in self._states:
             handle = self._build(case.checkpoint_id)

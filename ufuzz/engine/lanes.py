@@ -31,11 +31,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 import zlib
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing import connection as mp_connection
 from pathlib import Path
 from typing import Any
@@ -58,9 +60,18 @@ TASKS_PER_LANE = 4
 
 
 def batch_size(workers: int) -> int:
-    """Tasks per batch for ``workers`` lanes: one with one lane (the campaign of ``--workers 1``, step by step),
-    else :data:`TASKS_PER_LANE` per lane."""
+    """Tasks per batch for ``workers`` lanes (process, Ray or thread lanes alike: ``--workers`` ×
+    ``--max-concurrency``): one with one lane (the campaign of ``--workers 1``, step by step), else
+    :data:`TASKS_PER_LANE` per lane."""
     return 1 if workers <= 1 else workers * TASKS_PER_LANE
+
+
+def llm_share(cfg: Any) -> int:
+    """How many processes of a campaign call the LLM endpoint with a client of their own, each held to that
+    share of ``--llm-rpm``/``--llm-tpm``: the campaign's and each process lane's (thread lanes share the
+    campaign's client)."""
+    workers = int(getattr(cfg, "workers", 1) or 1)
+    return workers + 1 if workers > 1 or getattr(cfg, "ray_address", None) else 1
 
 
 #: parent jobs' outcomes a pool remembers (their tasks come in the same or the next batch)
@@ -116,6 +127,7 @@ class LaneResult:
     holds: bool = False  # the lane keeps the mutant's fork until the campaign says to adopt or drop it
     testable: bool | None = None  # a parent job: whether the parent passes a level it is judged at
     skipped: bool = False  # not run: its parent's job found the parent failing, or untestable
+    llm: dict[str, int] | None = None  # what the lane's own LLM client did for this job (calls, tokens …)
 
 
 def _import(spec: str) -> Any:
@@ -126,29 +138,62 @@ def _import(spec: str) -> Any:
     return obj
 
 
+class LLMMeter:
+    """What an LLM client of a lane's own process did since it was last asked (calls, tokens …): the campaign
+    adds it to its totals (a client shared with the campaign counts there, and has no meter)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def take(self) -> dict[str, int] | None:
+        with self._lock:
+            now = {**self.client.stats(),
+                   **{k: v for k, v in self.client.usage().items() if isinstance(v, int)}}
+            delta = {k: v - self._seen.get(k, 0) for k, v in now.items()}
+            self._seen = now
+        return {k: v for k, v in delta.items() if v} or None
+
+
 class LaneCore:
     """A lane's backend, executor and state operators; :meth:`run` works through a list of jobs."""
 
-    def __init__(self, spec: LaneSpec, workdir: Path) -> None:
+    def __init__(self, spec: LaneSpec, workdir: Path, backend: Any = None, llm: Any = None,
+                 prepares: bool = True, shared: Any = None, meter: LLMMeter | None = None) -> None:
+        """A core with a backend of its own (a process or Ray lane), or over ``backend`` and ``llm`` shared with
+        the campaign's other thread lanes (:mod:`ufuzz.engine.threadlanes`: never closed here; only the lane
+        with ``prepares`` lets the backend prepare query texts, once for all; ``shared``: their checkpoint
+        states, built once for all; ``meter``: the counts of a client of the lane's process, reported to the
+        campaign with each job)."""
         from ufuzz.llm.client import client_for
         from ufuzz.operators import create_all
         from ufuzz.oracles.judging import Judging
 
         cfg = spec.config
         self.seed = cfg.seed
-        self.backend = registry.instantiate(
+        self.owns_backend = backend is None
+        self.prepares = prepares
+        self.backend = backend if backend is not None else registry.instantiate(
             cfg.backend, _import(spec.backend_class), Path(workdir) / "backend", cfg.backend_options,
             isolation=cfg.isolation, worker={"recycle_every": cfg.worker_recycle,
                                              "max_rss_mb": cfg.worker_max_rss_mb,
                                              "call_timeout": cfg.worker_timeout})
         try:
-            llm = client_for(cfg) if "answer" in cfg.llm_uses else None
-            responder, self.context = Judging.of(cfg).build(self.backend, llm)
+            judging = Judging.of(cfg)
+            self.llm = llm
+            if llm is None and (judging.answer or judging.judge):  # a lane of its own process: its own client
+                self.llm = client_for(cfg, share=llm_share(cfg))
+            self.meter = meter if meter is not None else (
+                LLMMeter(self.llm) if llm is None and self.llm is not None else None)
+            responder, self.context = judging.build(self.backend, self.llm)
             self.executor = Executor(self.backend, spec.checkpoints, k=cfg.k, responder=responder,
-                                     max_live_states=cfg.max_live_states, hidden=not self.context.visible)
+                                     max_live_states=cfg.max_live_states, hidden=not self.context.visible,
+                                     shared=shared)
             self.operators = create_all(only=tuple(cfg.operators) if cfg.operators else None)
         except BaseException:
-            self.backend.close()
+            if self.owns_backend:
+                self.backend.close()
             raise
         caps = self.backend.capabilities
         self.fork_queries = caps.cheap_fork if cfg.fork_queries is None else bool(cfg.fork_queries)
@@ -162,7 +207,7 @@ class LaneCore:
         states, release those of the mutants it did not (``drop``: their ids), and prepare ``prepare`` (query
         texts the backend may embed in one batch: only a speed-up, a failure is ignored)."""
         self._settle(keep, drop)
-        if prepare:
+        if prepare and self.prepares:
             try:
                 self.prepare_queries(list(prepare))
             except BackendError:
@@ -186,7 +231,8 @@ class LaneCore:
             self._settle((), list(self.pending))
             self.executor.close()
         finally:
-            self.backend.close()
+            if self.owns_backend:
+                self.backend.close()
 
     # -- jobs ---------------------------------------------------------------------------------------------
     def _settle(self, keep: Sequence[FuzzCase], drop: Sequence[str]) -> None:
@@ -209,6 +255,7 @@ class LaneCore:
         res.faults = list(self.executor.faults)
         self.executor.faults.clear()
         res.seconds = time.perf_counter() - t0
+        res.llm = self.meter.take() if self.meter is not None else None
         return res
 
     def _work(self, job: LaneJob, res: LaneResult) -> None:
@@ -226,7 +273,7 @@ class LaneCore:
             proposal = propose(op, parent, job.reference, task.target, task.obligation, job.counter, self.seed,
                                executor=self.executor, fork=True)
         else:
-            proposal = job.proposal
+            proposal = replace(job.proposal)  # the campaign's own stays as it made it (a thread lane shares it)
             if proposal.valid and self.fork_queries and self.executor.copyable:
                 try:
                     proposal.handle = self.executor.fork(parent)
@@ -238,6 +285,8 @@ class LaneCore:
                 proposal.unjudged = True
             else:
                 res.ex = self._run_mutant(proposal, parent)
+                if res.ex is not None and res.ex.error is None:
+                    self._prejudge(proposal, res.ex)
         if proposal.handle is not None:
             if res.ex is not None and res.ex.error is None:
                 # it may be kept as a parent: the campaign says which (LaneResult.holds tells it to)
@@ -245,6 +294,19 @@ class LaneCore:
                 res.holds = True
             else:
                 self.executor.release(proposal.handle)
+
+    def _prejudge(self, proposal: Proposal, ex: Execution) -> None:
+        """Ask an LLM judge for the mutant's verdict here, where the wait overlaps other lanes' work: the reply
+        lands in the call cache, so the campaign's own verdict (the same request, judged in task order) is a
+        cache hit. Only a speed-up: the verdict is the campaign's, and a failed request is its to record."""
+        if self.context.judge is None:
+            return
+        from ufuzz.oracles.verdict import judge_case
+
+        try:
+            judge_case(proposal.mutant, proposal.mutation.reference, ex, self.context)
+        except Exception:  # noqa: BLE001 - the campaign asks again and records what fails
+            pass
 
     def _testable(self, parent: FuzzCase, reference: Reference, ex: Execution) -> bool:
         """As :meth:`ufuzz.oracles.oracle.Oracle.testable` (the same pure verdict), so that the lanes skip the
@@ -276,18 +338,7 @@ def home_lane(seed_id: str, lanes: int) -> int:
 def main(argv: list[str] | None = None) -> None:
     """Child main (``python -m ufuzz.engine.lanes FD``): the first message is (spec, workdir); then answer
     ("ok", value) | ("err", message) per (method, args) request; None closes the lane."""
-    from multiprocessing.connection import Connection
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the campaign's: it stops between batches
-    try:
-        import faulthandler
-
-        faulthandler.enable()
-    except Exception:  # noqa: BLE001
-        pass
-    conn = Connection(int((argv or sys.argv[1:])[0]))
-    spec, workdir = conn.recv()
-    sys.path[:] = [p for p in spec.path if p] + [p for p in sys.path if p not in spec.path]
+    conn, spec, workdir = child_setup(argv)
     try:
         core = LaneCore(spec, Path(workdir))
         conn.send(("ok", None))
@@ -305,6 +356,24 @@ def main(argv: list[str] | None = None) -> None:
         pass
 
 
+def child_setup(argv: list[str] | None) -> tuple[Any, LaneSpec, Path]:
+    """A lane child's start: Ctrl-C left to the campaign, fault tracebacks on, the pipe from the command line,
+    the first message (spec, workdir) and the campaign's sys.path."""
+    from multiprocessing.connection import Connection
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the campaign's: it stops between batches
+    try:
+        import faulthandler
+
+        faulthandler.enable()
+    except Exception:  # noqa: BLE001
+        pass
+    conn = Connection(int((argv or sys.argv[1:])[0]))
+    spec, workdir = conn.recv()
+    sys.path[:] = [p for p in spec.path if p] + [p for p in sys.path if p not in spec.path]
+    return conn, spec, Path(workdir)
+
+
 def _lane_error(exc: BaseException) -> tuple[str, str]:
     """A lane call that raised: its traceback to the lane's log (stderr), its message to the campaign."""
     traceback.print_exc()
@@ -313,6 +382,9 @@ def _lane_error(exc: BaseException) -> tuple[str, str]:
 
 class ProcessLane:
     """A :class:`LaneCore` in a child interpreter on this machine, started on first use and after a death."""
+
+    #: the child's module (``python -m MODULE FD``)
+    child_module = "ufuzz.engine.lanes"
 
     def __init__(self, index: int, spec: LaneSpec, workdir: Path) -> None:
         self.index = index
@@ -337,7 +409,7 @@ class ProcessLane:
         pkg_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
         with self.log_path.open("ab") as log:
-            self._proc = subprocess.Popen([sys.executable, "-m", "ufuzz.engine.lanes", str(child.fileno())],
+            self._proc = subprocess.Popen([sys.executable, "-m", self.child_module, str(child.fileno())],
                                           pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=log,
                                           stderr=subprocess.STDOUT, env=env, cwd=str(self.workdir))
         child.close()
@@ -466,6 +538,9 @@ class LanePool:
         self._held: list[set[str]] = [set() for _ in self.lanes]  # state keys each lane was given work on
         # parent jobs' outcomes by (state key, query): None while running; False holds back (skips) their tasks
         self._gate: LRU[tuple[str, str], bool | None] = LRU(GATES)
+        # parent jobs queued or running, by (state key, query): what _waiting asks, kept as counts (scanning the
+        # queue for each job made feeding many lanes quadratic in the jobs queued)
+        self._open_parents: Counter[tuple[str, str]] = Counter()
 
     def __len__(self) -> int:
         return len(self.lanes)
@@ -488,6 +563,8 @@ class LanePool:
         self._tickets += len(jobs)
         self._jobs.update(zip(tickets, jobs, strict=True))
         for job in jobs:
+            if job.task is None:
+                self._open_parents[(job.parent.state_key, job.parent.query.text)] += 1
             if job.task is None and job.reference is not None:
                 self._gate[(job.parent.state_key, job.parent.query.text)] = None
         self._queue = tickets + self._queue if first else self._queue + tickets
@@ -562,8 +639,8 @@ class LanePool:
         return True if ok is None and self._waiting(after) else (None if ok or ok is None else False)
 
     def _waiting(self, key: tuple[str, str]) -> bool:
-        return any(self._jobs[t].task is None and (self._jobs[t].parent.state_key, self._jobs[t].parent.query.text)
-                   == key for t in [*self._queue, *self._busy.values()])
+        """Whether a parent job for ``key`` is queued or running."""
+        return self._open_parents[key] > 0
 
     def _pick(self, lane: int) -> int:
         runnable = [t for t in self._queue if self._blocked(t) is None]
@@ -607,6 +684,11 @@ class LanePool:
                 self.lost += 1
             self._done[t] = (lane, res)
             job = self._jobs[t]
+            if job.task is None:
+                key = (job.parent.state_key, job.parent.query.text)
+                self._open_parents[key] -= 1
+                if self._open_parents[key] <= 0:
+                    del self._open_parents[key]
             if job.task is None and job.reference is not None:
                 ok = res.lost is None and res.parent_ex is not None and res.parent_ex.error is None
                 self._gate[(job.parent.state_key, job.parent.query.text)] = ok and res.testable is not False

@@ -14,6 +14,13 @@ Each request waits at most ``LLMConfig.timeout`` seconds. A request that fails i
 failures (HTTP 400/401/404, a reply that is not a chat completion) are not. ``errors`` counts calls that
 failed for good and ``retries`` the repeated requests: a caller turns a failed call into an error record,
 never into a finding.
+
+Rate limits (:mod:`ufuzz.llm.ratelimit`): a 429, or a 503 with ``Retry-After``, is the server asking to wait,
+not a failure: every thread of the client pauses for the time it asked (or an exponential backoff without one),
+and the wait does not use up ``max_retries`` — a call rides out a storm of them for up to
+``LLMConfig.rate_limit_wait`` seconds in all. ``rpm``/``tpm`` are a client-side limit on top. Token usage is
+read from each response's ``usage`` (:meth:`LLMClient.usage`), with an estimated cost where
+``LLMConfig.price`` gives the endpoint's prices. One client is thread-safe: many calls may be in flight.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ufuzz.llm.cache import CallCache, cache_key, canonical_request
+from ufuzz.llm.ratelimit import RateLimit
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +49,8 @@ _EXCERPT = 200
 MAX_BACKOFF = 30.0
 #: HTTP statuses worth another attempt (the request itself was fine)
 RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+#: statuses that say "too many requests, wait": 429 always, 503 when it says how long (Retry-After)
+RATE_STATUSES = frozenset({429, 503})
 
 
 class LLMError(Exception):
@@ -51,9 +61,10 @@ class _Transient(LLMError):
     """A failure another attempt may not have (timeout, connection, 429, 5xx); ``wait`` is the server's
     Retry-After in seconds, when it sent one."""
 
-    def __init__(self, message: str, wait: float | None = None) -> None:
+    def __init__(self, message: str, wait: float | None = None, rate_limited: bool = False) -> None:
         super().__init__(message)
         self.wait = wait
+        self.rate_limited = rate_limited  # the server asked us to slow down (429, or 503 with Retry-After)
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,10 @@ class LLMConfig:
     timeout: float = 30
     max_retries: int = 0
     retry_backoff: float = 0.5  # seconds before the first retry; doubled for each further one
+    rpm: float | None = None  # client-side limit: requests per minute (None: none)
+    tpm: float | None = None  # client-side limit: tokens per minute, where the endpoint reports usage
+    rate_limit_wait: float = 600.0  # seconds one call may wait in all on 429/503 before it fails
+    price: tuple[float, float] | None = None  # USD per million prompt and completion tokens (for the cost)
 
     def __post_init__(self) -> None:
         if not str(self.base_url).strip():
@@ -83,6 +98,17 @@ class LLMConfig:
         if not 0 <= self.retry_backoff <= MAX_BACKOFF:
             raise ValueError(f"LLMConfig.retry_backoff must be in [0, {MAX_BACKOFF:g}] seconds, "
                              f"got {self.retry_backoff}")
+        for name in ("rpm", "tpm"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                      or not math.isfinite(value) or value <= 0):
+                raise ValueError(f"LLMConfig.{name} must be a positive number, got {value!r}")
+        if not 0 <= self.rate_limit_wait <= 86400:
+            raise ValueError(f"LLMConfig.rate_limit_wait must be in [0, 86400] seconds, got {self.rate_limit_wait}")
+        if self.price is not None and (len(self.price) != 2 or any(not math.isfinite(p) or p < 0
+                                                                   for p in self.price)):
+            raise ValueError(f"LLMConfig.price must be two non-negative numbers (USD per million prompt and "
+                             f"completion tokens), got {self.price!r}")
 
     @classmethod
     def from_env(cls, prefix: str = "UFUZZ_LLM_") -> LLMConfig | None:
@@ -186,9 +212,14 @@ class LLMClient:
         self.cache_hits = 0
         self.errors = 0  # calls that failed for good (after their retries)
         self.retries = 0  # requests repeated after a transient failure
+        self.rate_limited = 0  # 429/503 answers waited out (not failures, not retries)
+        self.prompt_tokens = 0  # from the responses' usage, where the endpoint reports it
+        self.completion_tokens = 0
+        self.unreported = 0  # calls answered without usage
         self._sleep = time.sleep
         self._lock = threading.Lock()
         self._openai: Any = None
+        self.limit = RateLimit(config.rpm, config.tpm, sleep=lambda s: self._sleep(s))
 
     def __repr__(self) -> str:
         return f"LLMClient(base_url={self.config.base_url!r}, model={self.config.model!r}, cache={self.cache!r})"
@@ -214,30 +245,50 @@ class LLMClient:
         return f"base URL {self.config.base_url} (model {self.config.model})"
 
     def _request(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
-        """One call: up to ``1 + max_retries`` attempts, with backoff after a transient failure."""
+        """One call: up to ``1 + max_retries`` attempts, with backoff after a transient failure; a rate limit
+        (429, 503 with Retry-After) is waited out — every thread pauses — for up to ``rate_limit_wait`` s."""
         attempts = 1 + self.config.max_retries
-        for attempt in range(attempts):
+        attempt = 0
+        rate_waits, waited = 0, 0.0
+        paused = False  # this thread has just waited out the pause it set
+        while True:
+            self.limit.acquire(pause=not paused)
+            paused = False
             try:
                 return self._attempt(messages, params)
             except _Transient as exc:
-                if attempt + 1 >= attempts:
+                if exc.rate_limited:
+                    wait = exc.wait if exc.wait is not None else self.config.retry_backoff * (2 ** rate_waits)
+                    wait = min(max(wait, 0.05), MAX_BACKOFF)
+                    if waited + wait <= self.config.rate_limit_wait:
+                        rate_waits += 1
+                        waited += wait
+                        with self._lock:
+                            self.rate_limited += 1
+                        log.info("llm rate limited (%s); every request waits %.1fs", exc, wait)
+                        self.limit.pause(wait)  # every other thread's next request waits too
+                        self._sleep(wait)
+                        paused = True
+                        continue
+                    exc = _Transient(f"{exc} (rate limited for {waited:.0f}s, --llm-rate-limit-wait)")
+                attempt += 1
+                if attempt >= attempts:
                     with self._lock:
                         self.errors += 1
                     suffix = f" (after {attempts} attempts)" if attempts > 1 else ""
                     raise LLMError(f"{exc}{suffix}") from None
-                wait = self.config.retry_backoff * (2 ** attempt)
+                wait = self.config.retry_backoff * (2 ** (attempt - 1))
                 if exc.wait is not None:
                     wait = max(wait, exc.wait)
                 with self._lock:
                     self.retries += 1
-                log.info("llm request failed (%s); retry %d of %d in %.1fs", exc, attempt + 1,
+                log.info("llm request failed (%s); retry %d of %d in %.1fs", exc, attempt,
                          self.config.max_retries, min(wait, MAX_BACKOFF))
                 self._sleep(min(wait, MAX_BACKOFF))
             except LLMError:
                 with self._lock:
                     self.errors += 1
                 raise
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _attempt(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
         import openai
@@ -260,7 +311,9 @@ class LLMClient:
             message = scrub(f"LLM request to {self._where()} failed: HTTP {exc.status_code}"
                             + (f": {_excerpt(body)}" if body else ""))
             if exc.status_code in RETRY_STATUSES:
-                raise _Transient(message, _retry_after(exc.response)) from None
+                wait = _retry_after(exc.response)
+                rate = exc.status_code == 429 or (exc.status_code in RATE_STATUSES and wait is not None)
+                raise _Transient(message, wait, rate_limited=rate) from None
             raise LLMError(message) from None
         except openai.APITimeoutError:
             raise _Transient(f"LLM request to {self._where()} timed out after {self.config.timeout:g}s") from None
@@ -280,9 +333,24 @@ class LLMClient:
             content = resp.choices[0].message.content
         except (AttributeError, IndexError, TypeError):
             raise LLMError(f"LLM server at {self._where()} sent a reply without choices[0].message") from None
+        self._count_usage(getattr(resp, "usage", None))
         if content is None:
             raise LLMError(f"LLM server at {self._where()} sent an empty message")
         return str(content)
+
+    def _count_usage(self, usage: Any) -> None:
+        """Add a response's reported ``usage`` (prompt and completion tokens) to the counts and the tpm limit."""
+        try:
+            prompt = int(getattr(usage, "prompt_tokens", None) or 0)
+            completion = int(getattr(usage, "completion_tokens", None) or 0)
+        except (TypeError, ValueError):
+            prompt = completion = 0
+        with self._lock:
+            if usage is None:
+                self.unreported += 1
+            self.prompt_tokens += max(0, prompt)
+            self.completion_tokens += max(0, completion)
+        self.limit.used(prompt + completion)
 
     # -- public ---------------------------------------------------------------------------------------
     def _complete(self, messages: list[dict[str, Any]], params: dict[str, Any],
@@ -360,21 +428,72 @@ class LLMClient:
         return {"calls_made": self.calls_made, "cache_hits": self.cache_hits, "errors": self.errors,
                 "retries": self.retries}
 
+    def usage(self) -> dict[str, Any]:
+        """Tokens the server reported using, the estimated cost (USD; None without ``LLMConfig.price``), the
+        rate-limit answers waited out and the seconds spent waiting on the client-side limit."""
+        with self._lock:
+            out: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                                   "total_tokens": self.prompt_tokens + self.completion_tokens,
+                                   "calls_without_usage": self.unreported, "rate_limited": self.rate_limited,
+                                   "rate_limit_wait_s": round(self.limit.waited, 3)}
+        out["cost_usd"] = estimate_cost(out, self.config.price)
+        return out
 
-def client_for(cfg: Any) -> LLMClient | None:
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def estimate_cost(usage: dict[str, Any], price: tuple[float, float] | None) -> float | None:
+    """USD for ``usage`` at ``price`` (per million prompt and completion tokens); None without prices."""
+    if price is None:
+        return None
+    return round(usage.get("prompt_tokens", 0) * price[0] / 1e6 + usage.get("completion_tokens", 0) * price[1] / 1e6,
+                 6)
+
+
+def client_for(cfg: Any, share: int = 1) -> LLMClient | None:
     """The client of a campaign's configuration (``llm_*`` fields of a CampaignConfig) — one for every LLM use
-    it configures (paraphrase, answer, judge) — or None when it configures none."""
+    it configures (paraphrase, answer, judge) — or None when it configures none. ``share``: how many processes
+    call the endpoint with their own client (process lanes), each getting that share of the rate limits."""
     if not cfg.llm_uses:
         return None
+    rpm, tpm = getattr(cfg, "llm_rpm", None), getattr(cfg, "llm_tpm", None)
+    share = max(1, int(share))
+    price = getattr(cfg, "llm_price", None)
     return LLMClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model or "default",
                                api_key_env=cfg.llm_api_key_env, timeout=cfg.llm_timeout,
-                               max_retries=cfg.llm_retries), CallCache(cfg.llm_cache))
+                               max_retries=cfg.llm_retries, rpm=None if rpm is None else rpm / share,
+                               tpm=None if tpm is None else tpm / share,
+                               rate_limit_wait=getattr(cfg, "llm_rate_limit_wait", 600.0),
+                               price=None if price is None else (float(price[0]), float(price[1]))),
+                     CallCache(cfg.llm_cache))
 
 
 def _retry_after(response: Any) -> float | None:
-    """A response's ``Retry-After`` in seconds (the number form only), or None."""
+    """A response's ``Retry-After`` in seconds (delta-seconds or an HTTP date), or None."""
     try:
-        value = float(response.headers.get("retry-after"))
-    except (AttributeError, TypeError, ValueError):
+        return retry_after_seconds(response.headers.get("retry-after"))
+    except AttributeError:
         return None
-    return value if math.isfinite(value) and value >= 0 else None
+
+
+def retry_after_seconds(value: Any, now: float | None = None) -> float | None:
+    """``Retry-After`` as seconds from now: a number of seconds or an HTTP date (RFC 9110); None if absent or
+    unreadable."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        from email.utils import parsedate_to_datetime
+
+        try:
+            when = parsedate_to_datetime(str(value))
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None or when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+        return max(0.0, seconds)
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None

@@ -27,7 +27,7 @@ from ufuzz.corpus.store import CorpusStore
 from ufuzz.engine.plotdata import read_plot_data
 from ufuzz.reports.failures import baseline_of, failure_rows, failure_views, group_by_cause, group_by_class
 from ufuzz.reports.plot import Panel, Series, bar_chart_svg, inline_svg, line_chart_svg
-from ufuzz.reports.status import campaign_status
+from ufuzz.reports.status import campaign_status, llm_line
 
 __all__ = ["build_report", "write_report"]
 
@@ -189,6 +189,8 @@ def _summary(st: dict[str, Any], data: CampaignData, plot: list[dict[str, float]
         rows.append(("last new find", "none" if last is None else
                      f"at execution {last[0]:.0f} ({last[1]:.1f} s); nothing new in the last "
                      f"{st['executions'] - last[0]:.0f} executions ({elapsed - last[1]:.1f} s)"))
+    if st.get("llm"):
+        rows.append(("LLM use", llm_line(st["llm"]).removeprefix("llm").strip()))
     facts = {k: v for k, v in data.backend_info.items() if k != "backend"}
     return ("<h2 id='summary'>Summary</h2>" + _kv(rows)
             + "<h3>Backend facts</h3>" + (_facts_table(facts) if facts else "<p class='muted'>none recorded</p>"))

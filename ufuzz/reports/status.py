@@ -75,6 +75,8 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
                 summary["worker"] = final["worker"]
             if final.get("search"):  # how phase 1 ran (--search auto resolves to walk or spread)
                 summary["search"] = final["search"]
+            if final.get("llm"):  # LLM calls, tokens and the estimated cost (only the process counted them)
+                summary["llm"] = final["llm"]
             if final.get("mutants_unjudged"):  # valid mutants not executed: none of their checks could fail
                 summary["mutants"]["unjudged"] = final["mutants_unjudged"]
     summary["failures_by_operator"] = dict(sorted(by_op.items()))
@@ -166,6 +168,8 @@ def render_status(st: dict[str, Any]) -> str:
         w = st["worker"]
         lines.append(f"worker     {w['starts']} start(s), {w['recycles']} recycled, {w['crashes']} crashed, "
                      f"{w['rebuilds']} states rebuilt, peak {w['peak_rss_mb']:.0f} MB")
+    if st.get("llm"):
+        lines.append(llm_line(st["llm"]))
     lines.append(_judging_line(st.get("judging")))
     lines.append(f"unique failures {st['unique_failures']} ({st.get('causes', 0)} causes, "
                  f"{st.get('classes', 0)} behaviour classes)")
@@ -199,6 +203,20 @@ def _coverage_line(st: dict[str, Any]) -> str:
             + (f", +{cov['extra']} added by mutants" if cov.get("extra") else ""))
 
 
+def llm_line(llm: dict[str, Any]) -> str:
+    """The LLM use of a campaign in one line: calls, cache hits, tokens, estimated cost, rate limiting."""
+    text = (f"llm        {llm.get('calls_made', 0)} calls ({llm.get('cache_hits', 0)} from cache, "
+            f"{llm.get('errors', 0)} failed, {llm.get('retries', 0)} retried)")
+    if "total_tokens" in llm:
+        text += (f"; {llm['total_tokens']} tokens ({llm.get('prompt_tokens', 0)} prompt, "
+                 f"{llm.get('completion_tokens', 0)} completion)")
+        cost = llm.get("cost_usd")
+        text += f", est. ${cost:.4f}" if cost is not None else ", cost unknown (no --llm-price)"
+    if llm.get("rate_limited"):
+        text += f"; {llm['rate_limited']} rate-limit answers waited out"
+    return text
+
+
 def _state_line(st: dict[str, Any]) -> str:
     status = st["status"]
     who = f"process {st.get('pid')} on {st.get('host')}" if st.get("pid") else "its process"
@@ -211,10 +229,11 @@ def _state_line(st: dict[str, Any]) -> str:
                 "continue it with `ufuzz run --resume DIR`")
     text = {"budget_spent": "ended: budget spent", "exhausted": "ended: nothing left to try (exhausted)",
             "time_limit": "ended: time limit reached", "interrupted": "ended: interrupted",
+            "llm_budget_spent": "ended: LLM token budget spent",
             "error": "ended in error"}.get(status, f"ended: {status}")
     if st.get("message"):
         text += f": {st['message']}"
-    if status in ("interrupted", "error", "exhausted", "time_limit"):
+    if status in ("interrupted", "error", "exhausted", "time_limit", "llm_budget_spent"):
         text += " (`ufuzz run --resume DIR` continues it)"
     if st.get("resumes"):
         text += f"; resumed {st['resumes']} time(s)"
