@@ -132,7 +132,8 @@ def test_a_failing_llm_judge_is_an_error_record_never_a_failure_or_a_crash(tmp_p
         cfg = CampaignConfig(backend="embedded", backend_options={"retrieval": "bm25"}, budget=40, seed=1,
                              out=str(tmp_path / "c"), reader="top-evidence", llm_base_url=srv.base_url,
                              llm_model="rule-model", llm_uses=("judge",), llm_retries=0,
-                             llm_cache=str(tmp_path / "cache.sqlite"), max_consecutive_errors=5)
+                             llm_cache=str(tmp_path / "cache.sqlite"), max_consecutive_errors=5,
+                             search="walk")  # 96 seeds > budget 40 would spread: every step a parent here
         c = Campaign(cfg)
         summary = c.run()
     assert summary["status"] == "error" and summary["errors"] == 5 and summary["executions"] < 40
