@@ -43,7 +43,7 @@ import structlog
 
 from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, MemoryBackend
-from ufuzz.engine import ending
+from ufuzz.engine import dirlock, ending
 from ufuzz.engine.cases import CaseBook
 from ufuzz.engine.cover import expected_reach
 from ufuzz.engine.executor import Executor
@@ -297,6 +297,9 @@ class Campaign:
         self._ahead_idle = 0  # look-aheads in a row that found nothing to prepare (then it stops)
         self._heartbeat_stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
+        self._shielded = 0  # > 0 while committing or closing: a second Ctrl-C waits for it (see run)
+        self._interrupted_now = False  # a second Ctrl-C has interrupted the campaign (only one ever does)
+        self._lock: Any = None  # DirectoryLock of the campaign directory, held from _open to the end of _finish
 
     # -- resume --------------------------------------------------------------------------------------------
     @classmethod
@@ -312,12 +315,15 @@ class Campaign:
         from ufuzz.corpus.store import CorpusStore
 
         out = Path(out)
+        busy = dirlock.holder(out)  # read only: the lock itself is taken when the campaign opens
+        if busy is not None:
+            raise dirlock.DirectoryLocked(out, busy)
         cid = _directory_campaign(out)
         if db is None and not (out / "corpus.sqlite").is_file():
             raise ResumeError(f"{out}: no campaign to resume here (no corpus.sqlite; pass --db URL if the corpus "
                               "is elsewhere)")
         url = db or f"sqlite:///{(out / 'corpus.sqlite').resolve()}"
-        store = CorpusStore(url)
+        store = CorpusStore(url, readonly=True)  # only checks here: nothing is written before the campaign opens
         try:
             if cid is None:
                 from ufuzz.corpus.campaign import resolve_campaign
@@ -327,8 +333,7 @@ class Campaign:
             if rec is None:
                 raise ResumeError(f"{out}: campaign {cid!r} is not in {store.url}")
             if rec.status == ending.RUNNING and rec.pid != os.getpid() and ending.process_alive(rec.pid, rec.host):
-                raise ResumeError(f"campaign {cid} is still running (process {rec.pid} on this host); stop it "
-                                  "before resuming")
+                raise dirlock.DirectoryLocked(out, {"pid": rec.pid, "host": rec.host, "campaign": cid})
             config = CampaignConfig.from_dict(rec.config)
             config.out, config.db = str(out), db if db is not None else config.db
             config.backend_options = {**config.backend_options, **(backend_options or {})}
@@ -354,7 +359,7 @@ class Campaign:
             path = resolve_seeds(config.seeds)
             if not path.is_file():
                 raise ResumeError(f"campaign {cid} has no snapshot yet and its seed file {path} is gone")
-        with FailureStore(url, cid):  # the oracle side's tables exist (an old database would fail here)
+        with FailureStore(url, cid, readonly=True):  # the oracle side's tables exist (an old database fails here)
             pass
         obj = cls(config, suite=suite, backend=backend)
         obj._resume_id = cid
@@ -378,6 +383,7 @@ class Campaign:
             self._ray = connect(cfg.ray_address, cfg.workers)
         with undo_on_failure(self.out, self._abandon_start):
             self.out.mkdir(parents=True, exist_ok=True)
+            self._lock = dirlock.DirectoryLock.acquire(self.out)  # one writer per directory, for its whole life
             self.backend = self._backend or registry.create(
                 cfg.backend, self.out / "backend", cfg.backend_options, isolation=cfg.isolation,
                 worker={"recycle_every": cfg.worker_recycle, "max_rss_mb": cfg.worker_max_rss_mb,
@@ -403,6 +409,7 @@ class Campaign:
                                     f"-{os.urandom(3).hex()}")
                 self.store.start_campaign(self.campaign_id, config=cfg.to_dict(),
                                           backend=self.backend.describe(), seed=cfg.seed, budget=cfg.budget, **me)
+            self._lock.write(self.campaign_id)
             self.failures = FailureStore(url, self.campaign_id)
             # which campaign of the (possibly shared) store this directory holds: `ufuzz status DIR --db URL`
             ending.write_atomic(self.out / "campaign.json", json.dumps({"campaign": self.campaign_id}) + "\n")
@@ -464,6 +471,9 @@ class Campaign:
             except Exception:  # noqa: BLE001 - best effort
                 pass
         self._log_file = self.failures = self.store = self.backend = self.lanes = self._ray = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def _prepare(self) -> None:
         """Operators, executor, oracle and the write window; then either the seeds (a new campaign) or the
@@ -554,39 +564,53 @@ class Campaign:
         self._open()
         previous = previous_term = None
         if threading.current_thread() is threading.main_thread():
-            # Ctrl-C asks the loop to stop after the current step, so that no backend call, transaction or
-            # lock is cut in half; a second Ctrl-C interrupts at once.
-            def on_sigint(signum, frame):  # noqa: ARG001 - signal handler signature
-                if self._stop.is_set():
-                    raise KeyboardInterrupt
-                self._stop.set()
-
-            previous = signal.signal(signal.SIGINT, on_sigint)
+            previous = signal.signal(signal.SIGINT, self._on_sigint)
             # a CI job's timeout sends SIGTERM: stop the same way, once
             previous_term = signal.signal(signal.SIGTERM, lambda s, f: self._stop.set())
-        self._start_heartbeat()
         try:
-            self._prepare()
-            self.reason = self._loop(on_progress)
-            p = self.progress
-            if self.reason != ending.INTERRUPTED and p.executions and p.errors >= p.executions:
-                self.reason = ending.ERROR  # it ran, but nothing of it was a test
-                self.message = self.message or (f"every one of the {p.executions} executions was a backend error: "
-                                                f"the backend is unreachable or broken; the last: {self._last_error}")
-        except KeyboardInterrupt:
-            self.reason = ending.INTERRUPTED
-        except Exception as exc:  # noqa: BLE001 - any fault ends the campaign as an error, truthfully
-            self.reason, self.message = ending.ERROR, ending.describe(exc)
-            self._log_safely("error", "crashed", error=self.message, traceback=traceback.format_exc())
-        except BaseException:
-            self.reason, self.message = ending.ERROR, "aborted"
-            self._finish()
-            raise
+            self._start_heartbeat()
+            try:
+                self._prepare()
+                self.reason = self._loop(on_progress)
+                p = self.progress
+                if self.reason != ending.INTERRUPTED and p.executions and p.errors >= p.executions:
+                    self.reason = ending.ERROR  # it ran, but nothing of it was a test
+                    self.message = self.message or (
+                        f"every one of the {p.executions} executions was a backend error: the backend is "
+                        f"unreachable or broken; the last: {self._last_error}")
+                self._shielded += 1  # from here to the end, a Ctrl-C no longer interrupts (see _on_sigint)
+            except KeyboardInterrupt:
+                self._shielded += 1
+                self.reason = ending.INTERRUPTED
+            except Exception as exc:  # noqa: BLE001 - any fault ends the campaign as an error, truthfully
+                self._shielded += 1
+                self.reason, self.message = ending.ERROR, ending.describe(exc)
+                self._log_safely("error", "crashed", error=self.message, traceback=traceback.format_exc())
+            except BaseException:
+                self._shielded += 1
+                self.reason, self.message = ending.ERROR, "aborted"
+                self._finish()
+                raise
+            return self._finish()
         finally:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
                 signal.signal(signal.SIGTERM, previous_term)
-        return self._finish()
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:  # noqa: ARG002 - signal handler signature
+        """Ctrl-C asks the loop to stop after the current step, so that no backend call, transaction or lock is
+        cut in half. A second Ctrl-C stops at once — "stop now, resume later": the step in progress is dropped
+        (its records are not committed, no snapshot is taken of a state it has begun to change) and the resume
+        redoes it from the last snapshot. It never interrupts a commit, a snapshot or the campaign's end (it
+        waits for them: they are short), and only one interrupt is ever raised, so that the end itself always
+        runs and records how the campaign ended."""
+        if not self._stop.is_set():
+            self._stop.set()
+            return
+        if self._shielded or self._interrupted_now:
+            return
+        self._interrupted_now = True
+        raise KeyboardInterrupt
 
     def _ending(self) -> str | None:
         """Why the campaign must end before its next step or batch (budget, Ctrl-C, time limit), or None."""
@@ -615,13 +639,14 @@ class Campaign:
             reason = self._ending()
             if reason is not None:
                 return reason
+            self._at_boundary = False  # a step begins with its draw: the scheduler is no longer the snapshot's
             task = self.scheduler.next()
             if task is None:
+                self._at_boundary = True
                 return ending.EXHAUSTED
             if self.step >= self._ahead_at:
                 self._look_ahead(task)
             self.step += 1
-            self._at_boundary = False
             errors_before = self.progress.errors
             self._step(task, self.step, hidden)
             for operation, message in self.executor.faults:  # e.g. a release that failed: recorded, not raised
@@ -654,11 +679,14 @@ class Campaign:
             reason = self._ending()
             if reason is not None:
                 return reason
+            self._at_boundary = False  # drawing changes the scheduler: a boundary again once the batch is queued
             nxt = self._draw(size)
             if self._inflight is None:
                 if nxt is None:
+                    self._at_boundary = True
                     return ending.EXHAUSTED
                 self._inflight = nxt
+                self._at_boundary = True  # the batch in flight is part of the snapshot
                 if size > 1:  # the pipeline fills: the next batch is drawn before this one is applied
                     continue
                 nxt = None  # one lane (Ray): step by step, the campaign of --workers 1
@@ -708,14 +736,19 @@ class Campaign:
         return {"batch": batch, "jobs": jobs, "tickets": self.lanes.submit(jobs)}
 
     def _end_step(self, force_snapshot: bool = False, counted: bool = False) -> None:
-        """Counters of a finished step; the step's records may now be committed (with a snapshot when due)."""
-        if not counted:
-            self._count()
-        self.window.mark()
-        self._mark = (replace(self.progress), len(self.failure_log))
-        self._at_boundary = True
-        if force_snapshot or self.window.due():
-            self._flush(snapshot=force_snapshot or self._snapshot_due())
+        """Counters of a finished step; the step's records may now be committed (with a snapshot when due).
+        Shielded from a second Ctrl-C: the step is either dropped whole or ends whole."""
+        self._shielded += 1
+        try:
+            if not counted:
+                self._count()
+            self.window.mark()
+            self._mark = (replace(self.progress), len(self.failure_log))
+            self._at_boundary = True
+            if force_snapshot or self.window.due():
+                self._flush(snapshot=force_snapshot or self._snapshot_due())
+        finally:
+            self._shielded -= 1
 
     def _count(self) -> None:
         """The progress counters after a step (and its row of plot_data.csv)."""
@@ -860,6 +893,7 @@ class Campaign:
     def _finish(self) -> dict[str, Any]:
         """Commit what is complete, record how the campaign ended, write the summary and close everything.
         Every part is guarded: a failure here is reported (``warnings``), never raised."""
+        self._shielded += 1  # the end always runs whole (a Ctrl-C now waits for it)
         reason = self.reason or ending.ERROR
         state = self._mark
         if self.window is not None:
@@ -930,6 +964,9 @@ class Campaign:
                 self.backend.close()
         except Exception:  # noqa: BLE001
             pass
+        if self._lock is not None:  # last: until here the directory is this campaign's
+            self._lock.release()
+            self._lock = None
         return summary
 
     def _log_safely(self, level: str, event: str, **facts: Any) -> None:
@@ -944,6 +981,8 @@ class Campaign:
         """Mark the campaign alive every HEARTBEAT_SECONDS even while one backend call takes long."""
         def beat() -> None:
             while not self._heartbeat_stop.wait(HEARTBEAT_SECONDS):
+                if self._lock is not None:
+                    self._lock.beat()
                 try:
                     self.store.heartbeat_now(self.campaign_id)
                 except Exception:  # noqa: BLE001 - a missed heartbeat is not the campaign's end
