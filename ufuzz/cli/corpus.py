@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ufuzz.cli.errors import Unavailable, read_error, read_errors
 from ufuzz.cli.options import check_output_file, parse_opts
 
 
@@ -31,10 +32,10 @@ def corpus_export(campaign_dir: str, output: str, db: str | None, max_records: i
     check_output_file(output)
     try:
         res = export_campaign(Path(campaign_dir), output, db, max_records=max_records)
-    except (FileNotFoundError, ValueError, KeyError) as exc:
-        raise click.ClickException(str(exc).strip("'\"")) from None
+    except read_errors() as exc:
+        raise read_error(exc) from None
     except OSError as exc:
-        raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
+        raise Unavailable(f"cannot write {output}: {exc.strerror or exc}") from None
     ops = ", ".join(f"{op} {n}" for op, n in res.by_operator().items())
     click.echo(f"wrote {len(res.records)} of {res.unique_failures} unique failures over {res.checkpoints} "
                f"checkpoints to {res.path} ({res.size / 1024:.0f} KB): {ops}")
@@ -46,7 +47,9 @@ def _check_options(opts: tuple[str, ...], config_file: str | None) -> dict:
     options = parse_opts(opts)
     if config_file:
         if not Path(config_file).is_file():
-            raise click.BadParameter(f"no such file: {config_file}", param_hint="'--config'")
+            why = (f"{config_file} is a directory, not a TOML file" if Path(config_file).is_dir()
+                   else f"no such file: {config_file}")
+            raise click.BadParameter(why, param_hint="'--config'")
         options["config"] = str(Path(config_file).resolve())
     return options
 

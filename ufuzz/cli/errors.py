@@ -25,7 +25,7 @@ BAD_INPUT = 2
 ENVIRONMENT = 3
 INTERRUPTED = 130
 
-__all__ = ["BAD_INPUT", "ENVIRONMENT", "INTERRUPTED", "BadInput", "Unavailable"]
+__all__ = ["BAD_INPUT", "ENVIRONMENT", "INTERRUPTED", "BadInput", "Unavailable", "read_error", "read_errors"]
 
 
 class BadInput(click.ClickException):
@@ -38,3 +38,28 @@ class Unavailable(click.ClickException):
     """A backend, endpoint, database or directory that cannot be used now: exit 3."""
 
     exit_code = ENVIRONMENT
+
+
+def read_error(exc: BaseException) -> click.ClickException:
+    """What a command that reads a campaign or a file says about ``exc``: a corpus database locked by another
+    writer or not answering is the environment (3); a directory, file or database that is not what it should
+    be (missing, damaged, another program's, naming an unknown campaign) is bad input (2)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from ufuzz.corpus.store import CorpusDatabaseError
+    from ufuzz.engine.ending import describe
+
+    if isinstance(exc, CorpusDatabaseError) and exc.environment:
+        return Unavailable(str(exc))
+    if isinstance(exc, SQLAlchemyError):
+        return Unavailable(f"corpus database: {describe(exc)}")
+    if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError):
+        return Unavailable(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""))
+    return BadInput(str(exc).strip("'\""))
+
+
+#: what reading a campaign can raise (see :func:`read_error`)
+def read_errors() -> tuple[type[BaseException], ...]:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return (FileNotFoundError, ValueError, KeyError, SQLAlchemyError)

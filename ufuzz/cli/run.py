@@ -145,7 +145,9 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
     options = parse_opts(opts)
     if config_file:
         if not Path(config_file).is_file():
-            raise click.BadParameter(f"no such file: {config_file}", param_hint="'--config'")
+            why = (f"{config_file} is a directory, not a TOML file" if Path(config_file).is_dir()
+                   else f"no such file: {config_file}")
+            raise click.BadParameter(why, param_hint="'--config'")
         options.setdefault("config", config_file)
     if strategy not in strategy_names():
         raise click.BadParameter(f"unknown strategy {strategy!r}; one of: {', '.join(strategy_names())}",
@@ -182,7 +184,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
         check_start(out_dir, db)
         campaign = Campaign(cfg)
     except StartError as exc:
-        raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
+        _start_error(exc)
     except SeedFileError as exc:
         raise BadInput(str(exc)) from None
     guard = replaced = None
@@ -201,7 +203,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
     except PreflightError as exc:
         _fail(f"backend {backend!r} is unreachable or broken: its preflight round trip failed: {exc}")
     except StartError as exc:
-        raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
+        _start_error(exc)
     except CorpusDatabaseError as exc:
         _database_error(exc, f"{out_dir}: " if db is None else "", "'--db'" if db is not None else None)
     except DirectoryLocked as exc:
@@ -286,7 +288,7 @@ def _resume(ctx: click.Context, resume_dir: str, *, db: str | None, opts: tuple[
         _fail(f"backend {campaign.config.backend!r} is unreachable or broken: its preflight round trip failed: "
               f"{exc}")
     except StartError as exc:
-        raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
+        _start_error(exc)
     except CorpusDatabaseError as exc:
         _database_error(exc, "", "'--db'" if db else "'--resume'")
     except DirectoryLocked as exc:
@@ -298,6 +300,14 @@ def _resume(ctx: click.Context, resume_dir: str, *, db: str | None, opts: tuple[
     except ValueError as exc:
         raise BadInput(f"backend {campaign.config.backend!r}: {exc}") from None
     _end(summary, out_dir)
+
+
+def _start_error(exc: Any) -> None:
+    """Where a campaign would write cannot be used: a server that does not answer is the environment (3),
+    the rest is the option's fault (2)."""
+    if exc.environment:
+        raise Unavailable(f"{exc.option}: {exc}") from None
+    raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
 
 
 def _database_error(exc: Any, prefix: str, hint: str | None) -> None:

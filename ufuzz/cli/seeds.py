@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ufuzz.cli.errors import BadInput, Unavailable
 from ufuzz.cli.options import SEED, Finite, check_output_file
 
 
@@ -67,9 +68,9 @@ def seeds_import(fmt: str, file: str, output: str, llm_base_url: str | None, llm
     try:
         result = import_file(fmt, file, extractor=extractor)
     except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
     if not result.suite.seeds:
-        raise click.ClickException(f"{file}: no seed could be imported (dropped: {dict(result.dropped)})")
+        raise BadInput(f"{file}: no seed could be imported (dropped: {dict(result.dropped)})")
     _write(lambda: write_suite(result.suite, output, header={"generator": f"ufuzz seeds import {fmt}",
                                                              "source": Path(file).name}), output)
     click.echo(f"wrote {len(result.suite.seeds)} seeds over {len(result.suite.checkpoints)} checkpoints to {output}")
@@ -90,14 +91,14 @@ def seeds_schema() -> None:
 @seeds.command("check")
 @click.argument("file", type=click.Path(dir_okay=False))
 def seeds_check(file: str) -> None:
-    """Validate a seed file: each line against its schema, and the links between lines (exit 1 if bad)."""
+    """Validate a seed file: each line against its schema, and the links between lines (exit 2 if bad)."""
     from ufuzz.operators import names
     from ufuzz.seeds.io import SeedFileError, load_suite
 
     try:
         suite = load_suite(file, memory_ops=names("state"))
     except SeedFileError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
     memories = sum(len(c.memories) for c in suite.checkpoints.values())
     click.echo(f"{file}: ok — {len(suite.seeds)} seeds, {len(suite.checkpoints)} checkpoints, {memories} memories")
 
@@ -107,4 +108,4 @@ def _write(write, output: str) -> None:
     try:
         write()
     except OSError as exc:
-        raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
+        raise Unavailable(f"cannot write {output}: {exc.strerror or exc}") from None

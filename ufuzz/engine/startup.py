@@ -27,9 +27,10 @@ class StartError(ValueError):
     """A campaign cannot start where it was told to write; ``option`` names the option at fault (``--out``,
     ``--db``)."""
 
-    def __init__(self, option: str, message: str) -> None:
+    def __init__(self, option: str, message: str, *, environment: bool = False) -> None:
         super().__init__(message)
         self.option = option
+        self.environment = environment  # the option is right but what it names cannot be used now (exit 3)
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -71,7 +72,7 @@ def check_start(out: Path, db: str | None) -> None:
         try:
             check_database(db)
         except CorpusDatabaseError as exc:
-            raise StartError("--db", str(exc)) from None
+            raise StartError("--db", str(exc), environment=exc.environment) from None
 
 
 @contextmanager
