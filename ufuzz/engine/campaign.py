@@ -65,6 +65,9 @@ LLM_USES = ("paraphrase", "answer", "judge")
 SEARCHES = ("auto", "walk", "spread")
 DEFAULT_SEEDS = Path(__file__).resolve().parents[2] / "seeds" / "default.jsonl"
 HEARTBEAT_SECONDS = 30.0
+#: backend errors in a row at the end of a budget that make it an outage (an error end) even with
+#: ``--max-consecutive-errors 0`` (the default limit, which would have stopped the campaign there)
+OUTAGE_RUN = 20
 #: tasks looked ahead to prepare their query mutants' texts in one batch (see Campaign._look_ahead)
 LOOK_AHEAD = 64
 
@@ -384,6 +387,8 @@ class Campaign:
         with undo_on_failure(self.out, self._abandon_start):
             self.out.mkdir(parents=True, exist_ok=True)
             self._lock = dirlock.DirectoryLock.acquire(self.out)  # one writer per directory, for its whole life
+            for stray in (*self.out.glob(".summary.json.*.tmp"), *self.out.glob(".campaign.json.*.tmp")):
+                stray.unlink(missing_ok=True)  # a kill inside an atomic write left it (the directory is ours now)
             self.backend = self._backend or registry.create(
                 cfg.backend, self.out / "backend", cfg.backend_options, isolation=cfg.isolation,
                 worker={"recycle_every": cfg.worker_recycle, "max_rss_mb": cfg.worker_max_rss_mb,
@@ -573,6 +578,14 @@ class Campaign:
                 self._prepare()
                 self.reason = self._loop(on_progress)
                 p = self.progress
+                if self.reason == ending.BUDGET_SPENT and not self.config.max_consecutive_errors \
+                        and self._consecutive >= OUTAGE_RUN:
+                    # --max-consecutive-errors 0 goes on through an outage, but a budget that ran out in one is
+                    # not a campaign that ended well: its last executions tested nothing
+                    self.reason = ending.ERROR
+                    self.message = (f"the budget ran out in an outage: the last {self._consecutive} executions were "
+                                    f"backend errors in a row (--max-consecutive-errors 0); the last: "
+                                    f"{self._last_error}")
                 if self.reason != ending.INTERRUPTED and p.executions and p.errors >= p.executions:
                     self.reason = ending.ERROR  # it ran, but nothing of it was a test
                     self.message = self.message or (
@@ -883,6 +896,8 @@ class Campaign:
         gone = self.store.rollback(self.campaign_id, step=self.step, seq=self.progress.executions)
         self.failures.rollback(oracle["counts"], gone)
         self.resumed_from = self.step
+        if self.plot is not None:  # the curve of the rolled-back work goes too (it is redone)
+            self.plot.rewind(self.progress.executions)
         self._mark = self._committed = (replace(self.progress), len(self.failure_log))
         self._last_snapshot = time.monotonic()
         self.log.info("resumed", step=self.step, executions=self.progress.executions, budget=self.config.budget,
@@ -935,6 +950,13 @@ class Campaign:
                 self.plot.close(state[0])
             except Exception:  # noqa: BLE001
                 pass
+        # summary.json before the store's end: a kill between the two leaves a campaign the store still calls
+        # running, which --resume finishes again at once (writing both), never a finished one without a summary
+        summary = self.summary(reason, progress=state[0], found=state[1])
+        try:
+            ending.write_summary(self.out / "summary.json", summary)
+        except Exception as exc:  # noqa: BLE001
+            self.warnings.append(f"could not write {self.out / 'summary.json'}: {ending.describe(exc)}")
         if self.store is not None:
             try:
                 self.store.attach(None)
@@ -942,11 +964,6 @@ class Campaign:
             except Exception as exc:  # noqa: BLE001
                 self.warnings.append(f"could not record the end in the corpus database ({ending.describe(exc)}); "
                                      "summary.json has it")
-        summary = self.summary(reason, progress=state[0], found=state[1])
-        try:
-            ending.write_summary(self.out / "summary.json", summary)
-        except Exception as exc:  # noqa: BLE001
-            self.warnings.append(f"could not write {self.out / 'summary.json'}: {ending.describe(exc)}")
         summary["warnings"] = list(self.warnings)
         self._log_safely("info", "finished", **{k: v for k, v in summary.items() if k != "failures"})
         if self._heartbeat is not None:
