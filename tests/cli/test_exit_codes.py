@@ -214,3 +214,12 @@ def test_report_where_it_cannot_be_written_is_refused_before_the_work(tmp_path, 
     r = _invoke(["report", str(campaign), "-o", str(tmp_path / "afile" / "r.html")])
     assert r.exit_code == 2 and "'-o' / '--output'" in r.output and "is a file" in r.output, r.output
     assert "Traceback" not in r.output
+
+
+def test_a_corpus_is_checked_on_another_backend_only_when_asked():
+    committed = Path(__file__).resolve().parents[2] / "corpus" / "embedded-dense.jsonl"
+    for argv in (["corpus", "check", str(committed), "--backend", "memos"],
+                 ["corpus", "accept", str(committed), "--backend", "memos", "-o", "/nonexistent/x.jsonl"]):
+        r = _invoke(argv)
+        assert r.exit_code == 2, r.output
+        assert "recorded on backend 'embedded'" in r.output and "--cross-backend" in r.output, r.output
