@@ -223,3 +223,23 @@ def test_a_corpus_is_checked_on_another_backend_only_when_asked():
         r = _invoke(argv)
         assert r.exit_code == 2, r.output
         assert "recorded on backend 'embedded'" in r.output and "--cross-backend" in r.output, r.output
+
+
+def test_a_truncated_importer_file_is_refused_unless_partial_is_allowed(tmp_path):
+    import json
+
+    fixture = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "importers" / "locomo_sample.json"
+    data = json.loads(fixture.read_text())
+    whole = tmp_path / "whole.jsonl"
+    assert _invoke(["seeds", "import", "locomo", str(fixture), "-o", str(whole)]).exit_code == 0
+    for conv in data:  # cut every conversation after its first session; its evidence still points there
+        for key in [k for k in conv["conversation"] if k.startswith("session_2")]:
+            del conv["conversation"][key]
+        conv["qa"] += [{"question": "q?", "answer": "a", "evidence": [f"D2:{i}"], "category": 1} for i in (1, 2, 3)]
+    cut = _write(tmp_path / "cut.json", json.dumps(data))
+    out = tmp_path / "o.jsonl"
+    r = _invoke(["seeds", "import", "locomo", str(cut), "-o", str(out)])
+    assert r.exit_code == 2 and "looks truncated" in r.output and "--allow-partial" in r.output, r.output
+    assert not out.exists()
+    r = _invoke(["seeds", "import", "locomo", str(cut), "-o", str(out), "--allow-partial"])
+    assert r.exit_code == 0 and out.is_file() and "evidence_in_missing_session" in r.output, r.output

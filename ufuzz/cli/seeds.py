@@ -44,8 +44,11 @@ def seeds_synth(personas: int, rng_seed: int, queries: int, output: str) -> None
               help="Seconds one LLM request may take.")
 @click.option("--llm-retries", type=click.IntRange(min=0, max=10), default=2, show_default=True,
               help="Retries of a failed LLM request, with exponential backoff.")
+@click.option("--allow-partial", is_flag=True,
+              help="Import a file that looks truncated (evidence pointing to sessions it does not hold); "
+                   "without it such a file is refused (exit 2).")
 def seeds_import(fmt: str, file: str, output: str, llm_base_url: str | None, llm_model: str | None,
-                 llm_api_key_env: str, llm_timeout: float, llm_retries: int) -> None:
+                 llm_api_key_env: str, llm_timeout: float, llm_retries: int, allow_partial: bool) -> None:
     """Import a benchmark file as a seed suite (FORMAT: one of the importers, e.g. locomo or longmemeval; an
     unknown one is answered with the full list)."""
     from ufuzz.seeds.importers import IMPORTERS, import_file
@@ -69,6 +72,11 @@ def seeds_import(fmt: str, file: str, output: str, llm_base_url: str | None, llm
         result = import_file(fmt, file, extractor=extractor)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
+    partial = {w: result.warnings[w] for w in PARTIAL_WARNINGS if result.warnings.get(w, 0) >= PARTIAL_AT}
+    if partial and not allow_partial:
+        raise BadInput(f"{file}: looks truncated: {', '.join(f'{w}: {n}' for w, n in partial.items())} "
+                       "(evidence points to sessions the file does not hold); nothing written — pass "
+                       "--allow-partial to import what is there")
     if not result.suite.seeds:
         raise BadInput(f"{file}: no seed could be imported (dropped: {dict(result.dropped)})")
     _write(lambda: write_suite(result.suite, output, header={"generator": f"ufuzz seeds import {fmt}",
@@ -101,6 +109,12 @@ def seeds_check(file: str) -> None:
         raise BadInput(str(exc)) from None
     memories = sum(len(c.memories) for c in suite.checkpoints.values())
     click.echo(f"{file}: ok — {len(suite.seeds)} seeds, {len(suite.checkpoints)} checkpoints, {memories} memories")
+
+
+#: importer warnings that say the file was cut short: refused unless --allow-partial
+PARTIAL_WARNINGS = ("evidence_in_missing_session",)
+#: from this many on (a stray id or two is an annotation slip, and stays a warning)
+PARTIAL_AT = 3
 
 
 def _write(write, output: str) -> None:
