@@ -183,6 +183,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
     try:  # everything a user can get wrong is checked before anything is created or overwritten
         check_start(out_dir, db)
         campaign = Campaign(cfg)
+        _size_notes(campaign, quiet)
     except StartError as exc:
         _start_error(exc)
     except SeedFileError as exc:
@@ -300,6 +301,22 @@ def _resume(ctx: click.Context, resume_dir: str, *, db: str | None, opts: tuple[
     except ValueError as exc:
         raise BadInput(f"backend {campaign.config.backend!r}: {exc}") from None
     _end(summary, out_dir)
+
+
+def _size_notes(campaign: Any, quiet: bool) -> None:
+    """Large checkpoints: say so, and print each set-up phase with its time (set-up can take minutes before the
+    first progress line)."""
+    import time
+
+    from ufuzz.engine.startup import size_notes
+
+    notes = size_notes(campaign.suite.checkpoints)
+    if quiet or not notes:
+        return
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    t0 = time.monotonic()
+    campaign.on_setup = lambda phase: click.echo(f"[ufuzz] set-up {time.monotonic() - t0:6.1f}s  {phase}", err=True)
 
 
 def _start_error(exc: Any) -> None:

@@ -302,6 +302,7 @@ class Campaign:
         self._heartbeat: threading.Thread | None = None
         self._shielded = 0  # > 0 while committing or closing: a second Ctrl-C waits for it (see run)
         self._interrupted_now = False  # a second Ctrl-C has interrupted the campaign (only one ever does)
+        self.on_setup: Callable[[str], None] | None = None  # told each set-up phase (large suites: the CLI)
         self._lock: Any = None  # DirectoryLock of the campaign directory, held from _open to the end of _finish
 
     # -- resume --------------------------------------------------------------------------------------------
@@ -389,6 +390,7 @@ class Campaign:
             self._lock = dirlock.DirectoryLock.acquire(self.out)  # one writer per directory, for its whole life
             for stray in (*self.out.glob(".summary.json.*.tmp"), *self.out.glob(".campaign.json.*.tmp")):
                 stray.unlink(missing_ok=True)  # a kill inside an atomic write left it (the directory is ours now)
+            self._setup(f"starting backend {cfg.backend!r}")
             self.backend = self._backend or registry.create(
                 cfg.backend, self.out / "backend", cfg.backend_options, isolation=cfg.isolation,
                 worker={"recycle_every": cfg.worker_recycle, "max_rss_mb": cfg.worker_max_rss_mb,
@@ -398,6 +400,7 @@ class Campaign:
             if cfg.preflight:
                 from ufuzz.engine.preflight import preflight
 
+                self._setup("preflight round trip")
                 self.preflight = preflight(self.backend, self.llm)
             if self.parallel:
                 self.lanes = self._start_lanes()
@@ -519,6 +522,9 @@ class Campaign:
             attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
             use_divergence=ab.use_divergence, operators=tuple(self.operators), explore_share=cfg.explore_share,
             use_effect=cfg.retain, spread=self.spreads() and cfg.obligation_first))
+        memories = sum(len(cp.memories) for cp in self.suite.checkpoints.values())
+        self._setup(f"recording {len(self.suite.checkpoints)} checkpoints ({memories:,} memories) and "
+                    f"{len(self.suite.seeds)} seeds")
         for cp in self.suite.checkpoints.values():
             self.store.record_checkpoint(self.campaign_id, cp)
         seeds = sorted(self.suite.seeds, key=lambda s: s.id)
@@ -536,6 +542,7 @@ class Campaign:
         except BackendError as exc:  # only a speed-up: the queries are embedded one by one later instead
             self.log.warning("prepare_queries_failed", error=str(exc))
         self.progress.uncovered_obligations = self.scheduler.uncovered()
+        self._setup("first snapshot; then the first states are built as the first steps need them")
         self._end_step(force_snapshot=True)
         self.log.info("started", seeds=len(seeds), obligations=len(self.scheduler.obligations),
                       backend=self.backend.describe(), preflight=self.preflight)
@@ -985,6 +992,14 @@ class Campaign:
             self._lock.release()
             self._lock = None
         return summary
+
+    def _setup(self, phase: str) -> None:
+        """A set-up phase begins: tell :attr:`on_setup` (a progress line before the first execution)."""
+        if self.on_setup is not None:
+            try:
+                self.on_setup(phase)
+            except Exception:  # noqa: BLE001 - a progress line never stops a campaign
+                pass
 
     def _log_safely(self, level: str, event: str, **facts: Any) -> None:
         if self.log is None:

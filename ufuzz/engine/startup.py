@@ -20,7 +20,14 @@ from pathlib import Path
 
 from ufuzz.corpus.store import CorpusDatabaseError, check_database
 
-__all__ = ["StartError", "check_start", "directory_problem", "undo_on_failure"]
+__all__ = ["LARGE_CHECKPOINT", "MAX_CHECKPOINT", "StartError", "check_start", "directory_problem", "size_notes",
+           "undo_on_failure"]
+
+#: memories in one checkpoint from which the set-up says what it does (building a state adds or embeds every
+#: memory on the backend, once per state the campaign needs, and recording it writes every one)
+LARGE_CHECKPOINT = 10_000
+#: memories in one checkpoint ufuzz refuses to fuzz: every parent state and every fork is a copy of them
+MAX_CHECKPOINT = 1_000_000
 
 
 class StartError(ValueError):
@@ -73,6 +80,25 @@ def check_start(out: Path, db: str | None) -> None:
             check_database(db)
         except CorpusDatabaseError as exc:
             raise StartError("--db", str(exc), environment=exc.environment) from None
+
+
+def size_notes(checkpoints: dict) -> list[str]:
+    """What a user should be told before a campaign over large checkpoints starts (nothing for small ones).
+    Raises :class:`StartError` (``--seeds``) for a checkpoint past :data:`MAX_CHECKPOINT`."""
+    if not checkpoints:
+        return []
+    sizes = {cid: len(cp.memories) for cid, cp in checkpoints.items()}
+    largest = max(sizes, key=lambda c: sizes[c])
+    if sizes[largest] > MAX_CHECKPOINT:
+        raise StartError("--seeds", f"checkpoint {largest!r} holds {sizes[largest]:,} memories; ufuzz fuzzes "
+                                    f"checkpoints of at most {MAX_CHECKPOINT:,} (every state is a copy of them): "
+                                    "split it or sample it")
+    if sizes[largest] < LARGE_CHECKPOINT:
+        return []
+    total = sum(sizes.values())
+    return [f"large checkpoints: {len(sizes)} holding {total:,} memories, the largest {largest!r} {sizes[largest]:,}; "
+            "recording them and building each state the campaign needs (every memory added, and embedded where "
+            "the backend embeds) comes before the first execution and may take minutes"]
 
 
 @contextmanager
