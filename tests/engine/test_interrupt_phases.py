@@ -30,9 +30,6 @@ import json, os, signal, sys
 from ufuzz.backends import registry
 from ufuzz.corpus import window as W
 from ufuzz.engine import campaign as C, ending as E, executor as X
-from tests.support.faulty_backends import KillingBackend
-
-registry.register("killing", KillingBackend)
 mode, out, seeds, budget, seed, spec = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), \
     json.loads(sys.argv[6])
 windows = [0]
@@ -44,11 +41,13 @@ def every_other_window(self):  # deterministic snapshot cadence
 
 
 C.Campaign._snapshot_due = every_other_window
-if spec:
+calls = [0]
+if spec.get("phase"):
     owner = {"lookahead": (C.Campaign, "_look_ahead"), "proposal": (C.Campaign, "_propose"),
+             "draw": (C.Campaign, "_draw"), "apply": (C.Campaign, "_apply_batch"),
              "execution": (X.Executor, "execute"), "commit": (W.WriteWindow, "flush"),
              "snapshot": (C.Campaign, "_snapshot"), "summary": (E, "write_summary")}[spec["phase"]]
-    original, calls = getattr(*owner), [0]
+    original = getattr(*owner)
 
     def interrupting(*args, **kwargs):
         calls[0] += 1
@@ -63,17 +62,18 @@ if spec:
         setattr(owner[0], owner[1], interrupting)
 options = {"retrieval": "bm25"}
 if mode == "fresh":
-    config = C.CampaignConfig(backend="killing", backend_options=options, seeds=seeds, budget=budget, seed=seed,
-                              out=out, window_records=24)
+    config = C.CampaignConfig(backend="embedded", backend_options=options, seeds=seeds, budget=budget, seed=seed,
+                              out=out, window_records=24, workers=spec.get("workers", 1))
     summary = C.Campaign(config).run()
 else:
     summary = C.Campaign.resume(out, backend_options=options).run()
 print("RESULT " + json.dumps({"status": summary["status"], "executions": summary["executions"],
-                              "calls": calls[0] if spec else 0}))
+                              "calls": calls[0]}))
 """
 
 
-def _child(mode: str, out: Path, seeds: Path, spec: dict) -> dict:
+def _child(mode: str, out: Path, seeds: Path, spec: dict, workers: int = 1) -> dict:
+    spec = {**spec, "workers": workers}
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     run = subprocess.run([sys.executable, "-c", _CHILD, mode, str(out), str(seeds), str(BUDGET), str(SEED),
                           json.dumps(spec)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
@@ -90,14 +90,23 @@ def seeds_file(tmp_path_factory) -> Path:
     return write_suite(synthesize(personas=3, seed=11), tmp_path_factory.mktemp("seeds") / "suite.jsonl")
 
 
-@pytest.fixture(scope="module")
-def expected(tmp_path_factory, seeds_file) -> dict:
+def _reference(tmp_path_factory, seeds_file, workers: int) -> dict:
     ref = tmp_path_factory.mktemp("ref") / "c"
-    done = _child("fresh", ref, seeds_file, {})
+    done = _child("fresh", ref, seeds_file, {}, workers)
     assert done["status"] == "budget_spent"
     corpus = _corpus(ref)
     assert len(corpus["executions"]) == BUDGET and corpus["failures"]
     return corpus
+
+
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory, seeds_file) -> dict:
+    return _reference(tmp_path_factory, seeds_file, 1)
+
+
+@pytest.fixture(scope="module")
+def expected_parallel(tmp_path_factory, seeds_file) -> dict:
+    return _reference(tmp_path_factory, seeds_file, 2)
 
 
 #: (phase, the call of it that is interrupted); the look-ahead runs every 8 steps, a snapshot every other window
@@ -108,8 +117,24 @@ PHASES = [("lookahead", 3), ("proposal", 40), ("execution", 90), ("commit", 4), 
 @pytest.mark.parametrize("phase, at", PHASES, ids=[p for p, _ in PHASES])
 def test_interrupts_at_every_phase_resume_to_the_uninterrupted_campaign(tmp_path, seeds_file, expected, phase, at,
                                                                          times):
+    _interrupt_and_resume(tmp_path, seeds_file, expected, phase, at, times, workers=1)
+
+
+#: a parallel campaign (two lanes): the look-ahead inside a draw (its first task drawn), drawing a batch, applying
+#: one, committing
+PARALLEL_PHASES = [("lookahead", 2), ("draw", 4), ("apply", 3), ("commit", 4)]
+
+
+@pytest.mark.parametrize("times", [1, 2], ids=["one", "two"])
+@pytest.mark.parametrize("phase, at", PARALLEL_PHASES, ids=[p for p, _ in PARALLEL_PHASES])
+def test_interrupts_of_a_parallel_campaign_resume_to_the_uninterrupted_one(tmp_path, seeds_file, expected_parallel,
+                                                                           phase, at, times):
+    _interrupt_and_resume(tmp_path, seeds_file, expected_parallel, phase, at, times, workers=2)
+
+
+def _interrupt_and_resume(tmp_path, seeds_file, expected, phase, at, times, workers):
     out = tmp_path / "c"
-    got = _child("fresh", out, seeds_file, {"phase": phase, "at": at, "times": times})
+    got = _child("fresh", out, seeds_file, {"phase": phase, "at": at, "times": times}, workers)
     assert got["calls"] >= at, f"the {phase} phase ran {got['calls']} times only: the interrupt never struck"
     summary = json.loads((out / "summary.json").read_text())
     from ufuzz.reports.status import campaign_status
@@ -122,7 +147,7 @@ def test_interrupts_at_every_phase_resume_to_the_uninterrupted_campaign(tmp_path
         assert got["status"] == "budget_spent"
     else:
         assert got["status"] == "interrupted" and got["executions"] < BUDGET
-        resumed = _child("resume", out, seeds_file, {})
+        resumed = _child("resume", out, seeds_file, {}, workers)
         assert resumed["status"] == "budget_spent"
     corpus = _corpus(out)
     for part in expected:
