@@ -108,3 +108,18 @@ def test_another_hosts_lock_is_live_until_its_heartbeat_is_stale(tmp_path):
     assert holder(tmp_path) is None
     with DirectoryLock.acquire(tmp_path, "mine"):
         assert holder(tmp_path)["campaign"] == "mine"
+
+
+def test_ctrl_c_during_start_up_exits_130_without_aborted(tmp_path):
+    """A real SIGINT while the command is still starting (imports, seed loading): exit 130, one line."""
+    out = tmp_path / "c"
+    proc = subprocess.Popen([sys.executable, "-m", "ufuzz", "run", "--budget", "5", "--out", str(out), "--quiet"],
+                            cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(0.8)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("the campaign finished before the interrupt struck")
+    assert proc.returncode == 130, output
+    assert "Aborted" not in output and "Traceback" not in output, output
+    assert not (out / LOCK_NAME).exists()

@@ -448,7 +448,13 @@ def _mark_baseline(out_dir: Path, db: str | None, summary: dict[str, Any], corpu
     verdict = compare_with_baseline(data.failures, corpus)
     verdict.mismatch = list(mismatch or [])
     summary["baseline"] = verdict.to_dict()
-    write_summary(out_dir / "summary.json", {k: v for k, v in summary.items() if k != "warnings"})
+    from ufuzz.engine.dirlock import DirectoryLock, DirectoryLocked
+
+    try:  # the campaign has let go of its directory: the verdict is written only while no one else has it
+        with DirectoryLock.acquire(out_dir):
+            write_summary(out_dir / "summary.json", {k: v for k, v in summary.items() if k != "warnings"})
+    except DirectoryLocked as exc:
+        summary.setdefault("warnings", []).append(f"the baseline verdict is not in summary.json: {exc}")
     return verdict
 
 
