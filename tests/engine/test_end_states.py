@@ -58,3 +58,21 @@ def test_plot_data_after_resume_is_the_committed_prefix_then_the_new_work(tmp_pa
     elapsed = [r["elapsed_s"] for r in after]
     assert elapsed == sorted(elapsed)  # the clock goes on; it does not restart at 0
     assert not list(out.glob(".summary.json.*.tmp"))
+
+
+def test_resume_rebuilds_a_missing_summary_of_a_finished_campaign(tmp_path, suite):
+    import json
+
+    out = tmp_path / "c"
+    first = Campaign(_config(out, budget=30), suite=suite).run()
+    before = json.loads((out / "summary.json").read_text())
+    (out / "summary.json").unlink()  # as a kill at its rename left it (with an older ufuzz)
+    (out / ".summary.json.x1y2z3.tmp").write_text("{")
+    again = Campaign.resume(out).run()  # nothing left to do: the end is recorded again, with its summary
+    assert again["status"] == first["status"] == ending.BUDGET_SPENT
+    rebuilt = json.loads((out / "summary.json").read_text())
+    for key in ("executions", "unique_failures", "failures", "coverage", "retained", "errors"):
+        assert rebuilt[key] == before[key], key
+    assert not list(out.glob(".summary.json.*.tmp"))
+    with pytest.raises(Exception, match="already spent its budget"):  # with its summary there, nothing to do
+        Campaign.resume(out)

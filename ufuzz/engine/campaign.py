@@ -350,7 +350,7 @@ class Campaign:
                 if budget <= done:
                     raise ResumeError(f"--budget {budget}: campaign {cid} has already made {done} executions")
                 config.budget = budget
-            elif rec.status == ending.BUDGET_SPENT:
+            elif rec.status == ending.BUDGET_SPENT and (out / "summary.json").is_file():
                 raise ResumeError(f"campaign {cid} already spent its budget of {rec.budget} executions; pass "
                                   "--budget N (more than that) to go on")
             config.__post_init__()
