@@ -123,3 +123,22 @@ def test_ctrl_c_during_start_up_exits_130_without_aborted(tmp_path):
     assert proc.returncode == 130, output
     assert "Aborted" not in output and "Traceback" not in output, output
     assert not (out / LOCK_NAME).exists()
+
+
+def test_a_start_that_loses_the_race_for_the_lock_removes_nothing_of_the_winner(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from ufuzz.cli import main
+    from ufuzz.engine import dirlock
+
+    out = tmp_path / "night"
+
+    def lost(directory, campaign=None):  # the other campaign took the lock and wrote its first files meanwhile
+        (Path(directory) / "corpus.sqlite").write_text("theirs")
+        (Path(directory) / LOCK_NAME).write_text(json.dumps({"pid": 4242, "host": "h", "campaign": "other"}))
+        raise DirectoryLocked(Path(directory), {"pid": 4242, "host": "h", "campaign": "other"})
+
+    monkeypatch.setattr(dirlock.DirectoryLock, "acquire", classmethod(lambda cls, d, c=None: lost(d, c)))
+    r = CliRunner().invoke(main, ["run", "--budget", "5", "--out", str(out), "--quiet", "--no-preflight"])
+    assert r.exit_code == 3 and "is in use" in r.output and "4242" in r.output, r.output
+    assert (out / "corpus.sqlite").read_text() == "theirs" and (out / LOCK_NAME).exists()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -119,6 +120,10 @@ def undo_on_failure(out: Path, close: Callable[[], None]) -> Iterator[None]:
             close()
         except Exception:  # noqa: BLE001 - undoing is best effort; the set-up's own error is what matters
             pass
+        from ufuzz.engine.dirlock import DirectoryLocked
+
+        if isinstance(sys.exc_info()[1], DirectoryLocked):
+            raise  # the directory is a live campaign's: what is new in it is that campaign's, not this set-up's
         if not existed:
             shutil.rmtree(top, ignore_errors=True)
         elif out.is_dir():
