@@ -43,7 +43,8 @@ def every_other_window(self):  # deterministic snapshot cadence
 C.Campaign._snapshot_due = every_other_window
 calls = [0]
 if spec.get("phase"):
-    owner = {"lookahead": (C.Campaign, "_look_ahead"), "proposal": (C.Campaign, "_propose"),
+    owner = {"seeding": (C.Campaign, "_prepare_queries"),
+             "lookahead": (C.Campaign, "_look_ahead"), "proposal": (C.Campaign, "_propose"),
              "draw": (C.Campaign, "_draw"), "apply": (C.Campaign, "_apply_batch"),
              "execution": (X.Executor, "execute"), "commit": (W.WriteWindow, "flush"),
              "snapshot": (C.Campaign, "_snapshot"), "summary": (E, "write_summary")}[spec["phase"]]
@@ -109,8 +110,10 @@ def expected_parallel(tmp_path_factory, seeds_file) -> dict:
     return _reference(tmp_path_factory, seeds_file, 2)
 
 
-#: (phase, the call of it that is interrupted); the look-ahead runs every 8 steps, a snapshot every other window
-PHASES = [("lookahead", 3), ("proposal", 40), ("execution", 90), ("commit", 4), ("snapshot", 3), ("summary", 1)]
+#: (phase, the call of it that is interrupted); seeding: while the seeds' queries are prepared, before the first
+#: snapshot (the campaign then has none, and its resume starts over); the look-ahead runs every LOOK_AHEAD steps, a
+#: snapshot every other window
+PHASES = [("seeding", 1), ("lookahead", 3), ("proposal", 40), ("execution", 90), ("commit", 4), ("snapshot", 3), ("summary", 1)]
 
 
 @pytest.mark.parametrize("times", [1, 2], ids=["one", "two"])

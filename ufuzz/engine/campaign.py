@@ -486,6 +486,7 @@ class Campaign:
     def _prepare(self) -> None:
         """Operators, executor, oracle and the write window; then either the seeds (a new campaign) or the
         state of the last snapshot (a resumed one)."""
+        self._at_boundary = False  # half-built until the seeds' first snapshot (or the restored one) is in place
         cfg = self.config
         judging = Judging.of(cfg)
         realizer = None
@@ -909,6 +910,7 @@ class Campaign:
         self._last_snapshot = time.monotonic()
         self.log.info("resumed", step=self.step, executions=self.progress.executions, budget=self.config.budget,
                       rolled_back_mutants=len(gone), preflight=self.preflight)
+        self._at_boundary = True  # the state is the snapshot's
         return True
 
     # -- ending --------------------------------------------------------------------------------------------
