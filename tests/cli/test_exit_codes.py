@@ -163,7 +163,8 @@ def test_an_interrupt_during_start_up_exits_130_for_every_command(path, tmp_path
 
     monkeypatch.setattr(cmd, "callback", interrupted)
     (tmp_path / "f").write_text("")
-    args = [str(tmp_path if getattr(p.type, "dir_okay", True) else tmp_path / "f")
+    args = [p.type.choices[0] if isinstance(p.type, click.Choice)
+            else str(tmp_path if getattr(p.type, "dir_okay", True) else tmp_path / "f")
             for p in cmd.params if isinstance(p, click.Argument) and p.required]
     options = [x for p in cmd.params if isinstance(p, click.Option) and p.required
                for x in (p.opts[0], str(tmp_path / "x"))]
