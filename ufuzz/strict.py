@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
-__all__ = ["StrictModel", "OpenModel", "Text", "first_error", "field_path", "json_type"]
+__all__ = ["StrictModel", "OpenModel", "Text", "IdText", "ID_PATTERN", "first_error", "field_path", "json_type"]
 
 
 class StrictModel(BaseModel):
@@ -38,6 +38,16 @@ def Text(max_length: int, *, blank: bool = False) -> Any:  # noqa: N802 - used l
     if blank:
         return Annotated[str, StringConstraints(max_length=max_length)]
     return Annotated[str, StringConstraints(min_length=1, max_length=max_length, pattern=r"\S")]
+
+
+#: an id: printable, at least one non-space character — no NUL, newline, tab or other control character, which
+#: would cut or split the id in logs, terminals, file names and the corpus's keys
+ID_PATTERN = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
+
+
+def IdText(max_length: int) -> Any:  # noqa: N802 - used like a type
+    """An id string (:data:`ID_PATTERN`) of at most ``max_length`` characters."""
+    return Annotated[str, StringConstraints(min_length=1, max_length=max_length, pattern=ID_PATTERN)]
 
 
 def json_type(value: Any) -> str:
@@ -94,6 +104,11 @@ def _message(err: dict[str, Any]) -> str:
         return "must not be empty"
     if kind == "string_pattern_mismatch":
         if ctx.get("pattern") == r"\S":
+            return "must not be empty or blank"
+        if ctx.get("pattern") == ID_PATTERN:
+            bad = [c for c in value if ord(c) < 32 or ord(c) == 127] if isinstance(value, str) else []
+            if bad:
+                return f"an id must not hold control characters (found {bad[0]!r}), got {_excerpt(value)}"
             return "must not be empty or blank"
         return f"must match {ctx.get('pattern')}, got {_excerpt(value)}"
     if kind == "string_too_long":

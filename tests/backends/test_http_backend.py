@@ -265,7 +265,14 @@ def test_malformed_config_names_file_and_key(tmp_path, token_env, raw, message):
     cfg = write_config(tmp_path / "product.toml", raw)
     with pytest.raises(ValueError) as ei:
         HttpBackend(tmp_path, {"config": str(cfg)})
-    assert str(ei.value).startswith(message), str(ei.value)
+    got = str(ei.value)
+    # where the key is written, the file is named as file:line (an editor jumps there)
+    plain = re.sub(r"^product\.toml:\d+: ", "product.toml: ", got)
+    assert plain.startswith(message), got
+    line = re.match(r"^product\.toml:(\d+): ", got)
+    if line:
+        key = re.search(r"'([^'.\[\]]+)", message[len("product.toml: "):]).group(1)
+        assert key in cfg.read_text().splitlines()[int(line.group(1)) - 1], got
 
 
 def test_config_file_problems(tmp_path, token_env, monkeypatch):

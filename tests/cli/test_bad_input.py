@@ -155,14 +155,14 @@ def _seed_case(id_: str, kind: str, edit, needles: Callable[[Path, int], list[st
     def setup(tmp):
         path, line = seeds_file(tmp, kind, edit, nth)
         return run_seeds(tmp, path), needles(path, line)
-    return Case(id_, setup, 1)
+    return Case(id_, setup, 2)
 
 
 def _raw_case(id_: str, kind: str, old: str, new: str, needles) -> Case:
     def setup(tmp):
         path, line = seeds_raw(tmp, kind, old, new)
         return run_seeds(tmp, path), needles(path, line)
-    return Case(id_, setup, 1)
+    return Case(id_, setup, 2)
 
 
 def _flag(id_: str, *args: str, needle: str, cmd: tuple[str, ...] = ("run", "--budget", "5", "--quiet")) -> Case:
@@ -231,6 +231,10 @@ SEED_FILE = [
               lambda p, n: [f"{p}:{n}: invalid JSON: NaN is not a JSON number"]),
     _raw_case("supporting-Infinity", "reference", '"supporting": [', '"supporting": [Infinity, ',
               lambda p, n: [f"{p}:{n}: invalid JSON: Infinity is not a JSON number"]),
+    _seed_case("seed-id-with-newline", "seed", lambda r: r.update(id=r["id"] + "\nfake"),
+               _at("id", "an id must not hold control characters (found '\\n')")),
+    _seed_case("memory-id-with-NUL", "checkpoint", lambda r: r["memories"][0].update(id=r["memories"][0]["id"] + "\0"),
+               _at("memories[0].id", "an id must not hold control characters (found '\\x00')")),
     _seed_case("supporting-a-string", "reference", lambda r: r.update(supporting="p1-m2"),
                _at("supporting", "expected an array, got string 'p1-m2'")),
     _seed_case("answerable-a-string", "seed", lambda r: r["query"]["fields"].update(answerable="no"),
@@ -280,12 +284,12 @@ SEED_FILE = [
                _at("checkpoint_id", "unknown checkpoint 'p999'")),
     _seed_case("schema-2", "header", lambda r: r.update(schema=2),
                _at("schema", "unsupported schema version 2")),
-    Case("header-only", _header_only, 1),
-    Case("50MB-line", _huge_line, 1),
-    Case("reference-without-seed", _orphan_reference, 1),
-    Case("two-seeds-one-query", _duplicate_query, 1),
-    Case("not-utf8", _not_utf8, 1),
-    Case("empty-file", _empty_file, 1),
+    Case("header-only", _header_only, 2),
+    Case("50MB-line", _huge_line, 2),
+    Case("reference-without-seed", _orphan_reference, 2),
+    Case("two-seeds-one-query", _duplicate_query, 2),
+    Case("not-utf8", _not_utf8, 2),
+    Case("empty-file", _empty_file, 2),
 ]
 
 FLAGS = [
@@ -374,23 +378,27 @@ def _force_with_bad_option(tmp, campaign):
     return [*RUN, "--out", str(dest), "--force", "--opt", "retrieval=sparse"], ["retrieval"]
 
 
+def _line_of(path: Path, key: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if line.startswith(f"{key} ="))
+
+
 def _http_nan_timeout(tmp):
     cfg = product_toml(tmp, "timeout", "nan")
     return [*RUN, "--out", str(tmp / "camp"), "--backend", "http", "--config", str(cfg)], \
-        ["product.toml: 'timeout': expected a finite number"]
+        [f"product.toml:{_line_of(cfg, 'timeout')}: 'timeout': expected a finite number"]
 
 
 def _http_string_retries(tmp):
     cfg = product_toml(tmp, "retries", '"3"')
     return [*RUN, "--out", str(tmp / "camp"), "--backend", "http", "--config", str(cfg)], \
-        ["product.toml: 'retries': expected an integer, got string '3'"]
+        [f"product.toml:{_line_of(cfg, 'retries')}: 'retries': expected an integer, got string '3'"]
 
 
 START = [
     Case("db-notaurl", _db(lambda t: "notaurl", "not a valid SQLAlchemy URL"), 2),
     Case("db-foo-scheme", _db(lambda t: "foo://bar", "names no database/driver"), 2),
     Case("db-unreachable-postgres", _db(lambda t: "postgresql+psycopg://fuzzer:hunter2@127.0.0.1:1/corpus",
-                                        "cannot open corpus database"), 2),
+                                        "--db", "cannot open corpus database"), 3),  # the environment, not the input
     Case("db-foreign-sqlite", _foreign_db, 2),
     Case("db-random-bytes", _garbage_db, 2),
     Case("db-folder-is-a-file", _db(lambda t: (t / "f").write_text("x") and f"sqlite:///{t / 'f' / 'c.sqlite'}",
@@ -398,10 +406,10 @@ START = [
     Case("out-is-a-file", _out_is_a_file, 2),
     Case("out-under-a-file", _out_under_a_file, 2),
     Case("out-read-only", _out_readonly, 2),
-    Case("bad-option-leaves-existing-dir-alone", _bad_option_in_existing_dir, 1),
-    Case("force-with-bad-option-keeps-old-campaign", _force_with_bad_option, 1),
-    Case("http-config-nan", _http_nan_timeout, 1),
-    Case("http-config-string", _http_string_retries, 1),
+    Case("bad-option-leaves-existing-dir-alone", _bad_option_in_existing_dir, 2),
+    Case("force-with-bad-option-keeps-old-campaign", _force_with_bad_option, 2),
+    Case("http-config-nan", _http_nan_timeout, 2),
+    Case("http-config-string", _http_string_retries, 2),
 ]
 
 
@@ -443,18 +451,18 @@ def _read(cmd: str, db=None, campaign_json=None, *needles: str) -> Callable:
 
 
 READS = []
-for _cmd in ("status", "replay", "corpus export"):
+for _cmd in ("status", "replay", "corpus export", "failures list", "report"):
     _n = _cmd.replace(" ", "-")
     READS += [
-        Case(f"{_n}-0-byte-db", _read(_cmd, zero_bytes, None, "empty database (0 bytes)")),
-        Case(f"{_n}-random-bytes-db", _read(_cmd, random_bytes, None, "not an SQLite database")),
-        Case(f"{_n}-truncated-db", _read(_cmd, truncated, None, "damaged or truncated")),
-        Case(f"{_n}-foreign-db", _read(_cmd, foreign, None, "not a ufuzz corpus database", "invoices")),
-        Case(f"{_n}-campaign-json-not-json", _read(_cmd, None, "{not json", "campaign.json: not valid JSON")),
+        Case(f"{_n}-0-byte-db", _read(_cmd, zero_bytes, None, "empty database (0 bytes)"), 2),
+        Case(f"{_n}-random-bytes-db", _read(_cmd, random_bytes, None, "not an SQLite database"), 2),
+        Case(f"{_n}-truncated-db", _read(_cmd, truncated, None, "damaged or truncated"), 2),
+        Case(f"{_n}-foreign-db", _read(_cmd, foreign, None, "not a ufuzz corpus database", "invoices"), 2),
+        Case(f"{_n}-campaign-json-not-json", _read(_cmd, None, "{not json", "campaign.json: not valid JSON"), 2),
         Case(f"{_n}-campaign-json-wrong-type", _read(_cmd, None, '{"campaign": 5}', "campaign.json:",
-                                                     "expected a string", "(field 'campaign')")),
+                                                     "expected a string", "(field 'campaign')"), 2),
         Case(f"{_n}-campaign-json-unknown", _read(_cmd, None, '{"campaign": "nope"}',
-                                                  "campaign.json names campaign 'nope', which is not in")),
+                                                  "campaign.json names campaign 'nope', which is not in"), 2),
     ]
 
 

@@ -422,7 +422,7 @@ def test_export_bad_input_and_atomic_write(tmp_path):
     assert r.exit_code == 2 and "no such campaign directory" in r.output
     (tmp_path / "empty").mkdir()
     r = runner.invoke(main, ["corpus", "export", str(tmp_path / "empty"), "-o", str(tmp_path / "x.jsonl")])
-    assert r.exit_code == 1 and "no corpus.sqlite" in r.output
+    assert r.exit_code == 2 and "no corpus.sqlite" in r.output
     assert not (tmp_path / "x.jsonl").exists()
 
     # a write that dies half-way leaves the previous file as it was and no temporary file
@@ -447,7 +447,7 @@ def test_export_of_a_campaign_without_failures_is_refused(tmp_path):
     out = tmp_path / "tiny"
     Campaign(CampaignConfig(backend="embedded", budget=1, seed=0, out=str(out))).run()
     r = CliRunner().invoke(main, ["corpus", "export", str(out), "-o", str(tmp_path / "t.jsonl")])
-    assert r.exit_code == 1 and "has no failure to export" in r.output
+    assert r.exit_code == 2 and "has no failure to export" in r.output
     assert not (tmp_path / "t.jsonl").exists()
 
 

@@ -111,6 +111,6 @@ def test_minimised_record_is_a_corpus_that_check_accepts(campaign, tmp_path):
 
 def test_minimise_bad_input(campaign, tmp_path):
     r = CliRunner().invoke(main, ["minimise", str(campaign), "zzzz"])
-    assert r.exit_code == 1 and "no failure with key 'zzzz'" in r.output
+    assert r.exit_code == 2 and "no failure with key 'zzzz'" in r.output
     r = CliRunner().invoke(main, ["minimise", str(tmp_path / "nope"), "abc"])
     assert r.exit_code == 2 and "no such campaign directory" in r.output

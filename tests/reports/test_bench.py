@@ -205,7 +205,7 @@ def test_cli_bench_smoke_and_bad_input(tmp_path):
     res = runner.invoke(main, ["bench", "--seeds", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "x")])
     assert res.exit_code == 2 and "none.jsonl" in res.output
     res = runner.invoke(main, ["bench", "--opt", "retrieval=sparse", "--budget", "5", "--out", str(tmp_path / "x")])
-    assert res.exit_code == 1 and "retrieval" in res.output
+    assert res.exit_code == 2 and "retrieval" in res.output
 
 
 def _fake(strategy: str, uf: int, causes: int, classes: int, cov: float, seed: int) -> dict:

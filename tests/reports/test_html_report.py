@@ -103,7 +103,7 @@ def test_report_bad_input(tmp_path):
     assert r.exit_code == 2 and "no such campaign directory" in r.output
     (tmp_path / "empty").mkdir()
     r = CliRunner().invoke(main, ["report", str(tmp_path / "empty"), "-o", str(tmp_path / "r.html")])
-    assert r.exit_code == 1 and "no corpus.sqlite" in r.output
+    assert r.exit_code == 2 and "no corpus.sqlite" in r.output
     assert not (tmp_path / "r.html").exists()
 
 

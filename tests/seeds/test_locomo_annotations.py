@@ -34,7 +34,7 @@ def _seed(s: SeedSuite, text: str):
 
 def test_observations_events_pronouns_and_categories():
     res = import_file("locomo", FIX / "locomo_annotated.json")
-    assert res.warnings == {"evidence_unknown_id": 1, "observation_malformed": 1, "observation_without_turn": 1}
+    assert res.warnings == {"evidence_unknown_id": 1, "evidence_in_missing_session": 1, "observation_malformed": 1, "observation_without_turn": 1}
     cp = res.suite.checkpoints["locomo-cp:conv-a"]
     obs = {(f.entity, f.value): f.evidence for f in cp.facts if f.value_type == "observation"}
     assert obs[("Ben", "Ben fixes old bicycles in his garage.")] == ("D1:4", "D2:1")  # a list of turns

@@ -83,7 +83,7 @@ def test_seeds_check_command(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(DEFAULT.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
     r = CliRunner().invoke(main, ["seeds", "check", str(bad)])
-    assert r.exit_code == 1 and "nothing to fuzz" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and "nothing to fuzz" in r.output and "Traceback" not in r.output
 
 
 def test_memory_ops_must_name_registered_state_operators(tmp_path):

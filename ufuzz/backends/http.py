@@ -389,7 +389,32 @@ def load_config(path: str | Path, base_url: str | None = None) -> ProductConfig:
         raise ValueError(f"{p}: cannot read config file: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{src}: invalid TOML: {exc}") from None
-    return parse_config(raw, src, base_url)
+    try:
+        return parse_config(raw, src, base_url)
+    except ValueError as exc:
+        raise ValueError(_with_line(str(exc), src, p.read_text(encoding="utf-8"))) from None
+
+
+def _with_line(message: str, src: str, text: str) -> str:
+    """``product.toml: [t] 'key': …`` as ``product.toml:LINE: [t] 'key': …`` where the key (in table ``t``)
+    is written, so that an editor jumps to it; the message as it was when the key is not found."""
+    head = f"{src}: "
+    if not message.startswith(head):
+        return message
+    rest = message[len(head):]
+    table = re.match(r"\[(\w+)\]", rest)
+    key = re.search(r"'([^'.\[\]]+)", rest)
+    if key is None:
+        return message
+    current, pattern = None, re.compile(rf"^\s*[\"']?{re.escape(key.group(1))}[\"']?\s*=")
+    for number, line in enumerate(text.splitlines(), 1):
+        header = re.match(r"^\s*\[\s*([\w.]+)\s*\]", line)
+        if header:
+            current = header.group(1).split(".")[0]
+            continue
+        if pattern.match(line) and current == (table.group(1) if table else None):
+            return f"{src}:{number}: {rest}"
+    return message
 
 
 def parse_config(raw: dict[str, Any], src: str = "product.toml", base_url: str | None = None) -> ProductConfig:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ufuzz.cli.errors import BadInput, Unavailable
 from ufuzz.cli.options import parse_opts
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP"}
@@ -74,7 +75,7 @@ def check(name: str, opts: tuple[str, ...], config_file: str | None, isolation: 
     except KeyError as exc:
         raise click.BadParameter(str(exc.args[0]), param_hint="'NAME'") from None
     except BackendUnavailable as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Unavailable(str(exc)) from None
     try:
         cls.check_options(options)
     except ValueError as exc:
@@ -97,9 +98,11 @@ def check(name: str, opts: tuple[str, ...], config_file: str | None, isolation: 
         try:
             results = conformance.run_conformance(factory, fresh=fresh, on_result=report)
         except BackendUnavailable as exc:
-            raise click.ClickException(str(exc)) from None
-        except (BackendError, ValueError, OSError) as exc:
-            raise click.ClickException(f"backend {name!r} could not start: {exc}") from None
+            raise Unavailable(str(exc)) from None
+        except ValueError as exc:
+            raise BadInput(f"backend {name!r} could not start: {exc}") from None
+        except (BackendError, OSError) as exc:
+            raise Unavailable(f"backend {name!r} could not start: {exc}") from None
     counts = {o: sum(r.outcome == o for r in results) for o in ("passed", "failed", "error", "skipped")}
     click.echo(f"{len(results)} checks: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
     if any(not r.ok for r in results):

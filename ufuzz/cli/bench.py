@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ufuzz.cli.errors import BadInput, Unavailable
 from ufuzz.cli.options import BUDGET, parse_opts
 
 
@@ -88,13 +89,13 @@ def bench(backend: str, budget: int | None, runs: int, strategies: str, seeds: s
     try:
         result = run_bench(cfg, echo=lambda m: click.echo(m, err=True))
     except SeedFileError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
     except KeyError as exc:
-        raise click.ClickException(str(exc).strip("'\"")) from None
-    except BackendUnavailable as exc:
-        raise click.ClickException(str(exc)) from None
-    except (BackendError, ValueError) as exc:
-        raise click.ClickException(f"backend {backend!r}: {exc}") from None
+        raise BadInput(str(exc).strip("'\"")) from None
+    except (BackendUnavailable, BackendError) as exc:
+        raise Unavailable(f"backend {backend!r}: {exc}") from None
+    except ValueError as exc:
+        raise BadInput(f"backend {backend!r}: {exc}") from None
     click.echo(render_table(result))
     click.echo(f"wrote {cfg.out_dir / 'bench.json'}, bench.md and curves.svg; total {result['wall_seconds']:.0f} s"
                + (" (interrupted)" if result["interrupted"] else ""))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ufuzz.cli.errors import Unavailable, read_error, read_errors
 from ufuzz.cli.options import check_output_file, parse_opts
 
 
@@ -31,10 +32,10 @@ def corpus_export(campaign_dir: str, output: str, db: str | None, max_records: i
     check_output_file(output)
     try:
         res = export_campaign(Path(campaign_dir), output, db, max_records=max_records)
-    except (FileNotFoundError, ValueError, KeyError) as exc:
-        raise click.ClickException(str(exc).strip("'\"")) from None
+    except read_errors() as exc:
+        raise read_error(exc) from None
     except OSError as exc:
-        raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
+        raise Unavailable(f"cannot write {output}: {exc.strerror or exc}") from None
     ops = ", ".join(f"{op} {n}" for op, n in res.by_operator().items())
     click.echo(f"wrote {len(res.records)} of {res.unique_failures} unique failures over {res.checkpoints} "
                f"checkpoints to {res.path} ({res.size / 1024:.0f} KB): {ops}")
@@ -46,7 +47,9 @@ def _check_options(opts: tuple[str, ...], config_file: str | None) -> dict:
     options = parse_opts(opts)
     if config_file:
         if not Path(config_file).is_file():
-            raise click.BadParameter(f"no such file: {config_file}", param_hint="'--config'")
+            why = (f"{config_file} is a directory, not a TOML file" if Path(config_file).is_dir()
+                   else f"no such file: {config_file}")
+            raise click.BadParameter(why, param_hint="'--config'")
         options["config"] = str(Path(config_file).resolve())
     return options
 
@@ -56,8 +59,10 @@ def _fail(code: int, message: str) -> None:
     sys.exit(code)
 
 
-def _run_check(file: str, backend: str | None, options: dict):
-    """Load and check the corpus; bad input exits 2, a backend that cannot start or be reached exits 3."""
+def _run_check(file: str, backend: str | None, options: dict, cross_backend: bool = False):
+    """Load and check the corpus; bad input exits 2, a backend that cannot start or be reached exits 3. A
+    corpus is checked on another backend than the one it was recorded on only when asked (``--cross-backend``):
+    its failures are that system's, and on another one they would read as fixed — good news that is not."""
     from ufuzz.backends.protocol import BackendError, BackendUnavailable
     from ufuzz.corpus.regression import CorpusFileError, load_corpus
     from ufuzz.engine.regression import EXIT_UNREACHABLE, check_corpus
@@ -71,6 +76,10 @@ def _run_check(file: str, backend: str | None, options: dict):
     if backend is None and rc.backend not in registry.available():  # the file is at fault, not an option
         _fail(2, f"{file}:{rc.header_line}: unknown backend {rc.backend!r} in the corpus header (field 'backend'); "
               f"known: {', '.join(registry.available())}; pass --backend NAME to replay it on another backend")
+    if backend is not None and backend != rc.backend and backend in registry.available() and not cross_backend:
+        _fail(2, f"--backend {backend}: {file} was recorded on backend {rc.backend!r}; its failures are that "
+              f"system's, and on {backend!r} they would read as fixed. Pass --cross-backend to check it there "
+              "anyway")
     try:
         return rc, check_corpus(rc, backend=backend, options=options)
     except KeyError as exc:
@@ -85,6 +94,9 @@ def _run_check(file: str, backend: str | None, options: dict):
 
 _CHECK_OPTIONS = [
     click.option("--backend", default=None, help="Backend to replay on (default: the one recorded in the header)."),
+    click.option("--cross-backend", is_flag=True,
+                 help="Allow --backend to name another backend than the recorded one (a comparison of two "
+                      "systems, not a regression check)."),
     click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE",
                  help="Backend option (repeatable; overrides the header's options for the recorded backend)."),
     click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
@@ -108,8 +120,8 @@ def _with_check_options(fn):
               help="Write a JUnit XML report for the CI's test view: one timed test case per record (a regression is a "
                    "failure, a known failure that still reproduces is skipped with a message, a fixed one passes).")
 @click.option("--changed-only", is_flag=True, help="List only the records that did not behave as recorded.")
-def corpus_check(file: str, backend: str | None, opts: tuple[str, ...], config_file: str | None,
-                 json_out: str | None, junit_out: str | None, changed_only: bool) -> None:
+def corpus_check(file: str, backend: str | None, cross_backend: bool, opts: tuple[str, ...],
+                 config_file: str | None, json_out: str | None, junit_out: str | None, changed_only: bool) -> None:
     """Replay every record of a regression corpus on a fresh backend (the nightly CI check).
 
     Exit status: 0 nothing regressed (known failures still reproduce; fixed ones are reported as good news),
@@ -121,7 +133,7 @@ def corpus_check(file: str, backend: str | None, opts: tuple[str, ...], config_f
     from ufuzz.reports.regression import render_check
 
     options = _check_options(opts, config_file)
-    _rc, report = _run_check(file, backend, options)
+    _rc, report = _run_check(file, backend, options, cross_backend)
     if junit_out:
         write_junit(report, junit_out)
     data = json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str)
@@ -144,8 +156,8 @@ def corpus_check(file: str, backend: str | None, opts: tuple[str, ...], config_f
 @click.option("--drop-fixed", is_flag=True, help="Remove fixed failures instead of keeping them as guards.")
 @click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
               help="Write the updated corpus here (default: update FILE in place).")
-def corpus_accept(file: str, from_json: str | None, backend: str | None, opts: tuple[str, ...],
-                  config_file: str | None, drop_fixed: bool, output: str | None) -> None:
+def corpus_accept(file: str, from_json: str | None, backend: str | None, cross_backend: bool,
+                  opts: tuple[str, ...], config_file: str | None, drop_fixed: bool, output: str | None) -> None:
     """Update a regression corpus to what a check observed (like accepting new snapshots).
 
     Fixed failures become guards that must keep passing (or are removed with --drop-fixed); changed or
@@ -168,7 +180,7 @@ def corpus_accept(file: str, from_json: str | None, backend: str | None, opts: t
         except (ValueError, KeyError, TypeError):
             _fail(2, f"--from: {from_json} is not the JSON report of `ufuzz corpus check`")
     else:
-        rc, report = _run_check(file, backend, _check_options(opts, config_file))
+        rc, report = _run_check(file, backend, _check_options(opts, config_file), cross_backend)
         results, unreachable = report.results, report.unreachable
     if unreachable:
         _fail(EXIT_UNREACHABLE, f"the check did not reach the backend ({unreachable}); nothing accepted")

@@ -7,16 +7,19 @@ from pathlib import Path
 
 import click
 
+from ufuzz.cli.errors import BadInput
+
 
 def _load(campaign_dir: str, db: str | None):
+    from ufuzz.cli.errors import read_error, read_errors
     from ufuzz.corpus.campaign import load_campaign
 
     if not Path(campaign_dir).is_dir():
         raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")
     try:
         return load_campaign(Path(campaign_dir), db)
-    except (FileNotFoundError, ValueError, KeyError) as exc:
-        raise click.ClickException(str(exc).strip("'\"")) from None
+    except read_errors() as exc:
+        raise read_error(exc) from None
 
 
 @click.group()
@@ -127,12 +130,12 @@ def write_reproducer(data, key: str, out: str, config_file: str | None, minimise
     parent = case_of(mutant.parent_id, data.checkpoints, data.seeds, data.mutants) \
         if not isinstance(mutant, str) and mutant.parent_id else None  # None: a seed's baseline failure
     if isinstance(mutant, str) or isinstance(parent, str):
-        raise click.ClickException(f"failure {key} cannot be rebuilt: {mutant if isinstance(mutant, str) else parent}")
+        raise BadInput(f"failure {key} cannot be rebuilt: {mutant if isinstance(mutant, str) else parent}")
     path = config_file or data.backend_options.get("config")
     try:
         cfg = load_config(str(path), data.backend_options.get("base_url") or None)
     except (ValueError, TypeError) as exc:
-        raise click.ClickException(f"{exc} (pass the product TOML with --config)") from None
+        raise BadInput(f"{exc} (pass the product TOML with --config)") from None
     if minimised is not None:
         rec, cp = minimised
         return write_script(record_reproducer(cfg, rec, cp, data.k, judging=Judging.of(data.config),

@@ -24,6 +24,7 @@ def minimise(campaign_dir: str, key: str, output: str | None, db: str | None, ma
     operations on which the parent still passes and the mutant still fails the same way, and write it as a
     self-contained regression record that `ufuzz corpus check` replays."""
     from ufuzz.backends.protocol import BackendError
+    from ufuzz.cli.errors import BadInput, Unavailable, read_error, read_errors
     from ufuzz.corpus.campaign import load_campaign
     from ufuzz.engine.minimise import minimise_failure, write_minimised
 
@@ -31,14 +32,14 @@ def minimise(campaign_dir: str, key: str, output: str | None, db: str | None, ma
         raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")
     try:
         data = load_campaign(Path(campaign_dir), db)
-    except (FileNotFoundError, ValueError, KeyError) as exc:
-        raise click.ClickException(str(exc).strip("'\"")) from None
+    except read_errors() as exc:
+        raise read_error(exc) from None
     try:
         result = minimise_failure(data, key, max_tests=max_tests)
     except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
     except BackendError as exc:
-        raise click.ClickException(f"cannot start the campaign's backend: {exc}") from None
+        raise Unavailable(f"cannot start the campaign's backend: {exc}") from None
     out = Path(output or Path(campaign_dir) / f"{result.record.failure_key[:12]}.min.jsonl")
     if reproducer and data.backend != "http":
         raise click.UsageError(f"--reproducer needs an HTTP backend campaign (this one ran on {data.backend!r}); "

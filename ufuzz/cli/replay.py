@@ -18,6 +18,7 @@ def replay(campaign_dir: str, db: str | None, keys: tuple[str, ...], as_json: bo
     """Rebuild every unique failure of a campaign (or those named by --key) on a fresh backend and check that
     it reproduces. Exit 1 when one does not."""
     from ufuzz.backends.protocol import BackendError
+    from ufuzz.cli.errors import Unavailable, read_error, read_errors
     from ufuzz.engine.replay import replay_campaign
     from ufuzz.reports.replay import render_replay
 
@@ -25,10 +26,10 @@ def replay(campaign_dir: str, db: str | None, keys: tuple[str, ...], as_json: bo
         raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")
     try:
         report = replay_campaign(Path(campaign_dir), db, keys=list(keys) or None)
-    except (FileNotFoundError, ValueError, KeyError) as exc:
-        raise click.ClickException(str(exc).strip("'\"")) from None
     except BackendError as exc:
-        raise click.ClickException(f"cannot start the campaign's backend: {exc}") from None
+        raise Unavailable(f"cannot start the campaign's backend: {exc}") from None
+    except read_errors() as exc:
+        raise read_error(exc) from None
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str))
     else:

@@ -22,6 +22,8 @@ def report(campaign_dir: str, output: str | None, db: str | None, max_failures: 
            compare_db: str | None) -> None:
     """Write a self-contained HTML report: summary, unique failures and coverage over executions, yields per
     operator, causes and a browser of every failure. Nothing in it loads from the network."""
+    from ufuzz.cli.errors import Unavailable, read_error, read_errors
+    from ufuzz.cli.options import check_output_file
     from ufuzz.reports.html import write_report
 
     if not Path(campaign_dir).is_dir():
@@ -29,9 +31,12 @@ def report(campaign_dir: str, output: str | None, db: str | None, max_failures: 
     if compare_dir is not None and not Path(compare_dir).is_dir():
         raise click.BadParameter(f"no such campaign directory: {compare_dir}", param_hint="'--compare'")
     out = Path(output or Path(campaign_dir) / "report.html")
+    check_output_file(out)  # before the report is built: a read-only folder is bad input, said at once
     try:
         path, stats = write_report(Path(campaign_dir), out, db=db, max_failures=max_failures,
                                    compare=Path(compare_dir) if compare_dir else None, compare_db=compare_db)
-    except (FileNotFoundError, ValueError, KeyError) as exc:
-        raise click.ClickException(str(exc).strip("'\"")) from None
+    except read_errors() as exc:
+        raise read_error(exc) from None
+    except OSError as exc:  # e.g. the disk filled while writing
+        raise Unavailable(f"cannot write {out}: {exc.strerror or exc}") from None
     click.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB): {stats}")

@@ -3,10 +3,13 @@
 ``--resume DIR`` continues a killed, interrupted or errored campaign.
 
 Exit status (:mod:`ufuzz.engine.ending`): the campaign's end reason — 0 budget spent, 4 exhausted (nothing left
-to try), 5 time limit (``--max-time``), 6 LLM token budget spent (``--max-llm-tokens``), 3 error (a failed preflight, ``--max-consecutive-errors`` backend errors in
-a row, every execution a backend error, a corpus that cannot be written, a crash), 130 interrupted (Ctrl-C or
+to try), 5 time limit (``--max-time``), 6 LLM token budget spent (``--max-llm-tokens``), 3 error (a failed
+preflight, ``--max-consecutive-errors`` backend errors in a row, every execution a backend error, a corpus that cannot be written, a crash), 130 interrupted (Ctrl-C or
 SIGTERM) — except that 1 is returned for failures ``--fail-on`` counts (``new``: not in the ``--baseline``
-corpus; ``any``: any unique failure) when the campaign did not end in error or interruption; 2 is bad usage.
+corpus; ``any``: any unique failure) when the campaign did not end in error or interruption. Before a campaign
+starts (:mod:`ufuzz.cli.errors`): 2 is bad input (an option, a seed file named as ``file:line``, a corpus that
+is not one), 3 an environment that cannot be used (a backend that does not start, a database locked or not
+answering, a directory in use by a live campaign: :mod:`ufuzz.engine.dirlock`), 130 an interrupt.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 import click
 
+from ufuzz.cli.errors import BadInput, Unavailable
 from ufuzz.cli.options import BUDGET, COUNT, SEED, Finite, parse_opts
 from ufuzz.engine.ending import EXIT_CODES
 
@@ -144,10 +148,14 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
     """Run a fuzzing campaign (or continue one: --resume DIR)."""
     import time
 
+    from sqlalchemy.exc import SQLAlchemyError
+
     from ufuzz.backends.protocol import BackendError, BackendUnavailable
     from ufuzz.cli.progress import parse_duration, run_with_progress
     from ufuzz.corpus.store import CorpusDatabaseError
     from ufuzz.engine.campaign import Campaign, CampaignConfig
+    from ufuzz.engine.dirlock import DirectoryLocked
+    from ufuzz.engine.ending import describe
     from ufuzz.engine.preflight import PreflightError
     from ufuzz.engine.startup import StartError, check_start
     from ufuzz.engine.strategies import apply_strategy, strategy_names
@@ -160,12 +168,15 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
     options = parse_opts(opts)
     if config_file:
         if not Path(config_file).is_file():
-            raise click.BadParameter(f"no such file: {config_file}", param_hint="'--config'")
+            why = (f"{config_file} is a directory, not a TOML file" if Path(config_file).is_dir()
+                   else f"no such file: {config_file}")
+            raise click.BadParameter(why, param_hint="'--config'")
         options.setdefault("config", config_file)
     if strategy not in strategy_names():
         raise click.BadParameter(f"unknown strategy {strategy!r}; one of: {', '.join(strategy_names())}",
                                  param_hint="'--strategy'")
     out_dir = Path(out or f"campaigns/{time.strftime('%Y%m%d-%H%M%S')}")
+    _refuse_busy(out_dir)
     held = [n for n in ("corpus.sqlite", "campaign.json") if (out_dir / n).exists()]
     if held and not force:
         raise click.UsageError(f"{out_dir} already holds a campaign; pass --force to overwrite or choose --out")
@@ -198,36 +209,52 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
     try:  # everything a user can get wrong is checked before anything is created or overwritten
         check_start(out_dir, db)
         campaign = Campaign(cfg)
+        _size_notes(campaign, quiet)
     except StartError as exc:
-        raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
+        _start_error(exc)
     except SeedFileError as exc:
-        raise click.ClickException(str(exc)) from None
-    replaced = _set_aside(out_dir) if force and out_dir.exists() else None
+        raise BadInput(str(exc)) from None
+    guard = replaced = None
+    if force and out_dir.exists():  # the old campaign is ours (locked) from here until it is dropped
+        guard = _lock(out_dir)
+        replaced = _set_aside(out_dir)
+        guard.moved(replaced)
+
+    def drop() -> None:
+        if guard is not None:
+            guard.release()
+        _drop(replaced)
+
     try:
-        summary = run_with_progress(campaign, quiet=quiet, every_n=progress_every, on_start=lambda: _drop(replaced))
+        summary = run_with_progress(campaign, quiet=quiet, every_n=progress_every, on_start=drop)
     except PreflightError as exc:
         _fail(f"backend {backend!r} is unreachable or broken: its preflight round trip failed: {exc}")
     except StartError as exc:
-        raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
+        _start_error(exc)
     except CorpusDatabaseError as exc:
-        if db is not None:
-            raise click.BadParameter(str(exc), param_hint="'--db'") from None
-        raise click.ClickException(f"{out_dir}: {exc}") from None
+        _database_error(exc, f"{out_dir}: " if db is None else "", "'--db'" if db is not None else None)
+    except DirectoryLocked as exc:
+        raise Unavailable(str(exc)) from None
+    except SQLAlchemyError as exc:
+        raise Unavailable(f"corpus database: {describe(exc)}") from None
     except BackendUnavailable as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Unavailable(str(exc)) from None
     except KeyError as exc:
         raise click.BadParameter(str(exc.args[0]) if exc.args else str(exc), param_hint="'--backend'") from None
-    except (BackendError, ValueError) as exc:
-        raise click.ClickException(f"backend {backend!r}: {exc}") from None
+    except BackendError as exc:
+        raise Unavailable(f"backend {backend!r}: {exc}") from None
+    except ValueError as exc:
+        raise BadInput(f"backend {backend!r}: {exc}") from None
     except OSError as exc:
-        raise click.ClickException(f"cannot write the campaign in {out_dir}: "
-                                   f"{exc.strerror or exc}") from None
+        raise Unavailable(f"cannot write the campaign in {out_dir}: {exc.strerror or exc}") from None
     finally:
         if replaced is not None:  # a start that failed leaves the replaced campaign as it was
             if out_dir.exists():
-                _drop(replaced)
+                drop()
             elif replaced.exists():
                 replaced.rename(out_dir)
+                guard.moved(out_dir)
+                guard.release()
     verdict = None
     if known is not None and summary["status"] != "error":
         verdict = _mark_baseline(out_dir, db, summary, known, mismatch)
@@ -244,10 +271,14 @@ RESUME_OPTIONS = {"resume_dir", "db", "opts", "budget", "quiet", "progress_every
 def _resume(ctx: click.Context, resume_dir: str, *, db: str | None, opts: tuple[str, ...], budget: int,
             quiet: bool, progress_every: int, max_consecutive_errors: int, preflight: bool,
             ray_address: str | None = None) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
     from ufuzz.backends.protocol import BackendError, BackendUnavailable
     from ufuzz.cli.progress import run_with_progress
     from ufuzz.corpus.store import CorpusDatabaseError
     from ufuzz.engine.campaign import Campaign, ResumeError
+    from ufuzz.engine.dirlock import DirectoryLocked
+    from ufuzz.engine.ending import describe
     from ufuzz.engine.preflight import PreflightError
     from ufuzz.engine.startup import StartError
 
@@ -271,18 +302,30 @@ def _resume(ctx: click.Context, resume_dir: str, *, db: str | None, opts: tuple[
     except ResumeError as exc:
         raise click.BadParameter(str(exc), param_hint="'--resume'") from None
     except CorpusDatabaseError as exc:
-        raise click.BadParameter(str(exc), param_hint="'--db'" if db else "'--resume'") from None
+        _database_error(exc, "", "'--db'" if db else "'--resume'")
+    except DirectoryLocked as exc:
+        raise Unavailable(str(exc)) from None
+    except SQLAlchemyError as exc:
+        raise Unavailable(f"corpus database of {out_dir}: {describe(exc)}") from None
     except (FileNotFoundError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
     try:
         summary = run_with_progress(campaign, quiet=quiet, every_n=progress_every)
     except PreflightError as exc:
         _fail(f"backend {campaign.config.backend!r} is unreachable or broken: its preflight round trip failed: "
               f"{exc}")
     except StartError as exc:
-        raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
-    except (BackendUnavailable, BackendError, ValueError) as exc:
-        raise click.ClickException(f"backend {campaign.config.backend!r}: {exc}") from None
+        _start_error(exc)
+    except CorpusDatabaseError as exc:
+        _database_error(exc, "", "'--db'" if db else "'--resume'")
+    except DirectoryLocked as exc:
+        raise Unavailable(str(exc)) from None
+    except SQLAlchemyError as exc:
+        raise Unavailable(f"corpus database of {out_dir}: {describe(exc)}") from None
+    except (BackendUnavailable, BackendError, OSError) as exc:
+        raise Unavailable(f"backend {campaign.config.backend!r}: {exc}") from None
+    except ValueError as exc:
+        raise BadInput(f"backend {campaign.config.backend!r}: {exc}") from None
     _end(summary, out_dir)
 
 
@@ -301,6 +344,60 @@ def _parse_price(text: str | None) -> tuple[float, float] | None:
         raise click.BadParameter(f"{text!r}: give two non-negative numbers IN,OUT (USD per million prompt and "
                                  "completion tokens), e.g. 0.15,0.60", param_hint="'--llm-price'")
     return price  # type: ignore[return-value]
+
+
+def _size_notes(campaign: Any, quiet: bool) -> None:
+    """Large checkpoints: say so, and print each set-up phase with its time (set-up can take minutes before the
+    first progress line)."""
+    import time
+
+    from ufuzz.engine.startup import size_notes
+
+    notes = size_notes(campaign.suite.checkpoints)
+    if quiet or not notes:
+        return
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    t0 = time.monotonic()
+    campaign.on_setup = lambda phase: click.echo(f"[ufuzz] set-up {time.monotonic() - t0:6.1f}s  {phase}", err=True)
+
+
+def _start_error(exc: Any) -> None:
+    """Where a campaign would write cannot be used: a server that does not answer is the environment (3),
+    the rest is the option's fault (2)."""
+    if exc.environment:
+        raise Unavailable(f"{exc.option}: {exc}") from None
+    raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
+
+
+def _database_error(exc: Any, prefix: str, hint: str | None) -> None:
+    """A corpus database that cannot be used: exit 3 when it is locked or does not answer, else bad input (2)
+    naming the option or the directory."""
+    if getattr(exc, "environment", False):
+        raise Unavailable(f"{prefix}{exc}") from None
+    if hint is not None:
+        raise click.BadParameter(str(exc), param_hint=hint) from None
+    raise BadInput(f"{prefix}{exc}") from None
+
+
+def _refuse_busy(out_dir: Path) -> None:
+    """A directory a live campaign writes is never replaced nor shared (exit 3)."""
+    from ufuzz.engine.dirlock import DirectoryLocked, holder
+
+    busy = holder(out_dir)
+    if busy is not None:
+        raise Unavailable(str(DirectoryLocked(out_dir, busy)))
+
+
+def _lock(out_dir: Path) -> Any:
+    from ufuzz.engine.dirlock import DirectoryLock, DirectoryLocked
+
+    try:
+        return DirectoryLock.acquire(out_dir)
+    except DirectoryLocked as exc:
+        raise Unavailable(str(exc)) from None
+    except OSError as exc:
+        raise Unavailable(f"cannot lock {out_dir}: {exc.strerror or exc}") from None
 
 
 def _fail(message: str) -> None:
@@ -394,7 +491,13 @@ def _mark_baseline(out_dir: Path, db: str | None, summary: dict[str, Any], corpu
     verdict = compare_with_baseline(data.failures, corpus)
     verdict.mismatch = list(mismatch or [])
     summary["baseline"] = verdict.to_dict()
-    write_summary(out_dir / "summary.json", {k: v for k, v in summary.items() if k != "warnings"})
+    from ufuzz.engine.dirlock import DirectoryLock, DirectoryLocked
+
+    try:  # the campaign has let go of its directory: the verdict is written only while no one else has it
+        with DirectoryLock.acquire(out_dir):
+            write_summary(out_dir / "summary.json", {k: v for k, v in summary.items() if k != "warnings"})
+    except DirectoryLocked as exc:
+        summary.setdefault("warnings", []).append(f"the baseline verdict is not in summary.json: {exc}")
     return verdict
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ufuzz.cli.errors import BadInput, Unavailable
 from ufuzz.cli.options import SEED, Finite, check_output_file
 
 
@@ -43,8 +44,11 @@ def seeds_synth(personas: int, rng_seed: int, queries: int, output: str) -> None
               help="Seconds one LLM request may take.")
 @click.option("--llm-retries", type=click.IntRange(min=0, max=10), default=2, show_default=True,
               help="Retries of a failed LLM request, with exponential backoff.")
+@click.option("--allow-partial", is_flag=True,
+              help="Import a file that looks truncated (evidence pointing to sessions it does not hold); "
+                   "without it such a file is refused (exit 2).")
 def seeds_import(fmt: str, file: str, output: str, llm_base_url: str | None, llm_model: str | None,
-                 llm_api_key_env: str, llm_timeout: float, llm_retries: int) -> None:
+                 llm_api_key_env: str, llm_timeout: float, llm_retries: int, allow_partial: bool) -> None:
     """Import a benchmark file as a seed suite (FORMAT: one of the importers, e.g. locomo or longmemeval; an
     unknown one is answered with the full list)."""
     from ufuzz.seeds.importers import IMPORTERS, import_file
@@ -67,9 +71,14 @@ def seeds_import(fmt: str, file: str, output: str, llm_base_url: str | None, llm
     try:
         result = import_file(fmt, file, extractor=extractor)
     except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
+    partial = {w: result.warnings[w] for w in PARTIAL_WARNINGS if result.warnings.get(w, 0) >= PARTIAL_AT}
+    if partial and not allow_partial:
+        raise BadInput(f"{file}: looks truncated: {', '.join(f'{w}: {n}' for w, n in partial.items())} "
+                       "(evidence points to sessions the file does not hold); nothing written — pass "
+                       "--allow-partial to import what is there")
     if not result.suite.seeds:
-        raise click.ClickException(f"{file}: no seed could be imported (dropped: {dict(result.dropped)})")
+        raise BadInput(f"{file}: no seed could be imported (dropped: {dict(result.dropped)})")
     _write(lambda: write_suite(result.suite, output, header={"generator": f"ufuzz seeds import {fmt}",
                                                              "source": Path(file).name}), output)
     click.echo(f"wrote {len(result.suite.seeds)} seeds over {len(result.suite.checkpoints)} checkpoints to {output}")
@@ -90,16 +99,22 @@ def seeds_schema() -> None:
 @seeds.command("check")
 @click.argument("file", type=click.Path(dir_okay=False))
 def seeds_check(file: str) -> None:
-    """Validate a seed file: each line against its schema, and the links between lines (exit 1 if bad)."""
+    """Validate a seed file: each line against its schema, and the links between lines (exit 2 if bad)."""
     from ufuzz.operators import names
     from ufuzz.seeds.io import SeedFileError, load_suite
 
     try:
         suite = load_suite(file, memory_ops=names("state"))
     except SeedFileError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
     memories = sum(len(c.memories) for c in suite.checkpoints.values())
     click.echo(f"{file}: ok — {len(suite.seeds)} seeds, {len(suite.checkpoints)} checkpoints, {memories} memories")
+
+
+#: importer warnings that say the file was cut short: refused unless --allow-partial
+PARTIAL_WARNINGS = ("evidence_in_missing_session",)
+#: from this many on (a stray id or two is an annotation slip, and stays a warning)
+PARTIAL_AT = 3
 
 
 def _write(write, output: str) -> None:
@@ -107,4 +122,4 @@ def _write(write, output: str) -> None:
     try:
         write()
     except OSError as exc:
-        raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
+        raise Unavailable(f"cannot write {output}: {exc.strerror or exc}") from None

@@ -14,12 +14,13 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status(campaign_dir: str, db: str | None, as_json: bool) -> None:
     """Summarise a campaign: executions, coverage, retained, unique failures by operator and kind."""
+    from ufuzz.cli.errors import read_error, read_errors
     from ufuzz.reports.status import campaign_status
 
     try:
         st = campaign_status(Path(campaign_dir), db)
-    except (FileNotFoundError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+    except read_errors() as exc:
+        raise read_error(exc) from None
     if as_json:
         click.echo(json.dumps(st, indent=2, sort_keys=True, default=str))
         return

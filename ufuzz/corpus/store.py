@@ -324,7 +324,22 @@ def _scrub(text: str, secret: str | None) -> str:
 class CorpusDatabaseError(ValueError):
     """The corpus database URL cannot be used: a bad URL, a driver that is not installed, a server that cannot
     be reached, a file that is not a (ufuzz) database. The message names the URL (password hidden) and what
-    is wrong; the command line blames ``--db`` (or the campaign directory's ``corpus.sqlite``) for it."""
+    is wrong; the command line blames ``--db`` (or the campaign directory's ``corpus.sqlite``) for it.
+
+    ``environment`` is True when the database itself is fine but cannot be used now (locked by another
+    writer, a server that does not answer): the command line exits 3 for it, 2 for the rest (bad input)."""
+
+    def __init__(self, message: str, *, environment: bool = False) -> None:
+        super().__init__(message)
+        self.environment = environment
+
+
+def _environmental(e: Exception, what: str) -> bool:
+    """Whether a driver error says the database cannot be used now rather than that it is the wrong thing."""
+    from sqlalchemy.exc import OperationalError
+
+    damaged = any(w in what for w in ("not a database", "malformed", "no such table", "file is not"))
+    return isinstance(e, OperationalError) and not damaged
 
 
 def _sqlite_path(u: Any) -> Path | None:
@@ -456,7 +471,8 @@ def _open(url: str, tables: list[Any], *, echo: bool = False, mode: str = "write
         what = _first_line(e, secret)
         if file is not None and ("not a database" in what or "malformed" in what):
             what += " (not an SQLite database, or a damaged or truncated one)"
-        raise CorpusDatabaseError(f"cannot open corpus database {safe} (scheme {scheme!r}): {what}") from None
+        raise CorpusDatabaseError(f"cannot open corpus database {safe} (scheme {scheme!r}): {what}",
+                                  environment=_environmental(e, what)) from None
     return engine
 
 
@@ -473,9 +489,10 @@ def database_errors(url: str) -> Iterator[None]:
         except ArgumentError:
             safe, secret = "(unparseable URL)", None
         what = _first_line(e, secret)
+        environment = _environmental(e, what)
         if "malformed" in what or "not a database" in what:
             what += " (a damaged or truncated database)"
-        raise CorpusDatabaseError(f"cannot read corpus database {safe}: {what}") from None
+        raise CorpusDatabaseError(f"cannot read corpus database {safe}: {what}", environment=environment) from None
 
 
 def _check_corpus(engine: Engine, tables: list[Any], mode: str, file: Path | None) -> None:

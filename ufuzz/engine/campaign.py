@@ -43,7 +43,7 @@ import structlog
 
 from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, MemoryBackend
-from ufuzz.engine import ending
+from ufuzz.engine import dirlock, ending
 from ufuzz.engine.cases import CaseBook
 from ufuzz.engine.cover import expected_reach
 from ufuzz.engine.executor import Executor
@@ -65,6 +65,9 @@ LLM_USES = ("paraphrase", "answer", "judge")
 SEARCHES = ("auto", "walk", "spread")
 DEFAULT_SEEDS = Path(__file__).resolve().parents[2] / "seeds" / "default.jsonl"
 HEARTBEAT_SECONDS = 30.0
+#: backend errors in a row at the end of a budget that make it an outage (an error end) even with
+#: ``--max-consecutive-errors 0`` (the default limit, which would have stopped the campaign there)
+OUTAGE_RUN = 20
 #: tasks looked ahead to prepare their query mutants' texts in one batch (see Campaign._look_ahead)
 LOOK_AHEAD = 64
 
@@ -338,6 +341,10 @@ class Campaign:
         self._heartbeat_stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._lane_llm: dict[str, int] = {}  # what process lanes' own LLM clients did (calls, tokens …)
+        self._shielded = 0  # > 0 while committing or closing: a second Ctrl-C waits for it (see run)
+        self._interrupted_now = False  # a second Ctrl-C has interrupted the campaign (only one ever does)
+        self.on_setup: Callable[[str], None] | None = None  # told each set-up phase (large suites: the CLI)
+        self._lock: Any = None  # DirectoryLock of the campaign directory, held from _open to the end of _finish
 
     # -- resume --------------------------------------------------------------------------------------------
     @classmethod
@@ -353,12 +360,15 @@ class Campaign:
         from ufuzz.corpus.store import CorpusStore
 
         out = Path(out)
+        busy = dirlock.holder(out)  # read only: the lock itself is taken when the campaign opens
+        if busy is not None:
+            raise dirlock.DirectoryLocked(out, busy)
         cid = _directory_campaign(out)
         if db is None and not (out / "corpus.sqlite").is_file():
             raise ResumeError(f"{out}: no campaign to resume here (no corpus.sqlite; pass --db URL if the corpus "
                               "is elsewhere)")
         url = db or f"sqlite:///{(out / 'corpus.sqlite').resolve()}"
-        store = CorpusStore(url)
+        store = CorpusStore(url, readonly=True)  # only checks here: nothing is written before the campaign opens
         try:
             if cid is None:
                 from ufuzz.corpus.campaign import resolve_campaign
@@ -368,8 +378,7 @@ class Campaign:
             if rec is None:
                 raise ResumeError(f"{out}: campaign {cid!r} is not in {store.url}")
             if rec.status == ending.RUNNING and rec.pid != os.getpid() and ending.process_alive(rec.pid, rec.host):
-                raise ResumeError(f"campaign {cid} is still running (process {rec.pid} on this host); stop it "
-                                  "before resuming")
+                raise dirlock.DirectoryLocked(out, {"pid": rec.pid, "host": rec.host, "campaign": cid})
             config = CampaignConfig.from_dict(rec.config)
             config.out, config.db = str(out), db if db is not None else config.db
             config.backend_options = {**config.backend_options, **(backend_options or {})}
@@ -382,7 +391,7 @@ class Campaign:
                 if budget <= done:
                     raise ResumeError(f"--budget {budget}: campaign {cid} has already made {done} executions")
                 config.budget = budget
-            elif rec.status == ending.BUDGET_SPENT:
+            elif rec.status == ending.BUDGET_SPENT and (out / "summary.json").is_file():
                 raise ResumeError(f"campaign {cid} already spent its budget of {rec.budget} executions; pass "
                                   "--budget N (more than that) to go on")
             config.__post_init__()
@@ -395,7 +404,7 @@ class Campaign:
             path = resolve_seeds(config.seeds)
             if not path.is_file():
                 raise ResumeError(f"campaign {cid} has no snapshot yet and its seed file {path} is gone")
-        with FailureStore(url, cid):  # the oracle side's tables exist (an old database would fail here)
+        with FailureStore(url, cid, readonly=True):  # the oracle side's tables exist (an old database fails here)
             pass
         obj = cls(config, suite=suite, backend=backend)
         obj._resume_id = cid
@@ -419,6 +428,10 @@ class Campaign:
             self._ray = connect(cfg.ray_address, cfg.workers)
         with undo_on_failure(self.out, self._abandon_start):
             self.out.mkdir(parents=True, exist_ok=True)
+            self._lock = dirlock.DirectoryLock.acquire(self.out)  # one writer per directory, for its whole life
+            for stray in (*self.out.glob(".summary.json.*.tmp"), *self.out.glob(".campaign.json.*.tmp")):
+                stray.unlink(missing_ok=True)  # a kill inside an atomic write left it (the directory is ours now)
+            self._setup(f"starting backend {cfg.backend!r}")
             self.backend = self._backend or registry.create(
                 cfg.backend, self.out / "backend", cfg.backend_options, isolation=cfg.isolation,
                 worker={"recycle_every": cfg.worker_recycle, "max_rss_mb": cfg.worker_max_rss_mb,
@@ -428,6 +441,7 @@ class Campaign:
             if cfg.preflight:
                 from ufuzz.engine.preflight import preflight
 
+                self._setup("preflight round trip")
                 self.preflight = preflight(self.backend, self.llm)
             if self.parallel:
                 self.lanes = self._start_lanes()
@@ -444,6 +458,7 @@ class Campaign:
                                     f"-{os.urandom(3).hex()}")
                 self.store.start_campaign(self.campaign_id, config=cfg.to_dict(),
                                           backend=self.backend.describe(), seed=cfg.seed, budget=cfg.budget, **me)
+            self._lock.write(self.campaign_id)
             self.failures = FailureStore(url, self.campaign_id)
             # which campaign of the (possibly shared) store this directory holds: `ufuzz status DIR --db URL`
             ending.write_atomic(self.out / "campaign.json", json.dumps({"campaign": self.campaign_id}) + "\n")
@@ -536,10 +551,14 @@ class Campaign:
             except Exception:  # noqa: BLE001 - best effort
                 pass
         self._log_file = self.failures = self.store = self.backend = self.lanes = self._ray = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def _prepare(self) -> None:
         """Operators, executor, oracle and the write window; then either the seeds (a new campaign) or the
         state of the last snapshot (a resumed one)."""
+        self._at_boundary = False  # half-built until the seeds' first snapshot (or the restored one) is in place
         cfg = self.config
         judging = Judging.of(cfg)
         realizer = None
@@ -576,6 +595,9 @@ class Campaign:
             attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
             use_divergence=ab.use_divergence, operators=tuple(self.operators), explore_share=cfg.explore_share,
             use_effect=cfg.retain, spread=self.spreads() and cfg.obligation_first))
+        memories = sum(len(cp.memories) for cp in self.suite.checkpoints.values())
+        self._setup(f"recording {len(self.suite.checkpoints)} checkpoints ({memories:,} memories) and "
+                    f"{len(self.suite.seeds)} seeds")
         for cp in self.suite.checkpoints.values():
             self.store.record_checkpoint(self.campaign_id, cp)
         seeds = sorted(self.suite.seeds, key=lambda s: s.id)
@@ -593,6 +615,7 @@ class Campaign:
         except BackendError as exc:  # only a speed-up: the queries are embedded one by one later instead
             self.log.warning("prepare_queries_failed", error=str(exc))
         self.progress.uncovered_obligations = self.scheduler.uncovered()
+        self._setup("first snapshot; then the first states are built as the first steps need them")
         self._end_step(force_snapshot=True)
         self.log.info("started", seeds=len(seeds), obligations=len(self.scheduler.obligations),
                       backend=self.backend.describe(), preflight=self.preflight)
@@ -626,39 +649,61 @@ class Campaign:
         self._open()
         previous = previous_term = None
         if threading.current_thread() is threading.main_thread():
-            # Ctrl-C asks the loop to stop after the current step, so that no backend call, transaction or
-            # lock is cut in half; a second Ctrl-C interrupts at once.
-            def on_sigint(signum, frame):  # noqa: ARG001 - signal handler signature
-                if self._stop.is_set():
-                    raise KeyboardInterrupt
-                self._stop.set()
-
-            previous = signal.signal(signal.SIGINT, on_sigint)
+            previous = signal.signal(signal.SIGINT, self._on_sigint)
             # a CI job's timeout sends SIGTERM: stop the same way, once
             previous_term = signal.signal(signal.SIGTERM, lambda s, f: self._stop.set())
-        self._start_heartbeat()
         try:
-            self._prepare()
-            self.reason = self._loop(on_progress)
-            p = self.progress
-            if self.reason != ending.INTERRUPTED and p.executions and p.errors >= p.executions:
-                self.reason = ending.ERROR  # it ran, but nothing of it was a test
-                self.message = self.message or (f"every one of the {p.executions} executions was a backend error: "
-                                                f"the backend is unreachable or broken; the last: {self._last_error}")
-        except KeyboardInterrupt:
-            self.reason = ending.INTERRUPTED
-        except Exception as exc:  # noqa: BLE001 - any fault ends the campaign as an error, truthfully
-            self.reason, self.message = ending.ERROR, ending.describe(exc)
-            self._log_safely("error", "crashed", error=self.message, traceback=traceback.format_exc())
-        except BaseException:
-            self.reason, self.message = ending.ERROR, "aborted"
-            self._finish()
-            raise
+            self._start_heartbeat()
+            try:
+                self._prepare()
+                self.reason = self._loop(on_progress)
+                p = self.progress
+                if self.reason == ending.BUDGET_SPENT and not self.config.max_consecutive_errors \
+                        and self._consecutive >= OUTAGE_RUN:
+                    # --max-consecutive-errors 0 goes on through an outage, but a budget that ran out in one is
+                    # not a campaign that ended well: its last executions tested nothing
+                    self.reason = ending.ERROR
+                    self.message = (f"the budget ran out in an outage: the last {self._consecutive} executions were "
+                                    f"backend errors in a row (--max-consecutive-errors 0); the last: "
+                                    f"{self._last_error}")
+                if self.reason != ending.INTERRUPTED and p.executions and p.errors >= p.executions:
+                    self.reason = ending.ERROR  # it ran, but nothing of it was a test
+                    self.message = self.message or (
+                        f"every one of the {p.executions} executions was a backend error: the backend is "
+                        f"unreachable or broken; the last: {self._last_error}")
+                self._shielded += 1  # from here to the end, a Ctrl-C no longer interrupts (see _on_sigint)
+            except KeyboardInterrupt:
+                self._shielded += 1
+                self.reason = ending.INTERRUPTED
+            except Exception as exc:  # noqa: BLE001 - any fault ends the campaign as an error, truthfully
+                self._shielded += 1
+                self.reason, self.message = ending.ERROR, ending.describe(exc)
+                self._log_safely("error", "crashed", error=self.message, traceback=traceback.format_exc())
+            except BaseException:
+                self._shielded += 1
+                self.reason, self.message = ending.ERROR, "aborted"
+                self._finish()
+                raise
+            return self._finish()
         finally:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
                 signal.signal(signal.SIGTERM, previous_term)
-        return self._finish()
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:  # noqa: ARG002 - signal handler signature
+        """Ctrl-C asks the loop to stop after the current step, so that no backend call, transaction or lock is
+        cut in half. A second Ctrl-C stops at once — "stop now, resume later": the step in progress is dropped
+        (its records are not committed, no snapshot is taken of a state it has begun to change) and the resume
+        redoes it from the last snapshot. It never interrupts a commit, a snapshot or the campaign's end (it
+        waits for them: they are short), and only one interrupt is ever raised, so that the end itself always
+        runs and records how the campaign ended."""
+        if not self._stop.is_set():
+            self._stop.set()
+            return
+        if self._shielded or self._interrupted_now:
+            return
+        self._interrupted_now = True
+        raise KeyboardInterrupt
 
     def _ending(self) -> str | None:
         """Why the campaign must end before its next step or batch (budget, Ctrl-C, time limit, LLM token
@@ -695,13 +740,14 @@ class Campaign:
             reason = self._ending()
             if reason is not None:
                 return reason
+            self._at_boundary = False  # a step begins with its draw: the scheduler is no longer the snapshot's
             task = self.scheduler.next()
             if task is None:
+                self._at_boundary = True
                 return ending.EXHAUSTED
             if self.step >= self._ahead_at:
                 self._look_ahead(task)
             self.step += 1
-            self._at_boundary = False
             errors_before = self.progress.errors
             self._step(task, self.step, hidden)
             for operation, message in self.executor.faults:  # e.g. a release that failed: recorded, not raised
@@ -733,11 +779,14 @@ class Campaign:
             reason = self._ending()
             if reason is not None:
                 return reason
+            self._at_boundary = False  # drawing changes the scheduler: a boundary again once the batch is queued
             nxt = self._draw(size)
             if self._inflight is None:
                 if nxt is None:
+                    self._at_boundary = True
                     return ending.EXHAUSTED
                 self._inflight = nxt
+                self._at_boundary = True  # the batch in flight is part of the snapshot
                 if size > 1:  # the pipeline fills: the next batch is drawn before this one is applied
                     continue
                 nxt = None  # one lane (Ray): step by step, the campaign of --workers 1
@@ -812,14 +861,19 @@ class Campaign:
         return {counter: p for (_, counter), p in zip(work, made, strict=True)}
 
     def _end_step(self, force_snapshot: bool = False, counted: bool = False) -> None:
-        """Counters of a finished step; the step's records may now be committed (with a snapshot when due)."""
-        if not counted:
-            self._count()
-        self.window.mark()
-        self._mark = (replace(self.progress), len(self.failure_log))
-        self._at_boundary = True
-        if force_snapshot or self.window.due():
-            self._flush(snapshot=force_snapshot or self._snapshot_due())
+        """Counters of a finished step; the step's records may now be committed (with a snapshot when due).
+        Shielded from a second Ctrl-C: the step is either dropped whole or ends whole."""
+        self._shielded += 1
+        try:
+            if not counted:
+                self._count()
+            self.window.mark()
+            self._mark = (replace(self.progress), len(self.failure_log))
+            self._at_boundary = True
+            if force_snapshot or self.window.due():
+                self._flush(snapshot=force_snapshot or self._snapshot_due())
+        finally:
+            self._shielded -= 1
 
     def _count(self) -> None:
         """The progress counters after a step (and its row of plot_data.csv)."""
@@ -954,16 +1008,20 @@ class Campaign:
         gone = self.store.rollback(self.campaign_id, step=self.step, seq=self.progress.executions)
         self.failures.rollback(oracle["counts"], gone)
         self.resumed_from = self.step
+        if self.plot is not None:  # the curve of the rolled-back work goes too (it is redone)
+            self.plot.rewind(self.progress.executions)
         self._mark = self._committed = (replace(self.progress), len(self.failure_log))
         self._last_snapshot = time.monotonic()
         self.log.info("resumed", step=self.step, executions=self.progress.executions, budget=self.config.budget,
                       rolled_back_mutants=len(gone), preflight=self.preflight)
+        self._at_boundary = True  # the state is the snapshot's
         return True
 
     # -- ending --------------------------------------------------------------------------------------------
     def _finish(self) -> dict[str, Any]:
         """Commit what is complete, record how the campaign ended, write the summary and close everything.
         Every part is guarded: a failure here is reported (``warnings``), never raised."""
+        self._shielded += 1  # the end always runs whole (a Ctrl-C now waits for it)
         reason = self.reason or ending.ERROR
         state = self._mark
         if self.window is not None:
@@ -1005,6 +1063,13 @@ class Campaign:
                 self.plot.close(state[0])
             except Exception:  # noqa: BLE001
                 pass
+        # summary.json before the store's end: a kill between the two leaves a campaign the store still calls
+        # running, which --resume finishes again at once (writing both), never a finished one without a summary
+        summary = self.summary(reason, progress=state[0], found=state[1])
+        try:
+            ending.write_summary(self.out / "summary.json", summary)
+        except Exception as exc:  # noqa: BLE001
+            self.warnings.append(f"could not write {self.out / 'summary.json'}: {ending.describe(exc)}")
         if self.store is not None:
             try:
                 self.store.attach(None)
@@ -1012,11 +1077,6 @@ class Campaign:
             except Exception as exc:  # noqa: BLE001
                 self.warnings.append(f"could not record the end in the corpus database ({ending.describe(exc)}); "
                                      "summary.json has it")
-        summary = self.summary(reason, progress=state[0], found=state[1])
-        try:
-            ending.write_summary(self.out / "summary.json", summary)
-        except Exception as exc:  # noqa: BLE001
-            self.warnings.append(f"could not write {self.out / 'summary.json'}: {ending.describe(exc)}")
         summary["warnings"] = list(self.warnings)
         self._log_safely("info", "finished", **{k: v for k, v in summary.items() if k != "failures"})
         if self._heartbeat is not None:
@@ -1034,7 +1094,18 @@ class Campaign:
                 self.backend.close()
         except Exception:  # noqa: BLE001
             pass
+        if self._lock is not None:  # last: until here the directory is this campaign's
+            self._lock.release()
+            self._lock = None
         return summary
+
+    def _setup(self, phase: str) -> None:
+        """A set-up phase begins: tell :attr:`on_setup` (a progress line before the first execution)."""
+        if self.on_setup is not None:
+            try:
+                self.on_setup(phase)
+            except Exception:  # noqa: BLE001 - a progress line never stops a campaign
+                pass
 
     def _log_safely(self, level: str, event: str, **facts: Any) -> None:
         if self.log is None:
@@ -1048,6 +1119,8 @@ class Campaign:
         """Mark the campaign alive every HEARTBEAT_SECONDS even while one backend call takes long."""
         def beat() -> None:
             while not self._heartbeat_stop.wait(HEARTBEAT_SECONDS):
+                if self._lock is not None:
+                    self._lock.beat()
                 try:
                     self.store.heartbeat_now(self.campaign_id)
                 except Exception:  # noqa: BLE001 - a missed heartbeat is not the campaign's end

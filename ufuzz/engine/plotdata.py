@@ -33,8 +33,8 @@ class PlotData:
     """Appends rows to ``path`` (created with a header line)."""
 
     def __init__(self, path: str | Path, *, heartbeat: float = HEARTBEAT, append: bool = False) -> None:
-        """``append``: go on after the rows already in ``path`` (a resumed campaign; its elapsed time starts
-        again from 0)."""
+        """``append``: go on after the rows already in ``path`` (a resumed campaign, which then calls
+        :meth:`rewind` with the executions of its snapshot)."""
         self.path = Path(path)
         self.heartbeat = heartbeat
         self._t0 = time.monotonic()
@@ -46,6 +46,30 @@ class PlotData:
         self._fh.flush()
         self._last: dict[str, Any] | None = None
         self._last_t = self._t0
+
+    def rewind(self, executions: int) -> int:
+        """A resumed campaign goes on from its snapshot at ``executions``: the rows of the work after it (rolled
+        back, to be redone) are dropped, and the elapsed time goes on from the last row kept. Returns the rows
+        kept. The file is rewritten in one step (a kill leaves the old file or the new one)."""
+        from ufuzz.engine.ending import write_atomic
+
+        self._fh.close()
+        rows = []
+        for row in read_plot_data(self.path):
+            if row["executions"] > executions:
+                break  # rows are in execution order up to the first rolled-back one
+            rows.append(row)
+        lines = [",".join(COLUMNS)]
+        for row in rows:
+            lines.append(",".join(str(row[c]) if c == "elapsed_s" else str(int(row[c])) for c in COLUMNS))
+        write_atomic(self.path, "\r\n".join(lines) + "\r\n")
+        self._fh = self.path.open("a", encoding="utf-8", newline="")
+        self._writer = csv.DictWriter(self._fh, fieldnames=COLUMNS)
+        elapsed = rows[-1]["elapsed_s"] if rows else 0.0
+        self._t0 = time.monotonic() - elapsed
+        self._last_t = time.monotonic()
+        self._last = None
+        return len(rows)
 
     def record(self, progress: Any, *, force: bool = False) -> bool:
         """Write a row if a watched counter changed, the heartbeat is due or ``force``; True if written."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,16 +21,24 @@ from pathlib import Path
 
 from ufuzz.corpus.store import CorpusDatabaseError, check_database
 
-__all__ = ["StartError", "check_start", "directory_problem", "undo_on_failure"]
+__all__ = ["LARGE_CHECKPOINT", "MAX_CHECKPOINT", "StartError", "check_start", "directory_problem", "size_notes",
+           "undo_on_failure"]
+
+#: memories in one checkpoint from which the set-up says what it does (building a state adds or embeds every
+#: memory on the backend, once per state the campaign needs, and recording it writes every one)
+LARGE_CHECKPOINT = 10_000
+#: memories in one checkpoint ufuzz refuses to fuzz: every parent state and every fork is a copy of them
+MAX_CHECKPOINT = 1_000_000
 
 
 class StartError(ValueError):
     """A campaign cannot start where it was told to write; ``option`` names the option at fault (``--out``,
     ``--db``)."""
 
-    def __init__(self, option: str, message: str) -> None:
+    def __init__(self, option: str, message: str, *, environment: bool = False) -> None:
         super().__init__(message)
         self.option = option
+        self.environment = environment  # the option is right but what it names cannot be used now (exit 3)
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -71,7 +80,26 @@ def check_start(out: Path, db: str | None) -> None:
         try:
             check_database(db)
         except CorpusDatabaseError as exc:
-            raise StartError("--db", str(exc)) from None
+            raise StartError("--db", str(exc), environment=exc.environment) from None
+
+
+def size_notes(checkpoints: dict) -> list[str]:
+    """What a user should be told before a campaign over large checkpoints starts (nothing for small ones).
+    Raises :class:`StartError` (``--seeds``) for a checkpoint past :data:`MAX_CHECKPOINT`."""
+    if not checkpoints:
+        return []
+    sizes = {cid: len(cp.memories) for cid, cp in checkpoints.items()}
+    largest = max(sizes, key=lambda c: sizes[c])
+    if sizes[largest] > MAX_CHECKPOINT:
+        raise StartError("--seeds", f"checkpoint {largest!r} holds {sizes[largest]:,} memories; ufuzz fuzzes "
+                                    f"checkpoints of at most {MAX_CHECKPOINT:,} (every state is a copy of them): "
+                                    "split it or sample it")
+    if sizes[largest] < LARGE_CHECKPOINT:
+        return []
+    total = sum(sizes.values())
+    return [f"large checkpoints: {len(sizes)} holding {total:,} memories, the largest {largest!r} {sizes[largest]:,}; "
+            "recording them and building each state the campaign needs (every memory added, and embedded where "
+            "the backend embeds) comes before the first execution and may take minutes"]
 
 
 @contextmanager
@@ -92,6 +120,10 @@ def undo_on_failure(out: Path, close: Callable[[], None]) -> Iterator[None]:
             close()
         except Exception:  # noqa: BLE001 - undoing is best effort; the set-up's own error is what matters
             pass
+        from ufuzz.engine.dirlock import DirectoryLocked
+
+        if isinstance(sys.exc_info()[1], DirectoryLocked):
+            raise  # the directory is a live campaign's: what is new in it is that campaign's, not this set-up's
         if not existed:
             shutil.rmtree(top, ignore_errors=True)
         elif out.is_dir():

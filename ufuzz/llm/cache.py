@@ -182,7 +182,34 @@ def cache_stats(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     p = Path(path).expanduser() if path is not None else default_cache_path()
     if not p.exists():
         return {"path": str(p), "entries": 0, "hits": 0, "size_bytes": 0, "models": {}}
-    return CallCache(p).stats()
+    return _readonly_stats(p)
+
+
+def _readonly_stats(p: Path) -> dict[str, Any]:
+    """:meth:`CallCache.stats` through a read-only connection: reading stats never creates the schema in a
+    file that is not a cache, nor switches its journal. Raises ``ValueError`` naming the file when it is not
+    an LLM call cache (a directory, garbage, another database)."""
+    import urllib.parse
+
+    if p.is_dir():
+        raise ValueError(f"{p} is a directory, not an LLM call cache")
+    try:
+        conn = sqlite3.connect(f"file:{urllib.parse.quote(str(p.resolve()))}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error as exc:
+        raise ValueError(f"cannot open LLM call cache {p}: {exc}") from None
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "llm_calls" not in tables:
+            what = f"it holds {', '.join(sorted(tables)[:5])}" if tables else "it is empty"
+            raise ValueError(f"{p} is not an LLM call cache (no llm_calls table; {what})")
+        entries, hits = conn.execute("SELECT COUNT(*), COALESCE(SUM(hits), 0) FROM llm_calls").fetchone()
+        models = dict(conn.execute("SELECT model, COUNT(*) FROM llm_calls GROUP BY model ORDER BY model").fetchall())
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{p} is not an LLM call cache ({exc})") from None
+    finally:
+        conn.close()
+    return {"path": str(p), "entries": int(entries), "hits": int(hits), "size_bytes": _size(p),
+            "models": {str(k): int(v) for k, v in models.items()}}
 
 
 def cache_clear(path: str | os.PathLike[str] | None = None) -> int:

@@ -242,7 +242,7 @@ def failure_views(data: CampaignData, keys: list[str] | None = None, *, campaign
     parents = {k: (case_of(c.parent_id, data.checkpoints, data.seeds, data.mutants)
                    if isinstance(c, FuzzCase) and c.parent_id else None) for k, c in cases.items()}
     wanted = {f.case_id for f in chosen} | {p.id for p in parents.values() if isinstance(p, FuzzCase)}
-    store = CorpusStore(data.url)
+    store = CorpusStore(data.url, readonly=True)
     try:
         execs = store.executions_of(data.campaign_id, wanted)
     finally:

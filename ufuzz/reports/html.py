@@ -281,7 +281,7 @@ def _curves(plot: list[dict[str, float]], data: CampaignData, rows: list[dict[st
 
 
 def _yields(data: CampaignData, rows: list[dict[str, Any]]) -> str:
-    store = CorpusStore(data.url)
+    store = CorpusStore(data.url, readonly=True)
     try:
         mutants = store.mutants(data.campaign_id)
     finally:

@@ -36,7 +36,7 @@ from ufuzz.model import (
     Rubric,
     Seed,
 )
-from ufuzz.strict import OpenModel, StrictModel, Text
+from ufuzz.strict import IdText, OpenModel, StrictModel, Text
 
 __all__ = [
     "MAX_LINE_BYTES", "MAX_ID", "MAX_MEMORY_TEXT", "MAX_QUERY_TEXT", "MAX_VALUE", "MAX_NAME", "FORMS",
@@ -69,7 +69,7 @@ def _iso_timestamp(value: str) -> str:
     return value
 
 
-Id = Text(MAX_ID)
+Id = IdText(MAX_ID)  # no control characters (NUL, newline …)
 Name = Text(MAX_NAME)
 Value = Text(MAX_VALUE)
 MemoryText = Text(MAX_MEMORY_TEXT)

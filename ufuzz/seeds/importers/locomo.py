@@ -185,6 +185,9 @@ def clean_evidence(raw: Any, known: set[str], warnings: Any) -> list[str]:
                 warnings["evidence_repaired"] += 1
             if norm not in known:
                 warnings["evidence_unknown_id"] += 1
+                if not any(k.startswith(f"D{int(m.group(1))}:") for k in known):
+                    # its whole session is missing: the file was cut short (see seeds import --allow-partial)
+                    warnings["evidence_in_missing_session"] += 1
                 continue
             if norm not in out:
                 out.append(norm)
