@@ -232,6 +232,11 @@ class RuleBasedResponder:
             return self.paraphrase(_section(user, "Transformation") or "", _section(user, "Query") or "")
         if system == Answerer.SYSTEM:
             return self.answer(_section(user, "Query") or "", _listing(user, "Memories"))
+        if system == Judge.SYSTEM and _section(user, "Benchmark") is not None:  # a benchmark's criterion
+            from tests.support.benchmark_judge import judge_by_benchmark
+
+            return judge_by_benchmark(_section(user, "Benchmark") or "", _section(user, "Question type") or "",
+                                      _section(user, "Reference answer") or "", _section(user, "Response") or "")
         if system == Judge.SYSTEM:
             return self.judge(_section(user, "Reference answer") or "", _section(user, "Response") or "")
         if system == FieldExtractor.SYSTEM:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ufuzz.llm.client import LLMClient, LLMError
+from ufuzz.model.reference import RUBRIC_KEYS
 
 #: Paraphrase transformations the realizer knows.
 TRANSFORMATIONS = ("reword", "shorten", "add_context", "change_form")
@@ -173,20 +174,24 @@ class Judge:
                else _one_line(reference_answer))
         lines = [f"Question: {_one_line(question)}", f"Reference answer: {ref}",
                  f"Response: {_one_line(response)}"]
-        if rubric:
+        if rubric and (rubric.get("must_include") or rubric.get("must_not_include")):
             inc = "; ".join(_one_line(s) for s in rubric.get("must_include") or []) or "(none)"
             exc = "; ".join(_one_line(s) for s in rubric.get("must_not_include") or []) or "(none)"
             lines += [f"Rubric must_include: {inc}", f"Rubric must_not_include: {exc}"]
+        if rubric and rubric.get("criteria"):  # the benchmark's own criterion for this type of question
+            lines += [f"Benchmark: {_one_line(rubric.get('benchmark') or '(unnamed)')}",
+                      f"Question type: {_one_line(rubric.get('question_type') or '(unnamed)')}",
+                      f"Benchmark criteria (decide Correct by these): {_one_line(rubric['criteria'])}"]
         return [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": "\n".join(lines)}]
 
     def judge(self, question: str, reference_answer: str | None, response: str,
               rubric: dict[str, Any] | None = None) -> Judgement:
         """Label ``response``; ``reference_answer=None`` means the assistant should abstain."""
         if rubric is not None:
-            unknown = set(rubric) - {"must_include", "must_not_include"}
+            unknown = set(rubric) - set(RUBRIC_KEYS)
             if unknown:
                 raise ValueError(f"rubric has unknown keys {sorted(unknown)}; "
-                                 "expected must_include / must_not_include")
+                                 f"expected {' / '.join(RUBRIC_KEYS)}")
         out = self.client.complete_json(self.messages(question, reference_answer, response, rubric),
                                         self.SCHEMA, schema_name="judgement")
         return apply_rubric(out["label"], str(out["reason"]), response, rubric)
