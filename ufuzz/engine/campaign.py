@@ -1220,6 +1220,8 @@ class Campaign:
             "search": ("spread" if self.scheduler.config.spread else "walk") if self.scheduler is not None else None,
             "lanes_lost_jobs": self.lanes.lost if self.lanes is not None else 0,
             "failures": sorted(f.key for _, f in log),
+            # the benchmark's own accuracy on the seeds (imported LongMemEval/LoCoMo), beside the findings
+            "benchmark_accuracy": self.oracle.benchmark_accuracy() if self.oracle is not None else {},
         }
 
 
