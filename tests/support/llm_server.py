@@ -232,6 +232,10 @@ class RuleBasedResponder:
             return self.paraphrase(_section(user, "Transformation") or "", _section(user, "Query") or "")
         if system == Answerer.SYSTEM:
             return self.answer(_section(user, "Query") or "", _listing(user, "Memories"))
+        from tests.support import mem0_llm
+
+        if mem0_llm.is_extraction(system):  # mem0's own extraction prompt (mem0 write_mode=infer)
+            return mem0_llm.extract(user)
         if system == Judge.SYSTEM and _section(user, "Benchmark") is not None:  # a benchmark's criterion
             from tests.support.benchmark_judge import judge_by_benchmark
 
