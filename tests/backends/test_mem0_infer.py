@@ -131,3 +131,33 @@ def test_a_rebuild_answers_from_the_call_cache(tmp_path, llm, built):
 def test_infer_needs_an_endpoint(tmp_path):
     with pytest.raises(ValueError, match="write_mode=infer needs options llm_base_url and llm_model"):
         Mem0Backend.check_options({"write_mode": "infer"})
+
+
+def test_a_short_campaign_in_infer_mode_replays_and_checks_from_the_cache(tmp_path, llm):
+    """CI's campaign in this LLM mode: the shipped suite, budget 200, 0 errors; a replay of its failures and a
+    ``corpus check`` of its exported corpus answer every extraction from the campaign's call cache."""
+    from ufuzz.corpus.regression import export_campaign
+    from ufuzz.engine.campaign import Campaign, CampaignConfig
+    from ufuzz.engine.regression import check_corpus
+    from ufuzz.engine.replay import replay_campaign
+
+    out = tmp_path / "c"
+    opts = {"write_mode": "infer", "llm_base_url": llm.base_url, "llm_model": "mem0-rules",
+            "llm_cache": str(tmp_path / "calls.sqlite")}
+    s = Campaign(CampaignConfig(backend="mem0", budget=200, seed=1, out=str(out), backend_options=opts)).run()
+    assert s["status"] == "budget_spent" and s["executions"] == 200 and s["errors"] == 0
+    assert s["mutants_valid"] > 0 and s["unique_failures"] > 0
+    assert {k.split(":")[0] for k in s["failures_by_kind"]} == {"selection"}  # nothing responds: selection only
+    import json
+
+    rec = json.loads((out / "campaign.json").read_text())["llm"]["backend"]
+    assert rec["write_mode"] == "infer" and rec["llm_model"] == "mem0-rules" and rec["endpoint_kind"] == "loopback"
+    assert len(rec["extraction_prompt_sha256"]) == 16 and rec["llm_sampling"]["temperature"] == 0.0
+    calls = llm.count
+    keys = sorted(s["failures"])[:1]
+    report = replay_campaign(out, keys=keys)
+    assert report.total == 1 and report.reproduced == 1, [r.reason for r in report.results]
+    corpus = export_campaign(out, tmp_path / "corpus.jsonl", max_records=1).path
+    checked = check_corpus(corpus, records=None)
+    assert checked.results and all(r.status != "error" for r in checked.results), checked.results
+    assert llm.count == calls, "replay and corpus check made no new LLM call"

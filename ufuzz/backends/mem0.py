@@ -290,6 +290,10 @@ class Mem0Backend(MemoryBackend):
         if self._signals:
             d["nlp_signals"] = dict(self._signals)
         if self._infer:
+            try:
+                self._ensure_mem0()  # the extraction prompt is mem0's own: read it from the installed library
+            except Exception:  # noqa: BLE001 - describe() reports; building reports the failure
+                pass
             d["llm_sampling"] = {"temperature": 0.0, "response_format": "json_object"}
             d["extraction_prompt_sha256"] = _extraction_prompt_digest()
             if self._llm is not None:

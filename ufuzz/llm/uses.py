@@ -52,8 +52,9 @@ class ParaphraseRealizer:
         "Return only the rewritten query on one line, with no quotes, labels or explanation."
     )
 
-    def __init__(self, client: LLMClient) -> None:
+    def __init__(self, client: LLMClient, system: str | None = None) -> None:
         self.client = client
+        self.system = system or self.SYSTEM  # a user's own prompt (--prompts DIR) replaces the default
 
     def messages(self, query_text: str, transformation: str) -> list[dict[str, str]]:
         if transformation not in TRANSFORMATIONS:
@@ -62,7 +63,7 @@ class ParaphraseRealizer:
         user = (f"Transformation: {transformation}\n"
                 f"Instruction: {_TRANSFORMATION_HELP[transformation]}\n"
                 f"Query: {_one_line(query_text)}")
-        return [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
 
     def realize(self, query_text: str, transformation: str) -> str:
         """A candidate rewrite of ``query_text`` (to be validated by the caller)."""
@@ -100,14 +101,15 @@ class Answerer:
         "Answer briefly."
     )
 
-    def __init__(self, client: LLMClient) -> None:
+    def __init__(self, client: LLMClient, system: str | None = None) -> None:
         self.client = client
+        self.system = system or self.SYSTEM  # a user's own prompt (--prompts DIR) replaces the default
 
     def messages(self, query: Any, memories: Iterable[str]) -> list[dict[str, str]]:
         mems = [_one_line(m) for m in memories]
         listing = "\n".join(f"[{i}] {m}" for i, m in enumerate(mems, 1)) if mems else "(none)"
         user = f"Memories:\n{listing}\n\nQuery: {_one_line(_text_of(query))}"
-        return [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
 
     def answer(self, query: Any, memories: list[str]) -> str:
         """The model's answer to ``query`` (a string or anything with ``.text``) from ``memories``."""
@@ -165,8 +167,9 @@ class Judge:
         "additionalProperties": False,
     }
 
-    def __init__(self, client: LLMClient) -> None:
+    def __init__(self, client: LLMClient, system: str | None = None) -> None:
         self.client = client
+        self.system = system or self.SYSTEM  # a user's own prompt (--prompts DIR) replaces the default
 
     def messages(self, question: str, reference_answer: str | None, response: str,
                  rubric: dict[str, Any] | None = None) -> list[dict[str, str]]:
@@ -182,7 +185,7 @@ class Judge:
             lines += [f"Benchmark: {_one_line(rubric.get('benchmark') or '(unnamed)')}",
                       f"Question type: {_one_line(rubric.get('question_type') or '(unnamed)')}",
                       f"Benchmark criteria (decide Correct by these): {_one_line(rubric['criteria'])}"]
-        return [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": "\n".join(lines)}]
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": "\n".join(lines)}]
 
     def judge(self, question: str, reference_answer: str | None, response: str,
               rubric: dict[str, Any] | None = None) -> Judgement:
@@ -226,14 +229,15 @@ class FieldExtractor:
         "additionalProperties": False,
     }
 
-    def __init__(self, client: LLMClient) -> None:
+    def __init__(self, client: LLMClient, system: str | None = None) -> None:
         self.client = client
+        self.system = system or self.SYSTEM  # a user's own prompt (--prompts DIR) replaces the default
 
     def messages(self, question: str, context_snippets: Iterable[str]) -> list[dict[str, str]]:
         snips = [_one_line(s) for s in context_snippets]
         listing = "\n".join(f"[{i}] {s}" for i, s in enumerate(snips, 1)) if snips else "(none)"
         user = f"Question: {_one_line(question)}\n\nContext snippets:\n{listing}"
-        return [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
 
     def extract(self, question: str, context_snippets: list[str]) -> dict[str, Any] | None:
         """``{"entity", "attribute", "scope", "answerable"}`` (keys as in ``QueryFields.from_dict``), or
