@@ -236,6 +236,10 @@ class RuleBasedResponder:
 
         if mem0_llm.is_extraction(system):  # mem0's own extraction prompt (mem0 write_mode=infer)
             return mem0_llm.extract(user)
+        from tests.support import amem_llm
+
+        if amem_llm.handles(system, user):  # A-Mem's note analysis and evolution prompts
+            return amem_llm.answer(user)
         if system == Judge.SYSTEM and _section(user, "Benchmark") is not None:  # a benchmark's criterion
             from tests.support.benchmark_judge import judge_by_benchmark
 
