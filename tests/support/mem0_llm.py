@@ -19,12 +19,13 @@ from typing import Any
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
+#: how mem0ai 2.2.1's ADDITIVE_EXTRACTION_PROMPT opens (matched as text: importing mem0 here would set it up,
+#: telemetry and config directory included, in every process that starts this server)
+_OPENING = "# ROLE\n\nYou are a Memory Extractor"
+
+
 def is_extraction(system: str) -> bool:
-    try:
-        from mem0.configs.prompts import ADDITIVE_EXTRACTION_PROMPT
-    except ImportError:
-        return False
-    return system.startswith(ADDITIVE_EXTRACTION_PROMPT)
+    return system.lstrip().startswith(_OPENING)
 
 
 def section(user: str, name: str) -> str:
