@@ -142,7 +142,7 @@ def test_bad_options(tmp_path):
         AMemBackend(tmp_path, {"cache": "maybe"})
 
 
-# -- with an LLM: A-Mem's own OpenAI path against a local OpenAI-compatible server -------------------------
+# -- with an LLM: A-Mem's requests through ufuzz's client against a local OpenAI-compatible server -------------------------
 
 def _amem_llm(request):
     """A deterministic stand-in for the LLM A-Mem prompts (analysis and evolution schemas)."""
@@ -160,7 +160,7 @@ def test_with_llm_analysis_and_evolution_run(tmp_path, monkeypatch):
     monkeypatch.setenv("AMEM_TEST_KEY", "sk-local-" + "abc123")
     with start_llm_server(_amem_llm, model="local-amem") as srv:
         b = AMemBackend(tmp_path, {"llm_base_url": srv.base_url, "llm_model": "local-amem",
-                                   "llm_api_key_env": "AMEM_TEST_KEY"})
+                                   "llm_api_key_env": "AMEM_TEST_KEY", "llm_cache": str(tmp_path / "c.sqlite")})
         mems = tiny_checkpoint().memories[:3]
         s = b.build(Checkpoint("ck", mems, ()))
         reqs = srv.chat_requests
@@ -187,7 +187,7 @@ def test_unreachable_llm_is_reported_in_op_detail(tmp_path):
     port = sock.getsockname()[1]
     sock.close()
     b = AMemBackend(tmp_path, {"llm_base_url": f"http://127.0.0.1:{port}/v1", "llm_model": "m",
-                               "llm_timeout": 2})
+                               "llm_timeout": 2, "llm_cache": str(tmp_path / "c.sqlite")})
     s = b.build(Checkpoint("ck", (), ()))
     res = b.add(s, Memory("a", "Lena lives in Velmora.", "2024-01-01T00:00:00"))
     assert res.ok and "LLM call(s) failed and A-Mem fell back to defaults" in res.detail

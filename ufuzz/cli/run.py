@@ -56,6 +56,10 @@ from ufuzz.engine.ending import EXIT_CODES
 @click.option("--llm-retries", type=click.IntRange(min=0, max=10), default=2, show_default=True,
               help="Retries of a failed LLM request (timeouts, connection errors, HTTP 429/5xx), with "
                    "exponential backoff; a call that still fails is an error record, never a failure.")
+@click.option("--prompts", "prompts_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Your own prompts for the LLM uses: DIR/<use>.txt or DIR/<use>.json ({\"version\", \"system\"}) "
+                   "for paraphrase, answer, judge, fields; recorded with the campaign (a changed prompt is a "
+                   "new cache key).")
 @click.option("--retrieval-visibility", "retrieval", type=click.Choice(["auto", "visible", "hidden"]),
               default="auto", show_default=True,
               help="hidden: observe, judge and feed back the responses only, as with a product that only answers "
@@ -136,8 +140,8 @@ from ufuzz.engine.ending import EXIT_CODES
 def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_seed: int, k: int, out: str | None,
         db: str | None, opts: tuple[str, ...], config_file: str | None, strategy: str, rbo_p: float,
         llm_base_url: str | None, llm_model: str | None, llm_api_key_env: str, llm_uses: str, reader: str,
-        reader_threshold: float | None, llm_timeout: float, llm_retries: int, retrieval: str, explore_share: float,
-        search: str, isolation: str,
+        reader_threshold: float | None, llm_timeout: float, llm_retries: int, prompts_dir: str | None, retrieval: str,
+        explore_share: float, search: str, isolation: str,
         worker_max_rss_mb: float | None, worker_recycle: int, worker_timeout: float, workers: int,
         max_concurrency: int, llm_rpm: float | None, llm_tpm: float | None, llm_rate_limit_wait: float,
         llm_price: str | None, max_llm_tokens: int | None,
@@ -189,13 +193,21 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
     if match_baseline:
         rng_seed, budget, strategy, k = _match_baseline(ctx, known, rng_seed, budget, strategy, k)
     price = _parse_price(llm_price)
+    prompts = None
+    if prompts_dir is not None:
+        from ufuzz.llm.prompts import load_prompts
+
+        try:
+            prompts = load_prompts(prompts_dir)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--prompts'") from None
     try:
         cfg = CampaignConfig(backend=backend, backend_options=options, seeds=seeds, budget=budget, seed=rng_seed,
                              k=k, out=str(out_dir), db=db, p=rbo_p, llm_base_url=llm_base_url, llm_model=llm_model,
                              llm_api_key_env=llm_api_key_env, llm_uses=uses, reader=reader,
                              reader_threshold=reader_threshold, llm_timeout=llm_timeout,
-                             llm_retries=llm_retries, retrieval=retrieval, explore_share=explore_share,
-                             search=search, isolation=isolation,
+                             llm_retries=llm_retries, prompts=prompts, retrieval=retrieval,
+                             explore_share=explore_share, search=search, isolation=isolation,
                              worker_max_rss_mb=worker_max_rss_mb, worker_recycle=worker_recycle,
                              worker_timeout=worker_timeout, workers=workers, ray_address=ray_address,
                              max_time=seconds, max_concurrency=max_concurrency, llm_rpm=llm_rpm, llm_tpm=llm_tpm,

@@ -52,6 +52,7 @@ from pydantic import ValidationError
 
 from ufuzz.corpus import format as fmt
 from ufuzz.jsonl import LineError, iter_json_lines
+from ufuzz.llm.prompts import llm_record
 from ufuzz.model import (
     Checkpoint,
     FuzzCase,
@@ -81,7 +82,7 @@ STATUSES = ("reproduced", "fixed", "changed", "parent_broken", "error")
 #: what a record expects: a known failure that still fails, or a fixed one that must keep passing
 EXPECTED_STATUSES = ("failing", "fixed")
 #: backend options that name a file: stored relative to the corpus file
-PATH_OPTIONS = ("config",)
+PATH_OPTIONS = ("config", "llm_cache")  # files a backend option names (the LLM call cache of an LLM mode)
 
 T = TypeVar("T")
 
@@ -286,6 +287,7 @@ def campaign_header(data: Any, output: str | Path, records: int, generator: str)
         "kind": "header", "schema": SCHEMA, "corpus": "regression",
         "backend": data.backend, "backend_options": portable_options(data.backend_options, output), "k": data.k,
         "judging": Judging.of(data.config).to_dict(),
+        "llm": llm_record(data.config, data.backend_info if isinstance(data.backend_info, dict) else {}),
         "source_campaign": data.campaign_id,
         "backend_info": data.backend_info,
         "source": {"budget": data.config.get("budget"), "seed": data.config.get("seed"),

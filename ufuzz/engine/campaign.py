@@ -118,6 +118,8 @@ class CampaignConfig:
     llm_timeout: float = 30.0  # seconds per LLM request
     llm_retries: int = 2  # retries of a failed LLM request, with exponential backoff
     llm_cache: str | None = None  # call-cache file; None = $UFUZZ_CACHE_DIR/llm_calls.sqlite or ~/.cache/ufuzz
+    #: the user's own prompts ({use: {"version", "system"}}, from --prompts DIR); None = the defaults
+    prompts: dict[str, dict[str, str]] | None = None
     max_time: float | None = None  # wall seconds of this run; then it ends with reason time_limit
     # "auto": retrieval as the backend exposes it; "hidden": only responses are observed, judged and fed back
     # (a product that only answers; --retrieval-visibility hidden); "visible": require visible retrieval
@@ -563,16 +565,18 @@ class Campaign:
         judging = Judging.of(cfg)
         realizer = None
         if "paraphrase" in cfg.llm_uses:
+            from ufuzz.llm.prompts import system_of
             from ufuzz.llm.uses import ParaphraseRealizer
 
-            realizer = ParaphraseRealizer(self.llm)
+            realizer = ParaphraseRealizer(self.llm, system_of("paraphrase", cfg.prompts))
         self.operators = create_all(realizer=realizer, only=tuple(cfg.operators) if cfg.operators else None)
         responder, context = judging.build(self.backend, self.llm)
         self.executor = Executor(self.backend, self.suite.checkpoints, k=cfg.k, responder=responder,
                                  max_live_states=cfg.max_live_states, hidden=not context.visible)
         self.judging = judging.describe(self.backend, responder)
         ending.write_atomic(self.out / "campaign.json", json.dumps({"campaign": self.campaign_id,
-                                                                   "judging": self.judging}) + "\n")
+                                                                   "judging": self.judging,
+                                                                   "llm": self._llm_facts()}) + "\n")
         self.oracle = Oracle(self._sink, context, reference_sink=self.failures.record_reference)
         self.window = self.store.open_window(max_records=cfg.window_records, max_seconds=cfg.window_seconds)
         self.store.attach(self.window)
@@ -1155,6 +1159,17 @@ class Campaign:
     def _moves(self, case: FuzzCase) -> list[tuple[str, str]]:
         return [(name, t) for name, op in self.operators.items() for t in op.targets(case)]
 
+    def _llm_facts(self) -> dict[str, Any] | None:
+        """Model, endpoint kind, sampling and prompt versions of every LLM call the campaign makes (its own
+        uses and the backend's LLM mode): what reproducing its LLM calls needs (``campaign.json``)."""
+        from ufuzz.llm.prompts import llm_record
+
+        try:
+            info = self.backend.describe()
+        except Exception:  # noqa: BLE001 - a record only; the campaign's own checks report a broken backend
+            info = {}
+        return llm_record(asdict(self.config), info if isinstance(info, dict) else {})
+
     def _llm_client(self) -> Any:
         """The LLM client of every configured LLM use (paraphrase, answer, judge), or None without any."""
         from ufuzz.engine.lanes import llm_share
@@ -1419,6 +1434,8 @@ class Campaign:
             "search": ("spread" if self.scheduler.config.spread else "walk") if self.scheduler is not None else None,
             "lanes_lost_jobs": self.lanes.lost if self.lanes is not None else 0,
             "failures": sorted(f.key for _, f in log),
+            # the benchmark's own accuracy on the seeds (imported LongMemEval/LoCoMo), beside the findings
+            "benchmark_accuracy": self.oracle.benchmark_accuracy() if self.oracle is not None else {},
         }
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ufuzz.llm.client import LLMClient, LLMError
+from ufuzz.model.reference import RUBRIC_KEYS
 
 #: Paraphrase transformations the realizer knows.
 TRANSFORMATIONS = ("reword", "shorten", "add_context", "change_form")
@@ -51,8 +52,9 @@ class ParaphraseRealizer:
         "Return only the rewritten query on one line, with no quotes, labels or explanation."
     )
 
-    def __init__(self, client: LLMClient) -> None:
+    def __init__(self, client: LLMClient, system: str | None = None) -> None:
         self.client = client
+        self.system = system or self.SYSTEM  # a user's own prompt (--prompts DIR) replaces the default
 
     def messages(self, query_text: str, transformation: str) -> list[dict[str, str]]:
         if transformation not in TRANSFORMATIONS:
@@ -61,7 +63,7 @@ class ParaphraseRealizer:
         user = (f"Transformation: {transformation}\n"
                 f"Instruction: {_TRANSFORMATION_HELP[transformation]}\n"
                 f"Query: {_one_line(query_text)}")
-        return [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
 
     def realize(self, query_text: str, transformation: str) -> str:
         """A candidate rewrite of ``query_text`` (to be validated by the caller)."""
@@ -99,14 +101,15 @@ class Answerer:
         "Answer briefly."
     )
 
-    def __init__(self, client: LLMClient) -> None:
+    def __init__(self, client: LLMClient, system: str | None = None) -> None:
         self.client = client
+        self.system = system or self.SYSTEM  # a user's own prompt (--prompts DIR) replaces the default
 
     def messages(self, query: Any, memories: Iterable[str]) -> list[dict[str, str]]:
         mems = [_one_line(m) for m in memories]
         listing = "\n".join(f"[{i}] {m}" for i, m in enumerate(mems, 1)) if mems else "(none)"
         user = f"Memories:\n{listing}\n\nQuery: {_one_line(_text_of(query))}"
-        return [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
 
     def answer(self, query: Any, memories: list[str]) -> str:
         """The model's answer to ``query`` (a string or anything with ``.text``) from ``memories``."""
@@ -164,8 +167,9 @@ class Judge:
         "additionalProperties": False,
     }
 
-    def __init__(self, client: LLMClient) -> None:
+    def __init__(self, client: LLMClient, system: str | None = None) -> None:
         self.client = client
+        self.system = system or self.SYSTEM  # a user's own prompt (--prompts DIR) replaces the default
 
     def messages(self, question: str, reference_answer: str | None, response: str,
                  rubric: dict[str, Any] | None = None) -> list[dict[str, str]]:
@@ -173,20 +177,24 @@ class Judge:
                else _one_line(reference_answer))
         lines = [f"Question: {_one_line(question)}", f"Reference answer: {ref}",
                  f"Response: {_one_line(response)}"]
-        if rubric:
+        if rubric and (rubric.get("must_include") or rubric.get("must_not_include")):
             inc = "; ".join(_one_line(s) for s in rubric.get("must_include") or []) or "(none)"
             exc = "; ".join(_one_line(s) for s in rubric.get("must_not_include") or []) or "(none)"
             lines += [f"Rubric must_include: {inc}", f"Rubric must_not_include: {exc}"]
-        return [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": "\n".join(lines)}]
+        if rubric and rubric.get("criteria"):  # the benchmark's own criterion for this type of question
+            lines += [f"Benchmark: {_one_line(rubric.get('benchmark') or '(unnamed)')}",
+                      f"Question type: {_one_line(rubric.get('question_type') or '(unnamed)')}",
+                      f"Benchmark criteria (decide Correct by these): {_one_line(rubric['criteria'])}"]
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": "\n".join(lines)}]
 
     def judge(self, question: str, reference_answer: str | None, response: str,
               rubric: dict[str, Any] | None = None) -> Judgement:
         """Label ``response``; ``reference_answer=None`` means the assistant should abstain."""
         if rubric is not None:
-            unknown = set(rubric) - {"must_include", "must_not_include"}
+            unknown = set(rubric) - set(RUBRIC_KEYS)
             if unknown:
                 raise ValueError(f"rubric has unknown keys {sorted(unknown)}; "
-                                 "expected must_include / must_not_include")
+                                 f"expected {' / '.join(RUBRIC_KEYS)}")
         out = self.client.complete_json(self.messages(question, reference_answer, response, rubric),
                                         self.SCHEMA, schema_name="judgement")
         return apply_rubric(out["label"], str(out["reason"]), response, rubric)
@@ -221,14 +229,15 @@ class FieldExtractor:
         "additionalProperties": False,
     }
 
-    def __init__(self, client: LLMClient) -> None:
+    def __init__(self, client: LLMClient, system: str | None = None) -> None:
         self.client = client
+        self.system = system or self.SYSTEM  # a user's own prompt (--prompts DIR) replaces the default
 
     def messages(self, question: str, context_snippets: Iterable[str]) -> list[dict[str, str]]:
         snips = [_one_line(s) for s in context_snippets]
         listing = "\n".join(f"[{i}] {s}" for i, s in enumerate(snips, 1)) if snips else "(none)"
         user = f"Question: {_one_line(question)}\n\nContext snippets:\n{listing}"
-        return [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
 
     def extract(self, question: str, context_snippets: list[str]) -> dict[str, Any] | None:
         """``{"entity", "attribute", "scope", "answerable"}`` (keys as in ``QueryFields.from_dict``), or

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-#: The keys of a judge rubric (the MemOps ``judge_rubric`` and :meth:`ufuzz.llm.uses.Judge.judge`'s).
-RUBRIC_KEYS = ("must_include", "must_not_include")
+#: The keys of a judge rubric (the MemOps ``judge_rubric`` and :meth:`ufuzz.llm.uses.Judge.judge`'s): the
+#: string checks, then the benchmark's judging criteria for the question's type (LongMemEval, LoCoMo).
+RUBRIC_KEYS = ("must_include", "must_not_include", "benchmark", "question_type", "criteria", "criteria_version")
+#: the optional text keys of a rubric (the benchmark's criteria)
+_CRITERIA_KEYS = ("benchmark", "question_type", "criteria", "criteria_version")
 #: How a reference's answer relates to its evidence (None: not known).
 ANSWER_FORMS = (None, "extractive", "abstractive")
 
@@ -14,17 +17,28 @@ ANSWER_FORMS = (None, "extractive", "abstractive")
 @dataclass(frozen=True)
 class Rubric:
     """A benchmark's judging rubric for one question: strings a correct response contains and strings it
-    must not contain (e.g. a superseded or retracted value). Only an LLM judge applies it; an empty rubric
-    checks nothing and is false."""
+    must not contain (e.g. a superseded or retracted value), and/or the benchmark's own judging criteria for
+    the question's type (``criteria``: what counts as a right response, written by this project from the
+    benchmark's published evaluation, ``criteria_version`` naming that text). Only an LLM judge applies it;
+    an empty rubric checks nothing and is false."""
 
     must_include: tuple[str, ...] = ()
     must_not_include: tuple[str, ...] = ()
+    benchmark: str | None = None  # e.g. "longmemeval", "locomo"
+    question_type: str | None = None  # the benchmark's type of the question (e.g. "temporal-reasoning")
+    criteria: str | None = None
+    criteria_version: str | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.must_include or self.must_not_include)
+        return bool(self.must_include or self.must_not_include or self.criteria)
 
-    def to_dict(self) -> dict[str, list[str]]:
-        return {"must_include": list(self.must_include), "must_not_include": list(self.must_not_include)}
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"must_include": list(self.must_include),
+                             "must_not_include": list(self.must_not_include)}
+        for key in _CRITERIA_KEYS:  # optional: a rubric without criteria serializes as before
+            if getattr(self, key) is not None:
+                d[key] = getattr(self, key)
+        return d
 
     @classmethod
     def from_dict(cls, d: Any) -> Rubric:
@@ -35,12 +49,16 @@ class Rubric:
         unknown = sorted(set(d) - set(RUBRIC_KEYS))
         if unknown:
             raise ValueError(f"unknown rubric key(s) {unknown}; expected {' / '.join(RUBRIC_KEYS)}")
-        for key in RUBRIC_KEYS:
+        for key in ("must_include", "must_not_include"):
             items = d.get(key, [])
             if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
                 raise ValueError(f"rubric {key} must be a list of strings")
+        for key in _CRITERIA_KEYS:
+            if d.get(key) is not None and not isinstance(d[key], str):
+                raise ValueError(f"rubric {key} must be a string")
         return cls(must_include=tuple(d.get("must_include", ())),
-                   must_not_include=tuple(d.get("must_not_include", ())))
+                   must_not_include=tuple(d.get("must_not_include", ())),
+                   **{k: d.get(k) for k in _CRITERIA_KEYS})
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ class Judging:
     llm_timeout: float = 30.0
     llm_retries: int = 2
     retrieval: str = "auto"  # auto | visible | hidden (--retrieval-visibility)
+    prompts: dict[str, dict[str, str]] | None = None  # --prompts DIR: the answerer's/judge's own prompts
 
     def __post_init__(self) -> None:
         if self.reader not in READERS:
@@ -66,7 +67,7 @@ class Judging:
                    llm_model=d.get("llm_model"), llm_api_key_env=str(d.get("llm_api_key_env") or "OPENAI_API_KEY"),
                    llm_cache=d.get("llm_cache"), llm_timeout=float(d.get("llm_timeout") or 30.0),
                    llm_retries=int(d.get("llm_retries") if d.get("llm_retries") is not None else 2),
-                   retrieval=str(d.get("retrieval") or "auto"))
+                   retrieval=str(d.get("retrieval") or "auto"), prompts=d.get("prompts"))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> Judging:
@@ -112,13 +113,15 @@ class Judging:
         responder: Responder | None = None
         judge = None
         if self.answer or self.judge:
+            from ufuzz.llm.prompts import system_of
             from ufuzz.llm.uses import Answerer, Judge
 
             llm = llm or self.llm()
             if self.answer:
-                responder = LLMAnswerer(Answerer(llm), self.llm_model or "default")
+                responder = LLMAnswerer(Answerer(llm, system_of("answer", self.prompts)), self.llm_model or "default")
             if self.judge:
-                judge = Judge(llm).label  # takes the reference's rubric too (MemOps)
+                # takes the reference's rubric too (MemOps strings, LongMemEval/LoCoMo criteria)
+                judge = Judge(llm, system_of("judge", self.prompts)).label
         if self.reader == "top-evidence":
             thr = self.reader_threshold if self.reader_threshold is not None else caps.reader_threshold
             responder = TopEvidenceReader(thr)

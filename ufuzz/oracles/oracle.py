@@ -18,6 +18,7 @@ from typing import Any
 
 from ufuzz.lru import LRU
 from ufuzz.model import Execution, FuzzCase, Reference
+from ufuzz.oracles.accuracy import benchmark_accuracy
 from ufuzz.oracles.expectations import Outcome
 from ufuzz.oracles.verdict import (
     Context,
@@ -60,9 +61,11 @@ class Oracle:
         self._seeds: dict[str, FuzzCase] = {}
         self._twins: dict[tuple[str, str, str, str, bool], str] = {}  # (checkpoint, fields) -> seed id
         self.seed_baseline_failures: dict[str, Outcome] = {}
+        #: each seed's response-level verdict under its benchmark's criterion (seeds whose reference names one)
+        self.seed_responses: dict[str, dict[str, Any]] = {}
 
     # -- resume snapshots -------------------------------------------------------------------------------
-    _STATE = ("_refs", "_levels", "_seeds", "_twins", "seed_baseline_failures")
+    _STATE = ("_refs", "_levels", "_seeds", "_twins", "seed_baseline_failures", "seed_responses")
 
     def snapshot(self) -> dict[str, Any]:
         """The oracle's data (references, parents' verdicts, seeds, baseline failures), for a resume
@@ -71,7 +74,8 @@ class Oracle:
 
     def restore(self, state: dict[str, Any]) -> None:
         for name in self._STATE:
-            setattr(self, name, state[name])
+            if name in state:  # a snapshot written before a key existed leaves its default
+                setattr(self, name, state[name])
 
     # -- references -------------------------------------------------------------------------------------
     def add_seed(self, case: FuzzCase, reference: Reference) -> None:
@@ -106,11 +110,37 @@ class Oracle:
         if levels is None:
             levels = self._levels[key] = judge_case(case, self._refs[case.id], ex, self.context)
             bad = first_failure(levels)
+            if case.parent_id is None:
+                self._seed_response(case, levels)
             if case.parent_id is None and bad is not None and case.id not in self.seed_baseline_failures:
                 self.seed_baseline_failures[case.id] = bad
                 self._sink(baseline_failure(case, bad, ex, "the seed fails its own reference"),
                            self._refs[case.id])
         return levels
+
+    def _seed_response(self, case: FuzzCase, levels: dict[str, Outcome]) -> None:
+        """Note a seed's response verdict when its reference carries a benchmark's criterion: what the
+        benchmark's own accuracy on the seeds is counted from (:func:`benchmark_accuracy`)."""
+        ref, out = self._refs[case.id], levels.get("response")
+        rubric = ref.rubric
+        if out is None or rubric is None or not rubric.benchmark or case.id in self.seed_responses:
+            return
+        self.seed_responses[case.id] = {"benchmark": rubric.benchmark, "question_type": rubric.question_type,
+                                        "abstain": ref.abstain, "correct": out.passed,
+                                        "label": out.detail.get("judge")}
+
+    def benchmark_accuracy(self) -> dict[str, Any]:
+        """The benchmarks' own accuracy on the seeds judged so far (:func:`benchmark_accuracy`)."""
+        return benchmark_accuracy(self.seed_responses.values(), llm_judge=self.context.judge is not None,
+                                  seeds=self._seeds_by_benchmark())
+
+    def _seeds_by_benchmark(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for sid in self._seeds:
+            rubric = self._refs[sid].rubric if sid in self._refs else None
+            if rubric is not None and rubric.benchmark:
+                out[rubric.benchmark] = out.get(rubric.benchmark, 0) + 1
+        return out
 
     def testable(self, parent: FuzzCase, parent_ex: Execution) -> bool:
         """Whether a mutant of ``parent`` could show a failure its mutation caused: the parent passes at least

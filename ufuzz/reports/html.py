@@ -193,7 +193,29 @@ def _summary(st: dict[str, Any], data: CampaignData, plot: list[dict[str, float]
         rows.append(("LLM use", llm_line(st["llm"]).removeprefix("llm").strip()))
     facts = {k: v for k, v in data.backend_info.items() if k != "backend"}
     return ("<h2 id='summary'>Summary</h2>" + _kv(rows)
-            + "<h3>Backend facts</h3>" + (_facts_table(facts) if facts else "<p class='muted'>none recorded</p>"))
+            + "<h3>Backend facts</h3>" + (_facts_table(facts) if facts else "<p class='muted'>none recorded</p>")
+            + _accuracy(st.get("benchmark_accuracy")))
+
+
+def _accuracy(acc: dict[str, Any] | None) -> str:
+    """The benchmark's own accuracy on the seeds, per benchmark and question type (see ``ufuzz status``)."""
+    if not acc:
+        return ""
+    rows: list[list[Any]] = []
+    for bench, a in sorted(acc.items()):
+        rows.append([esc(bench), "all scored", a["correct"], a["judged"], _percent(a.get("accuracy")),
+                     esc(a["judge"])])
+        for qtype, cell in a.get("by_type", {}).items():
+            rows.append(["", esc(qtype) + ("" if cell.get("in_score", True) else " (not in the published score)"),
+                         cell["correct"], cell["judged"], _percent(cell.get("accuracy")), ""])
+    return ("<h3>Benchmark accuracy on the seeds</h3><p>The benchmark's own judging of the unmutated seeds' "
+            "responses, to compare with published results; the fuzzing findings are above and below.</p>"
+            + _table(["benchmark", "question type", "correct", "judged", "accuracy", "judged by"], rows,
+                     numeric={2, 3}))
+
+
+def _percent(value: float | None) -> str:
+    return "" if value is None else f"{100 * value:.1f}%"
 
 
 def _baseline_failures(st: dict[str, Any]) -> str:

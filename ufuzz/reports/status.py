@@ -77,6 +77,8 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
                 summary["search"] = final["search"]
             if final.get("llm"):  # LLM calls, tokens and the estimated cost (only the process counted them)
                 summary["llm"] = final["llm"]
+            if final.get("benchmark_accuracy"):  # the benchmark's own judging of the seeds, as it ended
+                summary["benchmark_accuracy"] = final["benchmark_accuracy"]
             if final.get("mutants_unjudged"):  # valid mutants not executed: none of their checks could fail
                 summary["mutants"]["unjudged"] = final["mutants_unjudged"]
     summary["failures_by_operator"] = dict(sorted(by_op.items()))
@@ -183,6 +185,7 @@ def render_status(st: dict[str, Any]) -> str:
         lines.append(f"  {'class':40s} {'causes':>6s} {'unique':>6s} {'seen':>6s}  behaviour")
         for c in st["behaviour_classes"]:
             lines.append(f"  {c['class']:40s} {c['causes']:6d} {c['unique']:6d} {c['occurrences']:6d}  {c['title']}")
+    lines.extend(accuracy_lines(st.get("benchmark_accuracy")))
     base = st.get("baseline_failures") or []
     lines.append(f"baseline failures {len(base)} (seeds failing their own reference; not in unique failures)")
     for b in base:
@@ -215,6 +218,25 @@ def llm_line(llm: dict[str, Any]) -> str:
     if llm.get("rate_limited"):
         text += f"; {llm['rate_limited']} rate-limit answers waited out"
     return text
+def _pct(cell: dict[str, Any]) -> str:
+    acc = cell.get("accuracy")
+    return f"{cell['correct']}/{cell['judged']}" + (f" = {100 * acc:.1f}%" if acc is not None else "")
+
+
+def accuracy_lines(acc: dict[str, Any] | None) -> list[str]:
+    """The benchmark's own accuracy on the seeds (their unmutated responses judged by its criterion), per
+    benchmark and question type: the figure to set beside published results."""
+    if not acc:
+        return []
+    lines = ["benchmark accuracy (the benchmark's own judging of the unmutated seeds; compare with published "
+             "results)"]
+    for bench, a in sorted(acc.items()):
+        judged = sum(cell["judged"] for cell in a.get("by_type", {}).values())
+        lines.append(f"  {bench:28s} {_pct(a)}  ({judged} of {a['seeds']} seeds judged, by {a['judge']})")
+        for qtype, cell in a.get("by_type", {}).items():
+            note = "" if cell.get("in_score", True) else "  (not in the published score)"
+            lines.append(f"    {qtype:26s} {_pct(cell)}{note}")
+    return lines
 
 
 def _state_line(st: dict[str, Any]) -> str:

@@ -235,9 +235,16 @@ class RubricModel(StrictModel):
 
     must_include: list[Value] = Field(default_factory=list)
     must_not_include: list[Value] = Field(default_factory=list)
+    #: the benchmark's judging criteria for the question's type (LongMemEval, LoCoMo), applied by the judge
+    benchmark: Name | None = None
+    question_type: Value | None = None
+    criteria: Value | None = None
+    criteria_version: Value | None = None
 
     def to_model(self) -> Rubric:
-        return Rubric(must_include=tuple(self.must_include), must_not_include=tuple(self.must_not_include))
+        return Rubric(must_include=tuple(self.must_include), must_not_include=tuple(self.must_not_include),
+                      benchmark=self.benchmark, question_type=self.question_type, criteria=self.criteria,
+                      criteria_version=self.criteria_version)
 
 
 class ReferenceBody(StrictModel):

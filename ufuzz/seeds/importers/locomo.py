@@ -15,7 +15,8 @@ the seed, never into memory text:
 * observations and event summaries are facts of the speaker they describe (``value_type`` ``observation`` /
   ``event``, see :mod:`ufuzz.seeds.speakers`), observations evidenced by their turns; the pronoun the
   annotations use for each speaker is kept on the speaker's entity;
-* each seed carries its ``category`` in ``Seed.metadata``; each answerable reference is tagged
+* each seed carries its ``category`` in ``Seed.metadata`` and the LLM-judge ("J") criterion of it on its
+  reference (:mod:`ufuzz.seeds.criteria`); each answerable reference is tagged
   ``extractive`` (the answer is written in an evidence turn) or ``abstractive``;
 * an answerable question contributes the fact (entity = the speaker it asks about, attribute = the
   question's head noun phrase, value = the answer, evidence = its dia_ids). A temporal or single-hop
@@ -46,7 +47,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ufuzz.model import Entity, Fact, Memory
+from ufuzz.model import Entity, Fact, Memory, Rubric
+from ufuzz.seeds.criteria import benchmark_rubric
 from ufuzz.seeds.importers._common import (
     JUDGEMENT,
     Builder,
@@ -94,6 +96,11 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 
 #: the other speaker makes the swapped question unanswerable; multi-hop questions ask for lists that anyone
 #: may have ("What activities …"), open-domain ones for inferences nothing lexical can rule out
 SWAP_CATEGORIES = (2, 4)
+
+
+def _rubric(category: Any, abstain: bool) -> Rubric | None:
+    """The LLM-judge ("J") criterion of a question of ``category`` (None for an unknown category)."""
+    return benchmark_rubric("locomo", CATEGORIES[category], abstain) if category in CATEGORIES else None
 
 
 def parse_date(raw: Any) -> datetime | None:
@@ -286,7 +293,7 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
             taken.add((fields.entity, fields.attribute))
             pending.append(Pending(qid=qid, text=item["question"], fields=fields, answer=answer,
                                    supporting=support, facts=(fact,), answer_form=form, metadata=meta,
-                                   memory_ops=ops))
+                                   memory_ops=ops, rubric=_rubric(cat, abstain=False)))
             continue
         other_answer = answer_text(item.get("adversarial_answer"))
         if other_answer is not None and NON_ANSWER.fullmatch(other_answer.strip()):
@@ -305,7 +312,7 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
         # the other speaker's answer is not out of date (no stale answer): answering with it is an unsupported
         # answer, as any answer to this question is
         pending.append(Pending(qid=qid, text=item["question"], fields=fields, answer=None, facts=facts,
-                               decoys=tuple(evidence), metadata=meta))
+                               decoys=tuple(evidence), metadata=meta, rubric=_rubric(cat, abstain=True)))
     # (entity, attribute) the state has a fact for, or the benchmark asks about (its own adversarial questions)
     keys = {(f.entity, f.attribute) for p in pending for f in p.facts} | \
         {(p.fields.entity, p.fields.attribute) for p in pending}

@@ -16,7 +16,8 @@ change onto them. ``single-session-preference`` questions (answers are rubrics, 
 
 Abstention questions (ids ending in ``_abs``) have abstaining references; the turns the record marks
 ``has_answer`` (the related fact the question twists) are decoys: invalidated ids. Each seed carries its
-``question_type`` in ``Seed.metadata``; answerable references are tagged ``extractive`` or ``abstractive``,
+``question_type`` in ``Seed.metadata`` and the benchmark's judging criterion for it on its reference
+(:mod:`ufuzz.seeds.criteria`); answerable references are tagged ``extractive`` or ``abstractive``,
 and an update (delete) is offered only where the answer is verbatim in its latest evidence (written out, with
 no unstated history value).
 """
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.model import Entity, Fact, Memory, QueryFields
+from ufuzz.seeds.criteria import benchmark_rubric
 from ufuzz.seeds.importers._common import (
     UNSTATED,
     Builder,
@@ -199,7 +201,8 @@ def _record(b: Builder, rec: Any, extractor: Extractor | None) -> None:
         decoys = tuple(has_answer)
     pending = Pending(qid=qkey, text=question, fields=fields, answer=answer if answerable else None,
                       supporting=tuple(supporting), facts=tuple(facts), expect_invalidated=expect_inv,
-                      answer_form=form, memory_ops=ops, decoys=decoys, metadata={"question_type": qtype})
+                      answer_form=form, memory_ops=ops, decoys=decoys, metadata={"question_type": qtype},
+                      rubric=benchmark_rubric("longmemeval", qtype, abstain=not answerable))
     b.add_checkpoint(f"lme-cp:{qid}", memories, [pending], entities=[Entity("user", "user"),
                                                                       Entity("assistant", "assistant")])
 
