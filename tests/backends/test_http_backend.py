@@ -412,3 +412,36 @@ def test_backends_check_runs_the_conformance_kit_on_the_product(server, token_en
     assert res.exit_code == 0, res.output
     assert res.output.splitlines()[-1] == f"{len(CHECKS)} checks: {len(CHECKS)} passed"
     assert TOKEN not in res.output
+
+
+# -- the product's order is the order judged (issue 23, item 4) -----------------------------------------------
+
+def test_product_order_is_kept_and_judged_not_resorted_by_score(tmp_path, server, token_env):
+    """A product that reranks after a first-stage score (here: the current revision first) reports Rome at 0.1
+    and then Oslo at 0.2: Rome is first for the oracle too, so a reference that wants Rome over the stale Oslo
+    passes (re-sorting by score would report a false stale_ranked_above_valid)."""
+    from ufuzz.model import Checkpoint, Execution, Reference
+    from ufuzz.oracles.expectations import selection
+
+    b = make_backend(tmp_path, server)
+    cp = Checkpoint(id="c", memories=(Memory("old", "Lena lived in Oslo.", "2024-01-01T09:00:00"),
+                                      Memory("new", "Lena lives in Rome.", "2024-02-01T09:00:00")), facts=())
+    s = b.build(cp)
+    pid = {m.metadata["product_id"]: m.id for m in b.list(s)}
+    rome = next(p for p, u in pid.items() if u == "new")
+    oslo = next(p for p, u in pid.items() if u == "old")
+    server.rank = lambda query, store: [(rome, 0.1), (oslo, 0.2)]
+    try:
+        top = b.retrieve(s, "Where does Lena live?", 5)
+    finally:
+        server.rank = None
+    assert [r.id for r in top] == ["new", "old"] and [r.score for r in top] == [0.1, 0.2]
+    assert [r.native_id for r in top] == [rome, oslo]
+    ex = Execution("q", "s", "Where does Lena live?", top_ids=[r.id for r in top], top_scores=[r.score for r in top])
+    ref = Reference(query_id="q", answer="Rome", supporting=("new",), invalidated=("old",))
+    assert selection(ref, ex).passed
+    server.rank = lambda query, store: [(rome, 0.1), (oslo, 0.2)]
+    try:
+        assert [r.id for r in b.retrieve(s, "Where does Lena live?", 1)] == ["new"]  # the product's first k
+    finally:
+        server.rank = None

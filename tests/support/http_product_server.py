@@ -98,6 +98,9 @@ class ProductServer:
     delay: float = 0.0  # seconds every request waits before answering (timeout tests)
     faults: list[Fault] = field(default_factory=list)
     delete_bug: bool = False  # the planted defect: delete hides from list/get, search still finds it
+    #: replaces the product's ranking: (query, the namespace's memories by id) -> [(id, reported score)] in the
+    #: order the product returns them (a product that reranks after a first-stage score)
+    rank: Any = None
     seen_auth: list[str | None] = field(default_factory=list)
     requests: list[tuple[str, str]] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -171,6 +174,8 @@ class ProductServer:
                 order = {i: (m.get("external_id") or "", i) for i, m in store.items()}
                 ranked = bm25(body["query"], {i: m["text"] for i, m in store.items()})
                 hits = sorted(ranked, key=lambda x: (-x[1], order[x[0]]))[:k]
+                if self.rank is not None:
+                    hits = list(self.rank(body["query"], store))[:k]
                 return 200, {"results": [{"id": i, "text": store[i]["text"], "score": s} for i, s in hits]}
             if rest == ["snapshot"] and method == "POST":
                 target = body.get("target") if isinstance(body, dict) else None

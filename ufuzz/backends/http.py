@@ -25,7 +25,8 @@ optional ``body`` (a TOML value sent as JSON; a string that is exactly one place
 is replaced by the typed value) and JSON paths to the response fields:
 
 * add: ``id`` (the product's id of the new memory; without it the ufuzz id is the product id)
-* search: ``ids`` (required), ``texts``, ``scores`` (all wildcard paths, e.g. ``$.results[*].id``)
+* search: ``ids`` (required), ``texts``, ``scores`` (all wildcard paths, e.g. ``$.results[*].id``); the
+  results are judged in the order the product returns them (its first k), never re-sorted by score
 * answer: ``text`` (required: the product's response to the question ``{query}``), ``cited`` (a wildcard
   path to the product ids of the memories the response cites, if it says)
 * get: ``text`` (required), ``timestamp``, ``active``; ``not_found`` statuses (default ``[404]``) mean None
@@ -841,8 +842,8 @@ class HttpBackend(MemoryBackend):
             ids = self._many("search", "ids", doc, None) or []
             texts = self._many("search", "texts", doc, len(ids))
             scores = self._many("search", "scores", doc, len(ids))
-            out: list[tuple[float, int, Retrieved]] = []
-            for rank, pid in enumerate(ids):
+            out: list[Retrieved] = []
+            for rank, pid in enumerate(ids[:k]):
                 uid = st.to_ufuzz.get(str(pid), str(pid))
                 if texts is not None:
                     text = "" if texts[rank] is None else str(texts[rank])
@@ -856,10 +857,11 @@ class HttpBackend(MemoryBackend):
                         raise self._fail("search", f"score {scores[rank]!r} is not a number") from None
                 else:
                     score = 1.0 / (rank + 1)
-                out.append((score, rank, Retrieved(uid, text, score, native_id=str(pid))))
-            # best first; the product's own order breaks equal scores, then the id
-            out.sort(key=lambda t: (-t[0], t[1], t[2].id))
-            return [r for _s, _r, r in out[:k]]
+                out.append(Retrieved(uid, text, score, native_id=str(pid)))
+            # the product's own order is the order judged: a product that reranks (recency, current revision
+            # first) after a first-stage score reports that score; re-sorting by it would judge an order the
+            # product never gave. Scores are recorded and shown, never used to re-rank.
+            return out
 
     def answer(self, state: StateHandle, query: str, retrieved: list[Retrieved]) -> Answer | None:
         """The product's own response to ``query`` (``[answer]``), with the memories it cites mapped to ufuzz
