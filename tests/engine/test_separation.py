@@ -87,3 +87,58 @@ def test_scheduler_state_after_a_campaign_holds_no_reference_or_failure(small_ca
     pool = {e.case_id for e in campaign.scheduler._pool if e.case_id.startswith("x")}
     assert pool <= retained
     assert "ufuzz.oracles" not in {m for m in sys.modules if m == "ufuzz.engine.scheduler"}
+
+
+def _evicting_campaign(tmp_path, monkeypatch, name: str):
+    """A campaign on a REST product whose unrelated adds evict the oldest memory (state-level failures)."""
+    from tests.oracles.test_http_ground_truth import TOKEN, _config
+    from tests.support.http_product_server import start_product_server
+    from tests.support.planted_world import PATH as WORLD
+    from ufuzz.engine.campaign import Campaign, CampaignConfig
+
+    monkeypatch.setenv("PRODUCT_API_TOKEN", TOKEN)
+    out = tmp_path / name
+    out.mkdir()
+    with start_product_server(TOKEN, capacity=5) as srv:
+        c = Campaign(CampaignConfig(backend="http", backend_options={"config": str(_config(out, srv.base_url, ""))},
+                                    seeds=str(WORLD), budget=120, seed=3, out=str(out / "c")))
+        c.run()
+    mutants = [(m.case_id, m.operator, m.valid, m.rejection_reason) for m in c.store.mutants(c.campaign_id)]
+    return c, mutants
+
+
+def test_state_level_failures_never_reach_the_scheduler(tmp_path, monkeypatch):
+    """Side effects found by a state operator's verification are failures (level "state") recorded on the
+    oracle side only: the scheduler holds none, and the campaign goes exactly as when they are not recorded."""
+    from ufuzz.operators.sideeffects import Finding
+    from ufuzz.oracles.oracle import Oracle
+
+    campaign, mutants = _evicting_campaign(tmp_path, monkeypatch, "recorded")
+    state = [f for _, f in campaign.failure_log if f.stage == "state"]
+    assert state and {f.kind for f in state} == {"collateral_removal"}
+    found: list = []
+    _walk(campaign.scheduler, set(), found)
+    assert found == []
+    held: list = []
+
+    def finds(obj, seen):
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, Finding):
+            held.append(obj)
+        elif isinstance(obj, dict):
+            for v in obj.values():
+                finds(v, seen)
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            for v in obj:
+                finds(v, seen)
+        elif hasattr(obj, "__dict__") and type(obj).__module__.startswith("ufuzz"):
+            finds(vars(obj), seen)
+
+    finds(campaign.scheduler, set())
+    assert held == []
+    monkeypatch.setattr(Oracle, "state_failure", lambda self, *a, **k: "")
+    silent, silent_mutants = _evicting_campaign(tmp_path, monkeypatch, "silent")
+    assert not [f for _, f in silent.failure_log if f.stage == "state"]
+    assert silent_mutants == mutants  # the same mutants, in the same order, accepted and rejected alike

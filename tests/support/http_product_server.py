@@ -18,6 +18,21 @@ API (JSON in and out; the product assigns its own memory ids, ``mem-<n>``, so cl
 Search is BM25 over lower-cased word tokens with a crude suffix stemmer; only memories sharing a term with
 the query are returned, best first, equal scores by the client's ``external_id`` (then by id). ``fail_next`` and ``delay`` inject faults for tests.
 
+Planted defects (issue 23's five kinds; each flag off is the fixed build, and flags can be flipped on a running
+server: a redeploy):
+
+* ``shadow_update``: PUT rewrites a memory but its old text stays in the search index under a new internal id
+  that list and get never show (and, being the older index entry, it wins ties);
+* ``entity_blind``: search drops the names a question spells out (capitalised words not starting a sentence);
+* ``answer_floor``: ``POST /v1/ns/{ns}/ask {"question"}`` answers with the text of its best search hit when that
+  hit scores at least this much, else ``"No matching note."`` — the planted build sets it to 0 (it answers below
+  any sensible relevance), the fixed one to a cut-off that separates the suite's supported questions;
+* ``capacity``: an add past this many stored memories silently evicts the oldest (by timestamp) from the store;
+* ``peers_oldest_first``: ``POST /v1/ns/{ns}/memories/{id}/revise {"text", "timestamp", "external_id"}`` stores
+  a new version beside the old one (the old one inactive, both searchable); the fixed product ranks the current
+  version first among near-tied versions and reports the first-stage (BM25) score of each; the planted one ranks
+  near-tied versions oldest first.
+
 ``delete_bug`` plants the defect of the triage walkthrough: DELETE only hides a memory from list and get (a
 soft-delete flag the search index never learns about), so search keeps returning deleted memories. Setting it
 back to False is the fixed build (the flag can be flipped on a running server: a redeploy).
@@ -98,6 +113,11 @@ class ProductServer:
     delay: float = 0.0  # seconds every request waits before answering (timeout tests)
     faults: list[Fault] = field(default_factory=list)
     delete_bug: bool = False  # the planted defect: delete hides from list/get, search still finds it
+    shadow_update: bool = False
+    entity_blind: bool = False
+    answer_floor: float = 0.0
+    capacity: int | None = None
+    peers_oldest_first: bool = False
     #: replaces the product's ranking: (query, the namespace's memories by id) -> [(id, reported score)] in the
     #: order the product returns them (a product that reranks after a first-stage score)
     rank: Any = None
@@ -137,11 +157,30 @@ class ProductServer:
             if rest == ["memories"] and method == "POST":
                 if not isinstance(body, dict) or not isinstance(body.get("text"), str):
                     return 400, {"error": "body needs a string 'text'"}
-                mid = f"mem-{self.next_id}"
-                self.next_id += 1
+                mid = self._new_id()
                 store[mid] = {"id": mid, "text": body["text"], "timestamp": str(body.get("timestamp", "")),
-                              "active": True, "external_id": body.get("external_id")}
+                              "active": True, "external_id": body.get("external_id"), "seq": mid}
+                self._evict(store, keep=mid)
                 return 201, {"id": mid, "status": "created"}
+            if len(rest) == 3 and rest[0] == "memories" and rest[2] == "revise" and method == "POST":
+                old = store.get(rest[1])
+                if old is None or old.get("deleted"):
+                    return 404, {"error": f"no memory {rest[1]}"}
+                if not isinstance(body, dict) or not isinstance(body.get("text"), str):
+                    return 400, {"error": "body needs a string 'text'"}
+                mid = self._new_id()
+                old["active"] = False
+                store[mid] = {"id": mid, "text": body["text"], "timestamp": str(body.get("timestamp", "")),
+                              "active": True, "external_id": body.get("external_id"), "revises": old["id"],
+                              "seq": mid}
+                return 201, {"id": mid, "status": "revised"}
+            if rest == ["ask"] and method == "POST":
+                if not isinstance(body, dict) or not isinstance(body.get("question"), str):
+                    return 400, {"error": "body needs a string 'question'"}
+                hits = self._search(store, body["question"], 1)
+                if not hits or hits[0][1] < self.answer_floor:
+                    return 200, {"answer": "No matching note.", "cited": []}
+                return 200, {"answer": store[hits[0][0]]["text"], "cited": [hits[0][0]]}
             if rest == ["memories"] and method == "GET":
                 shown = [dict(m) for m in store.values() if not m.get("deleted")]  # in the order stored
                 return 200, {"memories": shown, "count": len(shown)}
@@ -154,6 +193,9 @@ class ProductServer:
                 if method == "PUT":
                     if not isinstance(body, dict) or not isinstance(body.get("text"), str):
                         return 400, {"error": "body needs a string 'text'"}
+                    if self.shadow_update:  # the old index entry is never dropped: a hidden copy stays searchable
+                        sid = self._new_id()
+                        store[sid] = {**m, "id": sid, "deleted": True, "shadow": True}
                     m["text"] = body["text"]
                     m["timestamp"] = str(body.get("timestamp", m["timestamp"]))
                     return 200, {"id": m["id"], "status": "updated"}
@@ -169,11 +211,7 @@ class ProductServer:
                 k = body.get("top_k", 10)
                 if not isinstance(k, int) or k < 1:
                     return 400, {"error": "top_k must be a positive integer"}
-                # equal scores by the client's own id where it gave one: product ids count across namespaces, so
-                # ordering by them would make a campaign's results depend on what ran on the server before it
-                order = {i: (m.get("external_id") or "", i) for i, m in store.items()}
-                ranked = bm25(body["query"], {i: m["text"] for i, m in store.items()})
-                hits = sorted(ranked, key=lambda x: (-x[1], order[x[0]]))[:k]
+                hits = self._search(store, body["query"], k)
                 if self.rank is not None:
                     hits = list(self.rank(body["query"], store))[:k]
                 return 200, {"results": [{"id": i, "text": store[i]["text"], "score": s} for i, s in hits]}
@@ -186,6 +224,74 @@ class ProductServer:
                 self.namespaces[target] = copy.deepcopy(store)
                 return 201, {"namespace": target, "count": len(store)}
         return 405, {"error": f"{method} not allowed on {path}"}
+
+
+    def _new_id(self) -> str:
+        mid = f"mem-{self.next_id}"
+        self.next_id += 1
+        return mid
+
+    def _evict(self, store: dict[str, dict[str, Any]], keep: str) -> None:
+        """The planted capacity: past it, the oldest stored memory (by timestamp) is dropped, silently."""
+        if self.capacity is None:
+            return
+        shown = [m for m in store.values() if not m.get("deleted")]
+        while len(shown) > self.capacity:
+            victim = min((m for m in shown if m["id"] != keep), key=lambda m: (m["timestamp"], _num(m["id"])))
+            del store[victim["id"]]
+            shown.remove(victim)
+
+    def _search(self, store: dict[str, dict[str, Any]], query: str, k: int) -> list[tuple[str, float]]:
+        """(id, score) best first, the product's order (see the module docstring for the planted variants)."""
+        if self.entity_blind:
+            query = _scrub_names(query)
+        # equal scores by the client's own id where it gave one: product ids count across namespaces, so
+        # ordering by them would make a campaign's results depend on what ran on the server before it; a shadow
+        # (the older index entry) first
+        order = {i: (m.get("external_id") or "", not m.get("shadow"), _num(m.get("seq") or i))
+                 for i, m in store.items()}
+        ranked = bm25(query, {i: m["text"] for i, m in store.items()})
+        hits = sorted(ranked, key=lambda x: (-x[1], order[x[0]]))
+        if any("revises" in m for m in store.values()):
+            hits = self._order_versions(store, hits)
+        return hits[:k]
+
+    def _order_versions(self, store: dict[str, dict[str, Any]], hits: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """Versions of one memory within 10% of the best version's score are near-tied: the fixed product puts
+        the newest first (at the best version's place), the planted one the oldest; scores stay as BM25 gave
+        them."""
+        root: dict[str, str] = {}
+        for i in store:
+            r = i
+            while "revises" in store[r] and store[r]["revises"] in store:
+                r = store[r]["revises"]
+            root[i] = r
+        pos = {i: n for n, (i, _s) in enumerate(hits)}
+        score = dict(hits)
+        keys: dict[str, tuple[int, int]] = {}
+        for i, _s in hits:
+            group = [j for j in score if root[j] == root[i]]
+            best = max(score[j] for j in group)
+            tied = [j for j in group if best - score[j] <= 0.10 * abs(best)]
+            if i not in tied:
+                keys[i] = (pos[i], 0)
+                continue
+            age = sorted(tied, key=lambda j: _num(store[j]["seq"]))  # oldest first
+            if not self.peers_oldest_first:
+                age.reverse()
+            keys[i] = (min(pos[j] for j in tied), age.index(i))
+        return sorted(hits, key=lambda h: keys[h[0]])
+
+
+def _num(mid: str) -> int:
+    return int(mid.rsplit("-", 1)[-1]) if mid.rsplit("-", 1)[-1].isdigit() else 0
+
+
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*(?:['\u2019]s)?\b")
+
+
+def _scrub_names(query: str) -> str:
+    return " ".join(_NAME.sub(" ", query).split())
 
 
 def _make_handler(server: ProductServer) -> type[BaseHTTPRequestHandler]:
@@ -224,8 +330,8 @@ def _make_handler(server: ProductServer) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def start_product_server(token: str, *, delete_bug: bool = False) -> Iterator[ProductServer]:
-    state = ProductServer(token=token, delete_bug=delete_bug)
+def start_product_server(token: str, *, delete_bug: bool = False, **planted: Any) -> Iterator[ProductServer]:
+    state = ProductServer(token=token, delete_bug=delete_bug, **planted)
     with serve_on_loopback(_make_handler(state)) as port:
         state.port = port
         yield state

@@ -1357,6 +1357,8 @@ class Campaign:
                                  step=self.step)
         if not proposal.valid:
             self.progress.mutants_rejected += 1
+            if proposal.finding is not None:  # the system changed more than asked: a state-level failure, apart
+                self.oracle.state_failure(mutant, parent, proposal.finding, parent_ex)  # from the scheduler
             return StepOutcome(valid=False, final=True) if proposal.final else NO_MUTANT
         self.progress.mutants_valid += 1
         if proposal.unjudged:

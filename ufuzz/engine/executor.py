@@ -26,6 +26,7 @@ from typing import Any
 
 from ufuzz.backends.protocol import Answer, BackendError, MemoryBackend, StateHandle, StoredMemory
 from ufuzz.backends.responders import BACKEND, Responder
+from ufuzz.engine.identify import Identities, identify
 from ufuzz.lru import LRU
 from ufuzz.model import Checkpoint, Execution, FuzzCase, StateOp
 from ufuzz.oracles.matching import is_abstention
@@ -89,6 +90,7 @@ class Executor:
         self.evictions = 0
         self._cache: LRU[tuple[str, str], Execution] = LRU(max_parent_executions)
         self.listings: LRU[str, tuple[StoredMemory, ...]] = LRU(MAX_LISTINGS)
+        self._identities: LRU[str, Identities] = LRU(MAX_LISTINGS)  # case lineages by state key (identify)
         self.forks = 0
         self.rebuilds = 0
         self.faults: list[tuple[str, str]] = []  # (operation, message) of backend faults nothing waited for
@@ -184,9 +186,13 @@ class Executor:
         try:
             got = self.backend.retrieve(state, case.query.text, self.k)
             ex.top_ids = [r.id for r in got]
+            ids = identify(case, got, self.checkpoints.get(case.checkpoint_id), self._identities)
+            if ids is not None:  # a result identified by its text as another memory of the case
+                ex.native_ids = [r.native_id or r.id for r in got]
+                ex.top_ids = ids
             ex.top_scores = [float(r.score) for r in got]
             ex.top_texts = [r.text for r in got]
-            if any(r.native_id is not None for r in got):  # a backend with ids of its own (HTTP products)
+            if ex.native_ids is None and any(r.native_id is not None for r in got):  # ids of its own (HTTP)
                 ex.native_ids = [r.native_id or r.id for r in got]
             resp = self.backend.answer(state, case.query.text, got) if self.answers else None
             if isinstance(resp, Answer):

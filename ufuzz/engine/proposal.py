@@ -15,7 +15,8 @@ from typing import Any
 
 from ufuzz.backends.protocol import BackendError
 from ufuzz.model import FuzzCase, Reference
-from ufuzz.operators.base import Mutation, Operator, Rejected, StateView
+from ufuzz.operators import sideeffects
+from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 
 __all__ = ["Proposal", "propose"]
 
@@ -34,6 +35,9 @@ class Proposal:
     adopted: bool = False  # the fork became a retained mutant's live state: not released
     final: bool = False  # rejected, and no other try can go otherwise (the operator's move is deterministic)
     unjudged: bool = False  # valid, but none of its checks can fail here: not executed
+    #: a side effect the state operation's verification saw (an ``operators.sideeffects.Finding``): rejected as
+    #: a test, recorded as a failure of the state level
+    finding: Any = None
 
 
 def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target: str, obligation: Any,
@@ -50,9 +54,11 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
             proposal.handle = executor.fork(parent)
         view = StateView(executor.backend, proposal.handle, listings=executor.listings,
                          key=parent.state_key) if op.kind == "state" else None
+        if view is not None:
+            view.remember_before()
         mutation = op.mutate(parent, reference, target, rng, view)
-        verdict = op.validate(parent, mutation, view)
-        ok, reason = verdict.ok, verdict.reason
+        verdict = _side_effect(view, mutation) or op.validate(parent, mutation, view)
+        ok, reason, proposal.finding = verdict.ok, verdict.reason, verdict.finding
     except Rejected as exc:
         reason = str(exc)
     except (BackendError, NotImplementedError) as exc:
@@ -70,3 +76,12 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
     proposal.mutation = mutation if proposal.valid else None
     proposal.final = not proposal.valid and not op.varies(parent, target)
     return proposal
+
+
+def _side_effect(view: StateView | None, mutation: Mutation) -> Verdict | None:
+    """A rejection with a state-level finding when the operation changed the state beyond what it asked for
+    (listing before vs after, :mod:`ufuzz.operators.sideeffects`); None otherwise (the operator validates)."""
+    if view is None or view.before is None or not mutation.ops:
+        return None
+    finding = sideeffects.find(view.before, view.list(), mutation.ops, mutation.results)
+    return Verdict.side_effect(finding) if finding is not None else None

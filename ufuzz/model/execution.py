@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+#: the suffix of a result identified by its text as a version an in-place update overwrote (``m3@overwritten``):
+#: the product returned text it was told to replace (:mod:`ufuzz.engine.identify`)
+OVERWRITTEN = "@overwritten"
+
 
 @dataclass
 class Execution:

@@ -33,17 +33,30 @@ class StateView:
         self._state = state
         self._listings = listings
         self._key = key if listings is not None else None
+        self._written = False
+        #: the state's listing before the first write through this view, once something listed it
+        #: (:meth:`remember_before`): what a side effect is measured against (:mod:`ufuzz.operators.sideeffects`)
+        self.before: list[StoredMemory] | None = None
+
+    def remember_before(self) -> None:
+        """Keep the listing of the state as it is now (before this view's first write)."""
+        if not self._written:
+            self.list()
+
+    def _write(self) -> None:
+        self._key = None
+        self._written = True
 
     def add(self, memory: Memory) -> OpResult:
-        self._key = None
+        self._write()
         return self._backend.add(self._state, memory)
 
     def update(self, memory_id: str, new: Memory) -> OpResult:
-        self._key = None
+        self._write()
         return self._backend.update(self._state, memory_id, new)
 
     def delete(self, memory_id: str) -> OpResult:
-        self._key = None
+        self._write()
         return self._backend.delete(self._state, memory_id)
 
     def get(self, memory_id: str) -> StoredMemory | None:
@@ -51,12 +64,16 @@ class StateView:
 
     def list(self) -> list[StoredMemory]:
         if self._key is None:
-            return self._backend.list(self._state)
-        hit = self._listings.get(self._key)
-        if hit is None:
-            hit = tuple(self._backend.list(self._state))
-            self._listings[self._key] = hit
-        return list(hit)
+            got = self._backend.list(self._state)
+        else:
+            hit = self._listings.get(self._key)
+            if hit is None:
+                hit = tuple(self._backend.list(self._state))
+                self._listings[self._key] = hit
+            got = list(hit)
+        if not self._written and self.before is None:
+            self.before = list(got)
+        return got
 
 
 @dataclass(frozen=True)
@@ -79,6 +96,13 @@ class Verdict:
     ok: bool
     reason: str = ""
     checks: tuple[str, ...] = field(default_factory=tuple)
+    #: a change the system made beyond the operation (a :class:`~ufuzz.operators.sideeffects.Finding`): the
+    #: mutant is not a test, but the change is a failure of the ``state`` level
+    finding: Any = None
+
+    @classmethod
+    def side_effect(cls, finding: Any) -> Verdict:
+        return cls(False, finding.reason, finding=finding)
 
     @classmethod
     def accept(cls, *checks: str) -> Verdict:

@@ -9,7 +9,8 @@ the same for every operator and depend only on the level:
   ``deleted_evidence_retrieved`` — a memory the case deleted is among the results;
   ``missing_evidence`` — no supporting memory among them (answerable reference);
   ``stale_ranked_above_valid`` — an invalidated (superseded, deleted, decoy) memory ranked above every
-  supporting one; ``unsupported_retrieved`` — for an abstaining reference, an invalidated memory returned at
+  supporting one (a result is the memory its text is, whatever id it came under: :mod:`ufuzz.engine.identify`;
+  a version an in-place update overwrote counts as invalidated); ``unsupported_retrieved`` — for an abstaining reference, an invalidated memory returned at
   or above the backend's *own* relevance threshold. Only where the backend declares such a threshold does this
   last check apply, and then only results scored at or above it count as retrieved at all.
 * **response** (judged only when the system under test responded — its own answer, or an answerer the user
@@ -25,9 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ufuzz.model import Execution, Reference
+from ufuzz.model.execution import OVERWRITTEN
 from ufuzz.oracles.matching import contains_answer, is_abstention
 
 SELECTION, RESPONSE = "selection", "response"
+#: the level of a state operation's side effect, found by its verification before any retrieval
+#: (:mod:`ufuzz.operators.sideeffects`); never a level an execution is judged at
+STATE = "state"
 LEVELS = (SELECTION, RESPONSE)
 SELECTION_KINDS = ("deleted_evidence_retrieved", "missing_evidence", "stale_ranked_above_valid",
                    "unsupported_retrieved")
@@ -70,7 +75,7 @@ def selection(ref: Reference, ex: Execution, deleted: tuple[str, ...] = (),
     gone = set(deleted)
     if any(i in gone for i in top):
         return fail("deleted_evidence_retrieved", [i for i in top if i in gone])
-    invalid = set(ref.invalidated)
+    invalid = set(ref.invalidated) | _overwritten(top, ref)
     if not ref.abstain:
         support = [r for r, i in enumerate(top) if i in set(ref.supporting)]
         if not support:
@@ -81,6 +86,13 @@ def selection(ref: Reference, ex: Execution, deleted: tuple[str, ...] = (),
     elif threshold is not None and any(i in invalid for i in top):
         return fail("unsupported_retrieved", [i for i in top if i in invalid])
     return Outcome(True, SELECTION, detail=info)
+
+
+def _overwritten(top: list[str], ref: Reference) -> set[str]:
+    """Results identified as a version an in-place update overwrote (``m3@overwritten``, see
+    :mod:`ufuzz.engine.identify`) of a memory this question's reference names: out-of-date evidence of it."""
+    named = set(ref.supporting) | set(ref.invalidated)
+    return {i for i in top if i.endswith(OVERWRITTEN) and i[:-len(OVERWRITTEN)] in named}
 
 
 def _takes_rubric(judge: JudgeFn) -> bool:

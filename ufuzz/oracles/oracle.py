@@ -29,6 +29,7 @@ from ufuzz.oracles.verdict import (
     failure,
     first_failure,
     judge_case,
+    state_failure,
 )
 
 #: runs (or returns the cached) execution of a seed case by id; None when it could not run
@@ -163,6 +164,14 @@ class Oracle:
         f = mutant.query.fields
         sid = self._twins.get((mutant.checkpoint_id, f.entity, f.attribute, f.scope, f.answerable))
         return self._seeds[sid] if sid is not None and sid != parent.id else None
+
+    def state_failure(self, mutant: FuzzCase, parent: FuzzCase, finding: Any,
+                      parent_ex: Execution | None = None) -> str:
+        """Record what a state mutant's verification saw the system change beyond its operation (a failure of
+        the state level; the mutant itself is not a test). Returns the failure key."""
+        f = state_failure(mutant, parent, finding, parent_ex)
+        self._sink(f, self._refs.get(parent.id) or self._refs.get(mutant.id))
+        return f.key
 
     def check(self, mutant: FuzzCase, ex: Execution, parent: FuzzCase, parent_ex: Execution,
               run_seed: SeedRunner | None = None) -> str | None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from ufuzz.backends.responders import counts_for_system
 from ufuzz.model import Execution, FuzzCase, Reference
-from ufuzz.oracles.expectations import LEVELS, SELECTION, JudgeFn, Outcome, response, selection
+from ufuzz.oracles.expectations import LEVELS, SELECTION, STATE, JudgeFn, Outcome, response, selection
 
 MUTANT, BASELINE = "mutant", "baseline"
 
@@ -166,6 +166,23 @@ def failure(mutant: FuzzCase, out: Outcome, ex: Execution, parent_ex: Execution)
         detail={**out.detail, "query": ex.query, "parent_query": parent_ex.query, "mutation": mutant.detail,
                 "parent_response": parent_ex.response, "parent_top_ids": list(parent_ex.top_ids),
                 "top_scores": list(ex.top_scores), **_cited(ex), **_cited(parent_ex, "parent_")})
+
+
+def state_failure(mutant: FuzzCase, parent: FuzzCase, finding: Any, parent_ex: Execution | None = None) -> Failure:
+    """A state operation that changed the state beyond what it asked for (an
+    :class:`~ufuzz.operators.sideeffects.Finding`, seen by the operator's verification through get/list, before
+    any retrieval): a failure of the ``state`` level, caused by the mutation, keyed like any other (its cause
+    ignores the question: one side effect of one operation on the memories it hit, whichever seed reached it)."""
+    target = mutant.obligation.target if mutant.obligation else ""
+    kind, offending = finding.kind, tuple(finding.memories)
+    return Failure(
+        key=failure_key(mutant.seed_id, mutant.operator or "", target, kind, STATE, offending),
+        case_id=mutant.id, seed_id=mutant.seed_id, operator=mutant.operator or "", target=target, kind=kind,
+        stage=STATE, offending=offending, cause=_sha([mutant.operator or "", kind, STATE, target, _ids(offending)]),
+        detail={"reason": finding.reason, "changes": [dict(c) for c in finding.changes],
+                "operations": [o.to_dict() for o in mutant.ops[len(parent.ops):]], "query": mutant.query.text,
+                "mutation": mutant.detail,
+                "parent_top_ids": list(parent_ex.top_ids) if parent_ex is not None else []})
 
 
 def baseline_failure(seed: FuzzCase, out: Outcome, ex: Execution, reason: str) -> Failure:

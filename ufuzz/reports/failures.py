@@ -21,6 +21,7 @@ from ufuzz.corpus.baseline import BaselineVerdict, counts_as_system_failure
 from ufuzz.corpus.campaign import CampaignData, case_of, select_failures
 from ufuzz.corpus.store import CorpusStore
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference, StateOp
+from ufuzz.model.execution import OVERWRITTEN
 from ufuzz.oracles.classes import class_of
 from ufuzz.oracles.verdict import normalise_id
 
@@ -191,7 +192,8 @@ def _pick_execution(records: list[Any], state_key: str, before: int | None) -> A
     return (good or [r for r in records if r.execution.error is None] or records or [None])[-1]
 
 
-def _execution_view(rec: Any, ref: Reference | None, deleted: set[str], offending: set[str]) -> dict[str, Any] | None:
+def _execution_view(rec: Any, ref: Reference | None, deleted: set[str], offending: set[str],
+                    known: set[str] | None = None) -> dict[str, Any] | None:
     if rec is None:
         return None
     ex: Execution = rec.execution
@@ -207,6 +209,10 @@ def _execution_view(rec: Any, ref: Reference | None, deleted: set[str], offendin
             marks.append("deleted")
         if mid in offending:
             marks.append("offending")
+        if mid.endswith(OVERWRITTEN):  # identified by its text as a version an in-place update overwrote
+            marks.append("overwritten")
+        elif known is not None and mid not in known and mid not in deleted:
+            marks.append("unknown")  # neither its id nor its text is a memory of this case
         top.append({"rank": rank, "id": mid, "native_id": native[rank - 1] if rank - 1 < len(native) else None,
                     "score": score, "text": text, "marks": marks})
     return {"seq": rec.seq, "query": ex.query, "top": top, "response": ex.response,
@@ -220,7 +226,7 @@ def _case_view(case: FuzzCase | None, ref: Reference | None, rec: Any, deleted: 
     return {"id": case.id, "operator": case.operator, "depth": case.depth, "query": case.query.text,
             "fields": case.query.fields.to_dict(), "ops": len(case.ops), "detail": case.detail,
             "reference": ref.to_dict() if ref is not None else None,
-            "execution": _execution_view(rec, ref, deleted, offending)}
+            "execution": _execution_view(rec, ref, deleted, offending, set(case.provenance.memory_ids))}
 
 
 def _commands(campaign_dir: str, key: str, backend: str, db: str | None) -> dict[str, str]:

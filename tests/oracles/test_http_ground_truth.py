@@ -1,0 +1,110 @@
+"""Ground truth on the generic HTTP adapter (issue 23): a memory product over REST (tests/support/
+http_product_server.py: its own ids, BM25 search, an ask endpoint) with the five planted defect kinds the issue
+found barely seen or not at all, each beside the fixed build, fuzzed by a real campaign (budget 300, seed 1) on
+the plain world (:mod:`tests.support.planted_world`).
+
+For every defect: the planted build shows failures of its class, the fixed build none of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.http_product_server import start_product_server
+from tests.support.planted_world import PATH as WORLD
+from ufuzz.engine.campaign import Campaign, CampaignConfig
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "product.toml"
+TOKEN = "tok-ground-truth-7c1e"
+
+#: the ask endpoint as an [answer] operation; the product says "No matching note." when it has nothing
+ANSWER = '''
+[answer]
+method = "POST"
+path = "/v1/ns/{namespace}/ask"
+body = { question = "{query}" }
+text = "$.answer"
+cited = "$.cited[*]"
+abstain_phrases = ["No matching note."]
+'''
+
+#: versions kept beside the old one (append policy) through the product's revise endpoint
+REVISE = '''
+[update]
+method = "POST"
+path = "/v1/ns/{namespace}/memories/{id}/revise"
+body = { text = "{text}", timestamp = "{timestamp}", external_id = "{new_id}" }
+policy = "append"
+id = "$.id"
+'''
+
+
+@dataclass(frozen=True)
+class Defect:
+    planted: dict[str, Any]  # the server's flags of the planted build
+    fixed: dict[str, Any]  # ... and of the fixed one
+    kinds: tuple[str, ...]  # the failures of its class
+    operators: tuple[str, ...]  # the operators (or operator:target) that expose it
+    extra: str = ""  # TOML added to the example config
+    stage: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    k: int = 5
+
+
+DEFECTS: dict[str, Defect] = {
+    # the old text of an update stays searchable under a new internal id list/get never show
+    "shadow-update": Defect({"shadow_update": True}, {}, ("stale_ranked_above_valid",), ("update",)),
+    # search ignores the names in the question
+    "entity-blind": Defect({"entity_blind": True}, {}, ("missing_evidence", "stale_ranked_above_valid"),
+                           ("target_change",), k=2),
+    # the ask endpoint answers below any sensible relevance
+    "low-answer-floor": Defect({"answer_floor": 0.0}, {"answer_floor": 1.0}, ("unsupported_answer",),
+                               ("unsupported",), extra=ANSWER),
+    # an unrelated add silently evicts the oldest memory
+    "add-evicts": Defect({"capacity": 5}, {}, ("collateral_removal",), ("unrelated_edit",), stage="state"),
+    # updated versions kept as peers, near ties ranked oldest first
+    "version-peers": Defect({"peers_oldest_first": True}, {}, ("stale_ranked_above_valid",), ("update",),
+                            extra=REVISE),
+}
+
+
+def _config(tmp: Path, base_url: str, extra: str) -> Path:
+    text = EXAMPLE.read_text().replace('base_url = "http://127.0.0.1:8080"', f'base_url = "{base_url}"')
+    if "[update]" in extra:  # replace the example's in-place update
+        head, _, rest = text.partition("[update]")
+        text = head + rest[rest.index("[delete]"):]
+    path = tmp / "product.toml"
+    path.write_text(text + extra)
+    return path
+
+
+def _run(defect: Defect, flags: dict[str, Any], out: Path, monkeypatch) -> list:
+    monkeypatch.setenv("PRODUCT_API_TOKEN", TOKEN)
+    with start_product_server(TOKEN, **flags) as srv:
+        cfg = _config(out.parent, srv.base_url, defect.extra)
+        c = Campaign(CampaignConfig(backend="http", backend_options={"config": str(cfg), **defect.options},
+                                    seeds=str(WORLD), k=defect.k, budget=300, seed=1, out=str(out)))
+        summary = c.run()
+    assert summary["status"] == "budget_spent" and summary["errors"] == 0, summary
+    return [f for _, f in c.failure_log]
+
+
+def _of_class(defect: Defect, failures: list) -> list:
+    return [f for f in failures if f.kind in defect.kinds and f.operator in defect.operators
+            and (defect.stage is None or f.stage == defect.stage)]
+
+
+@pytest.mark.parametrize("name", list(DEFECTS))
+def test_planted_product_defect_found_fixed_build_clean(name, tmp_path, monkeypatch):
+    defect = DEFECTS[name]
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "good").mkdir()
+    bad = _run(defect, defect.planted, tmp_path / "bad" / "c", monkeypatch)
+    good = _run(defect, defect.fixed, tmp_path / "good" / "c", monkeypatch)
+    found = _of_class(defect, bad)
+    assert found, f"{name}: no failure of its class; got {sorted({(f.operator, f.stage, f.kind) for f in bad})}"
+    assert not _of_class(defect, good), f"{name}: the fixed build fails its class: {_of_class(defect, good)[:3]}"

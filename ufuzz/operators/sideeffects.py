@@ -1,0 +1,93 @@
+"""Side effects: what a state operation changed beyond what it asked for, seen through get/list only.
+
+A state operator's validator compares the state's listing before its operation (the parent's state) with the
+listing after it. Every memory the operation did not name — not its target, not what the backend reported as
+written, superseded or removed by it — must be as it was: still stored, with the same text and the same
+activity; and nothing else may appear. What differs is a change the *system* made on its own (the paper's
+non-interference failure): an add that evicts the oldest memory, an update that leaves a duplicate of the old
+text, a delete that removes another memory. It is found before any retrieval, never from one, and recorded as
+a failure of the ``state`` level (:class:`~ufuzz.operators.base.Verdict` ``finding``) — apart from the
+rejections caused by the fuzzer's own choices (an edit that turns out query-relevant, a value not written),
+which stay plain rejections.
+
+Kinds (most serious first, one per finding): ``collateral_removal`` (a memory gone), ``collateral_rewrite`` (its
+text changed), ``collateral_deactivation`` (active before, inactive after), ``duplicate_left`` (a new memory
+carrying the old text of the updated one), ``unrequested_memory`` (any other new memory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ufuzz.backends.protocol import OpResult, StoredMemory
+from ufuzz.model import StateOp
+
+__all__ = ["KINDS", "STATE", "Finding", "find", "touched_by"]
+
+STATE = "state"
+KINDS = ("collateral_removal", "collateral_rewrite", "collateral_deactivation", "duplicate_left",
+         "unrequested_memory")
+_CHANGE_KIND = {"removed": "collateral_removal", "rewritten": "collateral_rewrite",
+                "deactivated": "collateral_deactivation", "duplicate": "duplicate_left",
+                "added": "unrequested_memory"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A change the system made beyond the operation: its kind, the memories concerned and what changed."""
+
+    kind: str
+    memories: tuple[str, ...]
+    changes: tuple[dict[str, Any], ...]
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "memories": list(self.memories), "changes": [dict(c) for c in self.changes],
+                "reason": self.reason}
+
+
+def touched_by(ops: Sequence[StateOp], results: Sequence[OpResult]) -> set[str]:
+    """The ids the operations named or the backend reported writing, superseding or removing."""
+    ids: set[str] = set()
+    for op in ops:
+        if op.target:
+            ids.add(op.target)
+        if op.memory is not None:
+            ids.add(op.memory.id)
+    for res in results:
+        if res.target:
+            ids.add(res.target)
+        ids.update(res.written, res.superseded, res.removed)
+    return ids
+
+
+def find(before: Iterable[StoredMemory], after: Iterable[StoredMemory], ops: Sequence[StateOp],
+         results: Sequence[OpResult]) -> Finding | None:
+    """The side effect of ``ops`` (with the backend's ``results``) from listing ``before`` to ``after``, if any."""
+    old = {m.id: m for m in before}
+    new = {m.id: m for m in after}
+    touched = touched_by(ops, results)
+    old_texts = {old[op.target].text for op in ops if op.op == "update" and op.target in old}
+    changes: list[dict[str, Any]] = []
+    for mid in sorted(set(old) - touched):
+        was, now = old[mid], new.get(mid)
+        if now is None:
+            changes.append({"memory": mid, "change": "removed", "before": was.text})
+        elif now.text != was.text:
+            changes.append({"memory": mid, "change": "rewritten", "before": was.text, "after": now.text})
+        elif was.active and not now.active:
+            changes.append({"memory": mid, "change": "deactivated", "before": was.text})
+    for mid in sorted(set(new) - set(old) - touched):
+        text = new[mid].text
+        changes.append({"memory": mid, "change": "duplicate" if text in old_texts else "added", "after": text})
+    if not changes:
+        return None
+    order = list(_CHANGE_KIND)
+    worst = min(changes, key=lambda c: order.index(c["change"]))["change"]
+    kind = _CHANGE_KIND[worst]
+    ids = tuple(c["memory"] for c in changes if c["change"] == worst)
+    what = ", ".join(f"{c['memory']} {c['change']}" for c in changes[:4]) + (" ..." if len(changes) > 4 else "")
+    verb = {o.op for o in ops}
+    return Finding(kind, ids, tuple(changes), f"the {'/'.join(sorted(verb))} changed more than it asked: {what}")
