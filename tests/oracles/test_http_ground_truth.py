@@ -58,9 +58,10 @@ class Defect:
 DEFECTS: dict[str, Defect] = {
     # the old text of an update stays searchable under a new internal id list/get never show
     "shadow-update": Defect({"shadow_update": True}, {}, ("stale_ranked_above_valid",), ("update",)),
-    # search ignores the names in the question
+    # search ignores the names in the question: a question about another entity gets the same results (on the
+    # plain world every entity has a seed of its own, so most show as the seeds' own baseline failures: operator "")
     "entity-blind": Defect({"entity_blind": True}, {}, ("missing_evidence", "stale_ranked_above_valid"),
-                           ("target_change",), k=2),
+                           ("target_change", ""), k=2),
     # the ask endpoint answers below any sensible relevance
     "low-answer-floor": Defect({"answer_floor": 0.0}, {"answer_floor": 1.0}, ("unsupported_answer",),
                                ("unsupported",), extra=ANSWER),
@@ -90,11 +91,11 @@ def _run(defect: Defect, flags: dict[str, Any], out: Path, monkeypatch) -> list:
                                     seeds=str(WORLD), k=defect.k, budget=300, seed=1, out=str(out)))
         summary = c.run()
     assert summary["status"] == "budget_spent" and summary["errors"] == 0, summary
-    return [f for _, f in c.failure_log]
+    return [f for f in c.failures.failures() if f.counts]  # mutant and baseline failures of the system
 
 
 def _of_class(defect: Defect, failures: list) -> list:
-    return [f for f in failures if f.kind in defect.kinds and f.operator in defect.operators
+    return [f for f in failures if f.kind in defect.kinds and (f.operator or "") in defect.operators
             and (defect.stage is None or f.stage == defect.stage)]
 
 
@@ -106,5 +107,5 @@ def test_planted_product_defect_found_fixed_build_clean(name, tmp_path, monkeypa
     bad = _run(defect, defect.planted, tmp_path / "bad" / "c", monkeypatch)
     good = _run(defect, defect.fixed, tmp_path / "good" / "c", monkeypatch)
     found = _of_class(defect, bad)
-    assert found, f"{name}: no failure of its class; got {sorted({(f.operator, f.stage, f.kind) for f in bad})}"
+    assert found, f"{name}: no failure of its class; got {sorted({(f.operator or '', f.stage, f.kind) for f in bad})}"
     assert not _of_class(defect, good), f"{name}: the fixed build fails its class: {_of_class(defect, good)[:3]}"

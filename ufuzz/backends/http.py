@@ -28,9 +28,14 @@ is replaced by the typed value) and JSON paths to the response fields:
 * search: ``ids`` (required), ``texts``, ``scores`` (all wildcard paths, e.g. ``$.results[*].id``); the
   results are judged in the order the product returns them (its first k), never re-sorted by score
 * answer: ``text`` (required: the product's response to the question ``{query}``), ``cited`` (a wildcard
-  path to the product ids of the memories the response cites, if it says)
+  path to the product ids of the memories the response cites, if it says); ``abstain_phrases`` (what the
+  product says when it has no answer, e.g. ``["No matching note."]``: matched as whole words) and
+  ``abstain_defaults`` (default true: the built-in phrases of :mod:`ufuzz.oracles.matching` count too; false
+  for a product whose real answers may say "unknown")
 * get: ``text`` (required), ``timestamp``, ``active``; ``not_found`` statuses (default ``[404]``) mean None
-* list: ``ids``, ``texts`` (required), ``timestamps``, ``actives``
+* list: ``ids``, ``texts`` (required), ``timestamps``, ``actives``; pagination: ``next`` (a one-value path to
+  the next page's path or URL on ``base_url``) or ``cursor`` (a one-value path to an opaque cursor, sent back as
+  ``?{cursor_param}=...``, default ``cursor``), ``max_pages`` (default 1000); a null or empty link ends it
 * update: ``policy`` = ``rewrite`` (in place, the default) or ``append`` (``{new_id}`` holds the new
   version, the old one stays as superseded), ``id`` (the product's id of the written memory)
 
@@ -67,7 +72,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -250,6 +255,9 @@ _PATH_KEYS: dict[str, dict[str, bool]] = {
     "drop": {},
 }
 _OTHER_KEYS = {"method", "path", "body", "not_found", "policy"}
+#: keys of one operation only
+_OWN_KEYS = {"answer": {"abstain_phrases", "abstain_defaults"}, "list": {"next", "cursor", "cursor_param",
+                                                                        "max_pages"}}
 _TOP_KEYS = {"base_url", "name", "timeout", "retries", "retry_backoff", "deterministic", "abstain_threshold",
              "headers", "auth", "namespace", *REQUIRED_OPS, *OPTIONAL_OPS}
 _TABLES = {"headers", "auth", "namespace", *REQUIRED_OPS, *OPTIONAL_OPS}
@@ -264,6 +272,7 @@ class Operation:
     paths: dict[str, JsonPath] = field(default_factory=dict)
     not_found: tuple[int, ...] = (404,)
     policy: str = "rewrite"
+    extra: dict[str, Any] = field(default_factory=dict)  # the operation's own keys (_OWN_KEYS), checked
 
 
 @dataclass(frozen=True)
@@ -327,6 +336,12 @@ class _Operation(StrictModel):
     timestamps: str | None = None
     actives: str | None = None
     cited: str | None = None
+    abstain_phrases: list[Text(500)] | None = None
+    abstain_defaults: bool | None = None
+    next: str | None = None
+    cursor: str | None = None
+    cursor_param: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.~-]+$", max_length=100)] | None = None
+    max_pages: int | None = Field(default=None, ge=1, le=100000)
 
 
 class ProductModel(StrictModel):
@@ -452,10 +467,11 @@ def parse_config(raw: dict[str, Any], src: str = "product.toml", base_url: str |
 def _parse_op(name: str, t: dict[str, Any], err: Any) -> Operation:
     where = f"[{name}]"
     keys = _PATH_KEYS[name]
-    bad = sorted(set(t) - _OTHER_KEYS - set(keys))
+    own = _OWN_KEYS.get(name, set())
+    bad = sorted(set(t) - _OTHER_KEYS - set(keys) - own)
     if bad:
         raise err(where, f"unknown key(s) {', '.join(map(repr, bad))}; known: "
-                         f"{', '.join(sorted(_OTHER_KEYS | set(keys)))}")
+                         f"{', '.join(sorted(_OTHER_KEYS | set(keys) | own))}")
     if "path" not in t:
         raise err(where, "missing 'path'")
     path = t["path"]
@@ -500,7 +516,36 @@ def _parse_op(name: str, t: dict[str, Any], err: Any) -> Operation:
         raise err(where, "'policy' is only meaningful in [update]")
     if policy not in ("rewrite", "append"):
         raise err(where, f"'policy' must be 'rewrite' or 'append', got {policy!r}")
-    return Operation(name, method.upper(), path, body, paths, tuple(nf), policy)
+    extra = {k: t[k] for k in own if k in t}
+    if "abstain_phrases" in extra:
+        if not all(isinstance(p, str) and re.search(r"\w", p) for p in extra["abstain_phrases"]):
+            raise err(where, "'abstain_phrases' must be a list of phrases with words in them")
+        extra["abstain_phrases"] = tuple(extra["abstain_phrases"])
+    if name == "list":
+        extra.update(_parse_pagination(extra, path, err))
+    return Operation(name, method.upper(), path, body, paths, tuple(nf), policy, extra)
+
+
+def _parse_pagination(t: dict[str, Any], path: str, err: Any) -> dict[str, Any]:
+    """``[list]`` pagination: ``next`` (a JSON path to the next page's URL or path; absent, null or empty on the
+    last page) or ``cursor`` (a JSON path to an opaque cursor, sent back as the query parameter
+    ``cursor_param``, default ``cursor``); ``max_pages`` (default 1000) stops a product that never ends."""
+    if "next" in t and "cursor" in t:
+        raise err("[list]", "give 'next' (a link to the next page) or 'cursor', not both")
+    if "cursor_param" in t and "cursor" not in t:
+        raise err("[list]", "'cursor_param' needs 'cursor' (a JSON path to the cursor in each page)")
+    out: dict[str, Any] = {"max_pages": int(t.get("max_pages", 1000))}
+    for key in ("next", "cursor"):
+        if key in t:
+            try:
+                jp = JsonPath.parse(t[key])
+            except ValueError as exc:
+                raise err("[list]", f"{key}: {exc}") from None
+            if jp.multi:
+                raise err("[list]", f"{key}: {jp.text!r} must select one value, not a list (no [*])")
+            out[key] = jp
+    out["cursor_param"] = str(t.get("cursor_param", "cursor"))
+    return out
 
 
 # -- the adapter -------------------------------------------------------------------------------------------
@@ -523,6 +568,30 @@ def _render(template: Any, values: dict[str, Any], quote: bool = False) -> Any:
     if isinstance(template, list):
         return [_render(v, values) for v in template]
     return template
+
+
+def _with_options(cfg: ProductConfig, settings: dict[str, Any]) -> ProductConfig:
+    """``cfg`` with the judging settings given as options (``--opt abstain_threshold=0.4``) in place of the
+    file's."""
+    if settings.get("abstain_threshold") is not None:
+        cfg = replace(cfg, abstain_threshold=float(settings["abstain_threshold"]))
+    extra: dict[str, Any] = {}
+    if settings.get("abstain_phrases") is not None:
+        phrases = tuple(p.strip() for p in str(settings["abstain_phrases"]).split("|") if p.strip())
+        if not phrases or not all(re.search(r"\w", p) for p in phrases):
+            raise ValueError(f"http backend: option abstain_phrases: no phrase with words in "
+                             f"{settings['abstain_phrases']!r} (phrases are separated by '|')")
+        extra["abstain_phrases"] = phrases
+    if settings.get("abstain_defaults") is not None:
+        extra["abstain_defaults"] = bool(settings["abstain_defaults"])
+    if extra:
+        if "answer" not in cfg.ops:
+            raise ValueError(f"http backend: option(s) {', '.join(sorted(extra))} need an [answer] operation "
+                             f"in {cfg.source} (they say how the product's own answer abstains)")
+        ops = dict(cfg.ops)
+        ops["answer"] = replace(ops["answer"], extra={**ops["answer"].extra, **extra})
+        cfg = replace(cfg, ops=ops)
+    return cfg
 
 
 @dataclass
@@ -603,12 +672,19 @@ class HttpBackend(MemoryBackend):
         Option("config", required=True, help="path of the product TOML file, set by --config FILE; "
                                              "see examples/product.toml"),
         Option("base_url", url=True, help="overrides the file's base_url"),
+        # the judging settings a product TOML holds, so that one file serves every run (--opt overrides it)
+        Option("abstain_threshold", float, help="overrides the file's abstain_threshold (the product's own "
+                                                "relevance cut-off)"),
+        Option("abstain_phrases", help="overrides [answer] abstain_phrases: the product's abstention phrases, "
+                                       "separated by '|' (e.g. 'No matching note.|Nothing found')"),
+        Option("abstain_defaults", bool, help="overrides [answer] abstain_defaults (false: only the product's "
+                                              "own phrases count as abstention)"),
     )
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)
         self.config_path = Path(self.settings["config"])
-        self.config = load_config(self.config_path, self.settings["base_url"])
+        self.config = _with_options(load_config(self.config_path, self.settings["base_url"]), self.settings)
         self._secret: str | None = None
         if self.config.auth_env:
             secret = os.environ.get(self.config.auth_env)
@@ -645,6 +721,10 @@ class HttpBackend(MemoryBackend):
                             answers="answer" in ops,
                             deterministic=self.config.deterministic,
                             relevance_threshold=self.config.abstain_threshold,
+                            abstain_phrases=tuple(ops["answer"].extra.get("abstain_phrases", ()))
+                            if "answer" in ops else (),
+                            abstain_defaults=bool(ops["answer"].extra.get("abstain_defaults", True))
+                            if "answer" in ops else True,
                             reader_threshold=self.config.abstain_threshold, notes="; ".join(notes))
 
     @classmethod
@@ -677,11 +757,13 @@ class HttpBackend(MemoryBackend):
         cls = BackendUnreachable if unreachable else BackendError
         return cls(self._mask(f"http backend ({self.config.source}): {op}: {msg}"))
 
-    def _request(self, op_name: str, values: dict[str, Any], not_found_ok: bool = False) -> tuple[int, Any]:
+    def _request(self, op_name: str, values: dict[str, Any], not_found_ok: bool = False,
+                 path: str | None = None) -> tuple[int, Any]:
         """(status, parsed JSON or None). With ``not_found_ok``, a status in the op's ``not_found`` list
-        raises _HttpStatus (the caller reports "no such memory"); every other failure is a BackendError."""
+        raises _HttpStatus (the caller reports "no such memory"); every other failure is a BackendError.
+        ``path`` replaces the op's rendered path (a list's next page)."""
         op = self.config.ops[op_name]
-        path = _render(op.path, values, quote=True)
+        path = _render(op.path, values, quote=True) if path is None else path
         url = self.config.base_url + path
         data = None
         headers = {"Accept": "application/json", "User-Agent": "ufuzz-http-backend"}
@@ -961,11 +1043,18 @@ class HttpBackend(MemoryBackend):
     def list(self, state: StateHandle) -> list[StoredMemory]:
         with self._lock:
             st = self._states.get(state, "list")
-            _status, doc = self._request("list", {"namespace": st.namespace})
-            ids = self._many("list", "ids", doc, None) or []
-            texts = self._many("list", "texts", doc, len(ids)) or []
-            stamps = self._many("list", "timestamps", doc, len(ids))
-            actives = self._many("list", "actives", doc, len(ids))
+            ids: list[Any] = []
+            texts: list[Any] = []
+            stamps: list[Any] | None = [] if "timestamps" in self.config.ops["list"].paths else None
+            actives: list[Any] | None = [] if "actives" in self.config.ops["list"].paths else None
+            for doc in self._pages(st):
+                page = self._many("list", "ids", doc, None) or []
+                ids += page
+                texts += self._many("list", "texts", doc, len(page)) or []
+                if stamps is not None:
+                    stamps += self._many("list", "timestamps", doc, len(page)) or []
+                if actives is not None:
+                    actives += self._many("list", "actives", doc, len(page)) or []
             out = []
             for i, pid in enumerate(ids):
                 uid = st.to_ufuzz.get(str(pid))
@@ -976,6 +1065,51 @@ class HttpBackend(MemoryBackend):
                 out.append(StoredMemory(uid, str(texts[i]), "" if stamps is None else str(stamps[i]),
                                         True if actives is None else bool(actives[i]), meta))
             return sorted(out, key=lambda m: m.id)
+
+    def _pages(self, st: _State):
+        """Every page of ``[list]``: one request without pagination; with ``next``, the link each page gives
+        (a path, or a URL on the product's own base URL: the key header is never sent elsewhere); with
+        ``cursor``, the path again with ``?cursor_param=<cursor>`` while a page gives one. An empty or null
+        link or cursor ends the listing; ``max_pages`` pages at most (then a BackendError: never a partial
+        listing, which would read as memories gone)."""
+        op = self.config.ops["list"]
+        values = {"namespace": st.namespace}
+        first = _render(op.path, values, quote=True)
+        path: str | None = first
+        seen: set[str] = set()
+        for _ in range(int(op.extra.get("max_pages", 1))):
+            assert path is not None
+            seen.add(path)
+            _status, doc = self._request("list", values, path=path)
+            yield doc
+            path = self._next_page(op, doc, first)
+            if path is None:
+                return
+            if path in seen:
+                raise self._fail("list", f"pagination loops: page {path!r} was already read")
+        if "next" in op.extra or "cursor" in op.extra:
+            raise self._fail("list", f"more than max_pages = {op.extra.get('max_pages')} pages")
+
+    def _next_page(self, op: Operation, doc: Any, first: str) -> str | None:
+        jp = op.extra.get("next") or op.extra.get("cursor")
+        if jp is None:
+            return None
+        got = self._find("list", jp, doc)
+        value = got[0] if got else None
+        if value is None or value == "" or value is False:
+            return None
+        if not isinstance(value, str | int):
+            raise self._fail("list", f"page link {jp.text!r} is not a string: {str(value)[:100]}")
+        value = str(value)
+        if "cursor" in op.extra:
+            sep = "&" if "?" in first else "?"
+            return f"{first}{sep}{urllib.parse.quote(op.extra['cursor_param'])}={urllib.parse.quote(value, safe='')}"
+        if value.startswith("/"):
+            return value
+        base = self.config.base_url
+        if value.startswith(base + "/"):
+            return value[len(base):]
+        raise self._fail("list", f"next page {value[:200]!r} is not a path on {base}: not followed")
 
     def close(self) -> None:
         with self._lock:

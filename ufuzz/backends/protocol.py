@@ -66,6 +66,10 @@ class Capabilities:
     # backend's score scale, not a property of the system under test
     reader_threshold: float | None = None
     cheap_fork: bool = False  # fork costs next to nothing (copy-on-write): query mutants get their own fork too
+    # what the system's own answer says when it abstains (a product's "No matching note."), beside the built-in
+    # phrases unless abstain_defaults is False (ufuzz.oracles.matching.Abstention)
+    abstain_phrases: tuple[str, ...] = ()
+    abstain_defaults: bool = True
     notes: str = ""
 
     def to_dict(self) -> dict[str, Any]:

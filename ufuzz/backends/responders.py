@@ -57,9 +57,11 @@ class LLMAnswerer:
     An LLM fault surfaces as an error record of that execution, never as a failure.
     """
 
-    def __init__(self, answerer, model: str) -> None:
+    def __init__(self, answerer, model: str, abstention=None) -> None:
         self.answerer = answerer
         self.name = f"answerer:{model}"
+        #: what this answerer says when it abstains (a ``ufuzz.oracles.matching.Abstention``; None: built-in)
+        self.abstention = abstention
 
     def respond(self, query: str, retrieved: list[Retrieved]) -> str:
         return self.answerer.answer(query, [r.text for r in retrieved])

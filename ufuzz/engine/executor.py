@@ -26,10 +26,10 @@ from typing import Any
 
 from ufuzz.backends.protocol import Answer, BackendError, MemoryBackend, StateHandle, StoredMemory
 from ufuzz.backends.responders import BACKEND, Responder
-from ufuzz.engine.identify import Identities, identify
+from ufuzz.engine.identify import identify
 from ufuzz.lru import LRU
 from ufuzz.model import Checkpoint, Execution, FuzzCase, StateOp
-from ufuzz.oracles.matching import is_abstention
+from ufuzz.oracles.matching import Abstention, is_abstention
 
 #: parent executions kept (an evicted one is run again, and counted, if its case is picked again)
 MAX_PARENT_EXECUTIONS = 16384
@@ -79,6 +79,10 @@ class Executor:
         self.hidden = hidden or not caps.visible_retrieval
         self.answers = caps.answers
         self.responder = responder
+        # what the responder says when it abstains: the backend's own phrases when it answers, else the
+        # configured answerer's (Judging.build sets them), else the built-in ones
+        self.abstention = (Abstention(tuple(caps.abstain_phrases), caps.abstain_defaults) if caps.answers
+                           else getattr(responder, "abstention", None))
         # live states by state key, least recently used first. Checkpoint states (no ops) stay; at most
         # ``max_live_states`` mutated states are kept open — an evicted one is rebuilt from its recipe
         # (checkpoint + ops) when a retained mutant needs it again. This bounds memory and open files on
@@ -90,7 +94,6 @@ class Executor:
         self.evictions = 0
         self._cache: LRU[tuple[str, str], Execution] = LRU(max_parent_executions)
         self.listings: LRU[str, tuple[StoredMemory, ...]] = LRU(MAX_LISTINGS)
-        self._identities: LRU[str, Identities] = LRU(MAX_LISTINGS)  # case lineages by state key (identify)
         self.forks = 0
         self.rebuilds = 0
         self.faults: list[tuple[str, str]] = []  # (operation, message) of backend faults nothing waited for
@@ -186,7 +189,7 @@ class Executor:
         try:
             got = self.backend.retrieve(state, case.query.text, self.k)
             ex.top_ids = [r.id for r in got]
-            ids = identify(case, got, self.checkpoints.get(case.checkpoint_id), self._identities)
+            ids = identify(case, got, self.checkpoints.get(case.checkpoint_id), lambda: self._listing(case, state))
             if ids is not None:  # a result identified by its text as another memory of the case
                 ex.native_ids = [r.native_id or r.id for r in got]
                 ex.top_ids = ids
@@ -205,10 +208,17 @@ class Executor:
         except Exception as exc:  # BackendError, or an adapter bug: the backend's fault, not the fuzzer's
             ex.error = f"{type(exc).__name__}: {exc}"
         ex.seconds = time.perf_counter() - t0
-        ex.abstained = ex.error is None and ex.responder is not None and is_abstention(ex.response)
+        ex.abstained = ex.error is None and ex.responder is not None and is_abstention(ex.response, self.abstention)
         if self.hidden:
             ex.top_ids, ex.top_scores, ex.top_texts, ex.native_ids = [], [], [], None
         return ex
+
+    def _listing(self, case: FuzzCase, state: StateHandle) -> tuple[StoredMemory, ...]:
+        """The state's list(), cached per state key like the validators' (a state key names its content)."""
+        hit = self.listings.get(case.state_key)
+        if hit is None:
+            hit = self.listings[case.state_key] = tuple(self.backend.list(state))
+        return hit
 
     def execute_parent(self, case: FuzzCase) -> tuple[Execution, bool]:
         """(execution, fresh): cached per (state, query text); ``fresh`` is False on a cache hit."""

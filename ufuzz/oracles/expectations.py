@@ -27,7 +27,7 @@ from typing import Any
 
 from ufuzz.model import Execution, Reference
 from ufuzz.model.execution import OVERWRITTEN
-from ufuzz.oracles.matching import contains_answer, is_abstention
+from ufuzz.oracles.matching import Abstention, contains_answer, is_abstention
 
 SELECTION, RESPONSE = "selection", "response"
 #: the level of a state operation's side effect, found by its verification before any retrieval
@@ -116,7 +116,8 @@ def _carriers(ex: Execution, values: list[str]) -> tuple[str, ...]:
     return tuple(i for i, t in zip(ex.top_ids, ex.top_texts) if any(contains_answer(t, v) for v in values))
 
 
-def response(ref: Reference, ex: Execution, judge: JudgeFn | None = None) -> Outcome | None:
+def response(ref: Reference, ex: Execution, judge: JudgeFn | None = None,
+             abstention: Abstention | None = None) -> Outcome | None:
     """The response-level verdict, or None when the system under test gave no response.
 
     Without ``judge`` the response is matched as text (an accepted answer contained, abstention phrases).
@@ -130,7 +131,7 @@ def response(ref: Reference, ex: Execution, judge: JudgeFn | None = None) -> Out
     label = _judge_label(judge, ex.query, ref, resp or "") if judge is not None else None
     if label is None:
         right = not ref.abstain and any(contains_answer(resp, a) for a in (ref.answer, *ref.aliases) if a)
-        abstained = is_abstention(resp)
+        abstained = is_abstention(resp, abstention)
     else:
         right = not ref.abstain and label == "Correct"
         abstained = label == "Omission" or (ref.abstain and label == "Correct")

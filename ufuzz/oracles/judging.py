@@ -21,6 +21,7 @@ from typing import Any
 
 from ufuzz.backends.protocol import MemoryBackend
 from ufuzz.backends.responders import LLMAnswerer, Responder, TopEvidenceReader
+from ufuzz.oracles.matching import Abstention
 from ufuzz.oracles.verdict import Context
 
 READERS = ("none", "top-evidence")
@@ -41,6 +42,10 @@ class Judging:
     llm_retries: int = 2
     retrieval: str = "auto"  # auto | visible | hidden (--retrieval-visibility)
     prompts: dict[str, dict[str, str]] | None = None  # --prompts DIR: the answerer's/judge's own prompts
+    #: the LLM answerer's abstention phrases (--abstain-phrase) and whether the built-in ones count too
+    #: (--no-default-abstain-phrases); a backend that answers declares its own (Capabilities.abstain_phrases)
+    abstain_phrases: tuple[str, ...] = ()
+    abstain_defaults: bool = True
 
     def __post_init__(self) -> None:
         if self.reader not in READERS:
@@ -54,6 +59,8 @@ class Judging:
                              "--llm-uses answer")
         if self.reader != "none" and self.answer:
             raise ValueError("--reader and --llm-uses answer both make responses: choose one")
+        object.__setattr__(self, "abstain_phrases", tuple(self.abstain_phrases))
+        Abstention(self.abstain_phrases)  # a phrase without words is refused here, naming it
         if (self.answer or self.judge) and not self.llm_base_url:
             raise ValueError("--llm-uses answer/judge needs --llm-base-url (an OpenAI-compatible endpoint)")
 
@@ -67,7 +74,9 @@ class Judging:
                    llm_model=d.get("llm_model"), llm_api_key_env=str(d.get("llm_api_key_env") or "OPENAI_API_KEY"),
                    llm_cache=d.get("llm_cache"), llm_timeout=float(d.get("llm_timeout") or 30.0),
                    llm_retries=int(d.get("llm_retries") if d.get("llm_retries") is not None else 2),
-                   retrieval=str(d.get("retrieval") or "auto"), prompts=d.get("prompts"))
+                   retrieval=str(d.get("retrieval") or "auto"), prompts=d.get("prompts"),
+                   abstain_phrases=tuple(d.get("abstain_phrases") or ()),
+                   abstain_defaults=bool(d.get("abstain_defaults", True)))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> Judging:
@@ -79,7 +88,12 @@ class Judging:
         return cls(**d)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not d["abstain_phrases"] and d["abstain_defaults"]:  # the default: headers written before it read alike
+            del d["abstain_phrases"], d["abstain_defaults"]
+        else:
+            d["abstain_phrases"] = list(d["abstain_phrases"])
+        return d
 
     def llm(self) -> Any:
         """The LLM client of the answerer/judge, or None when neither is used."""
@@ -118,14 +132,18 @@ class Judging:
 
             llm = llm or self.llm()
             if self.answer:
-                responder = LLMAnswerer(Answerer(llm, system_of("answer", self.prompts)), self.llm_model or "default")
+                responder = LLMAnswerer(Answerer(llm, system_of("answer", self.prompts)), self.llm_model or "default",
+                                        Abstention(self.abstain_phrases, self.abstain_defaults))
             if self.judge:
                 # takes the reference's rubric too (MemOps strings, LongMemEval/LoCoMo criteria)
                 judge = Judge(llm, system_of("judge", self.prompts)).label
         if self.reader == "top-evidence":
             thr = self.reader_threshold if self.reader_threshold is not None else caps.reader_threshold
             responder = TopEvidenceReader(thr)
-        return responder, Context(visible=self.visible(backend), threshold=caps.relevance_threshold, judge=judge)
+        abstention = (Abstention(tuple(caps.abstain_phrases), caps.abstain_defaults) if caps.answers else
+                      getattr(responder, "abstention", None))
+        return responder, Context(visible=self.visible(backend), threshold=caps.relevance_threshold, judge=judge,
+                                  abstention=abstention)
 
     def describe(self, backend: MemoryBackend, responder: Responder | None) -> dict[str, Any]:
         """What ``ufuzz status`` says about how failures were decided."""

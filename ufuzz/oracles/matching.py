@@ -1,9 +1,21 @@
-"""Answer matching and abstention detection on response text."""
+"""Answer matching and abstention detection on response text.
+
+What counts as an abstention is configurable per responder (:class:`Abstention`): a product declares its own
+phrases in its TOML (``[answer] abstain_phrases = ["No matching note."]``; ``abstain_defaults = false`` drops
+the built-in patterns, e.g. for a product whose real answers say "unknown"), an LLM answerer takes
+``--abstain-phrase`` / ``--no-default-abstain-phrases``. A phrase matches as whole words, case- and
+punctuation-insensitively, anywhere in the response. An empty response is always an abstention.
+
+The built-in patterns (:data:`ABSTAIN_PATTERNS`, case-insensitive regular expressions): "I don't know",
+"I do not know", "no (relevant) information", "not sure/certain", "cannot/can't find/answer/tell", "unknown",
+"no record", "not mentioned", "not (been) stated/provided/recorded", and a response that is only "none" or "n/a".
+"""
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 
 ABSTAIN_PATTERNS = (
     r"\bi don'?t know\b", r"\bi do not know\b", r"\bno (?:relevant )?information\b", r"\bnot (?:sure|certain)\b",
@@ -19,8 +31,35 @@ def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
-def is_abstention(response: str | None) -> bool:
-    return response is None or not response.strip() or bool(_ABSTAIN.search(response))
+@dataclass(frozen=True)
+class Abstention:
+    """What one responder says when it abstains: its own ``phrases`` and, unless ``defaults`` is False, the
+    built-in patterns."""
+
+    phrases: tuple[str, ...] = ()
+    defaults: bool = True
+
+    def __post_init__(self) -> None:
+        for p in self.phrases:
+            if not isinstance(p, str) or not normalize(p):
+                raise ValueError(f"abstention phrase {p!r} has no words")
+
+    def test(self, response: str | None) -> bool:
+        if response is None or not response.strip():
+            return True
+        if self.defaults and _ABSTAIN.search(response):
+            return True
+        return any(contains_answer(response, p) for p in self.phrases)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"phrases": list(self.phrases), "defaults": self.defaults}
+
+
+DEFAULT = Abstention()
+
+
+def is_abstention(response: str | None, abstention: Abstention | None = None) -> bool:
+    return (abstention or DEFAULT).test(response)
 
 
 def contains_answer(response: str | None, answer: str) -> bool:

@@ -24,6 +24,7 @@ from typing import Any
 from ufuzz.backends.responders import counts_for_system
 from ufuzz.model import Execution, FuzzCase, Reference
 from ufuzz.oracles.expectations import LEVELS, SELECTION, STATE, JudgeFn, Outcome, response, selection
+from ufuzz.oracles.matching import Abstention
 
 MUTANT, BASELINE = "mutant", "baseline"
 
@@ -35,6 +36,7 @@ class Context:
     visible: bool = True  # retrieval visible: the selection level is judged
     threshold: float | None = None  # the backend's own relevance threshold (Capabilities.relevance_threshold)
     judge: JudgeFn | None = None  # an LLM judge for responses (--llm-uses judge)
+    abstention: Abstention | None = None  # what the responder says when it abstains (None: the built-in phrases)
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ def judge(ref: Reference, ex: Execution, deleted: tuple[str, ...], ctx: Context)
     out: dict[str, Outcome] = {}
     if ctx.visible:
         out[SELECTION] = selection(ref, ex, deleted, ctx.threshold)
-    resp = response(ref, ex, ctx.judge)
+    resp = response(ref, ex, ctx.judge, ctx.abstention)
     if resp is not None:
         out[resp.level] = resp
     return out
