@@ -445,3 +445,77 @@ def test_product_order_is_kept_and_judged_not_resorted_by_score(tmp_path, server
         assert [r.id for r in b.retrieve(s, "Where does Lena live?", 1)] == ["new"]  # the product's first k
     finally:
         server.rank = None
+
+
+# -- pagination, judging settings by --opt, abstention phrases (issue 23, item 5) ------------------------------
+
+@pytest.mark.parametrize("style", ["next", "cursor"])
+def test_list_reads_every_page(tmp_path, server, token_env, style):
+    raw = example_raw()
+    raw["list"] = {**raw["list"], **({"next": "$.links.next"} if style == "next" else {"cursor": "$.cursor"})}
+    cfg = write_config(tmp_path / "product.toml", raw)
+    b = HttpBackend(tmp_path / "work", {"config": str(cfg), "base_url": server.base_url})
+    s = b.build(tiny_checkpoint())
+    server.page_size, server.page_style = 4, style
+    try:
+        listed = b.list(s)
+    finally:
+        server.page_size, server.page_style = None, "next"
+    assert [m.id for m in listed] == ["m1", "m2", "m3", "m4", "m5", "m6"]  # 2 pages of 4 and 2
+
+
+def test_without_pagination_keys_one_page_is_all_there_is(tmp_path, server, token_env):
+    b = make_backend(tmp_path, server)
+    s = b.build(tiny_checkpoint())
+    server.page_size = 4
+    try:
+        assert len(b.list(s)) == 4  # the product paginates but the config does not say how: one page read
+    finally:
+        server.page_size = None
+
+
+def test_pagination_config_errors_name_the_key(tmp_path):
+    raw = example_raw()
+    raw["list"] = {**raw["list"], "next": "$.links.next", "cursor": "$.cursor"}
+    with pytest.raises(ValueError, match=r"\[list\] give 'next'"):
+        parse_config(raw)
+    raw["list"] = {**example_raw()["list"], "next": "$.links[*]"}
+    with pytest.raises(ValueError, match=r"\[list\] next: .* one value"):
+        parse_config(raw)
+    raw = example_raw()
+    raw["search"] = {**raw["search"], "abstain_phrases": ["x"]}
+    with pytest.raises(ValueError, match=r"\[search\] unknown key"):
+        parse_config(raw)
+
+
+def test_a_next_link_to_another_host_is_not_followed(tmp_path, server, token_env):
+    raw = example_raw()
+    raw["list"] = {**raw["list"], "next": "$.links.next"}
+    cfg = write_config(tmp_path / "product.toml", raw)
+    b = HttpBackend(tmp_path / "work", {"config": str(cfg), "base_url": server.base_url.replace("127.0.0.1",
+                                                                                               "localhost")})
+    s = b.build(tiny_checkpoint())
+    server.page_size = 4
+    try:
+        with pytest.raises(BackendError, match="not a path on"):
+            b.list(s)  # the secret header is never sent to a URL the product names on another base
+    finally:
+        server.page_size = None
+
+
+def test_judging_settings_of_the_toml_can_be_given_as_options(tmp_path, server, token_env):
+    raw = example_raw()
+    raw["answer"] = {"method": "POST", "path": "/v1/ns/{namespace}/search", "body": {"query": "{query}"},
+                     "text": "$.results[0].text"}
+    cfg = write_config(tmp_path / "product.toml", raw)
+    b = HttpBackend(tmp_path / "w", {"config": str(cfg), "base_url": server.base_url, "abstain_threshold": "0.4",
+                                     "abstain_phrases": "No matching note.|Nothing found", "abstain_defaults": "false"})
+    caps = b.capabilities
+    assert caps.relevance_threshold == 0.4 and caps.abstain_phrases == ("No matching note.", "Nothing found")
+    assert caps.abstain_defaults is False
+    plain = HttpBackend(tmp_path / "p", {"config": str(cfg), "base_url": server.base_url})
+    assert plain.capabilities.relevance_threshold is None and plain.capabilities.abstain_phrases == ()
+    with pytest.raises(ValueError, match="need an \\[answer\\]"):
+        HttpBackend(tmp_path / "x", {"config": str(EXAMPLE), "base_url": server.base_url, "abstain_phrases": "no"})
+    with pytest.raises(ValueError, match="abstain_phrases"):
+        HttpBackend(tmp_path / "y", {"config": str(cfg), "base_url": server.base_url, "abstain_phrases": "| ."})

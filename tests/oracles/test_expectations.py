@@ -3,6 +3,7 @@ keys and causes."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -201,3 +202,43 @@ def test_a_question_made_answerable_from_an_abstaining_parent_is_a_baseline_fail
 
     assert oracle.check(child, ex(child), parent, ex(parent)) is None
     assert [(f.origin, f.case_id, f.kind) for f in got] == [(BASELINE, "x1", "missing_evidence")]
+
+
+# -- abstention phrases per responder (issue 23, item 5) -----------------------------------------------------
+
+def test_abstention_phrases_are_the_responders_own():
+    from ufuzz.oracles.matching import ABSTAIN_PATTERNS, Abstention, is_abstention
+
+    assert ABSTAIN_PATTERNS  # the documented defaults
+    assert not is_abstention("No matching note.")  # a product's own wording is an answer by default
+    product = Abstention(("No matching note.",))
+    assert is_abstention("No matching note.", product) and is_abstention("no matching NOTE", product)
+    assert not is_abstention("No matching notebook was found in Oslo.", product)  # whole words only
+    assert is_abstention("The band is unknown to me.")  # the built-in "unknown" ...
+    strict = Abstention(("No matching note.",), defaults=False)
+    assert not is_abstention("Unknown Pleasures is Lena's favourite album.", strict)  # ... off for this product
+    assert is_abstention("", strict) and is_abstention(None, strict)  # an empty response always abstains
+
+
+def test_the_response_verdict_uses_the_contexts_abstention():
+    from ufuzz.model import Execution, Reference
+    from ufuzz.oracles.matching import Abstention
+    from ufuzz.oracles.verdict import Context, judge
+
+    ex = Execution("x", "k", "Who is Thea's employer?", response="No matching note.", responder="backend")
+    ref = Reference("q", None, abstain=True)
+    assert judge(ref, ex, (), Context(visible=False))["response"].kind == "unsupported_answer"
+    ctx = Context(visible=False, abstention=Abstention(("No matching note.",)))
+    assert judge(ref, ex, (), ctx)["response"].passed
+
+
+def test_judging_carries_the_answerers_phrases_and_keeps_old_headers_alike():
+    from ufuzz.oracles.judging import Judging
+
+    assert "abstain_phrases" not in Judging().to_dict()  # a corpus header of the default reads as before
+    j = Judging(abstain_phrases=["Nothing found"], abstain_defaults=False)
+    assert j.abstain_phrases == ("Nothing found",)
+    assert Judging.from_dict(j.to_dict()) == j
+    assert Judging.of({"abstain_phrases": ["Nothing found"], "abstain_defaults": False}) == j
+    with pytest.raises(ValueError, match="no words"):
+        Judging(abstain_phrases=("...",))

@@ -52,7 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from tests.support.loopback import serve_on_loopback
 
@@ -118,6 +118,9 @@ class ProductServer:
     answer_floor: float = 0.0
     capacity: int | None = None
     peers_oldest_first: bool = False
+    #: list pagination: pages of this many memories, linked by ``next`` (a path) or by an opaque ``cursor``
+    page_size: int | None = None
+    page_style: str = "next"
     #: replaces the product's ranking: (query, the namespace's memories by id) -> [(id, reported score)] in the
     #: order the product returns them (a product that reranks after a first-stage score)
     rank: Any = None
@@ -183,7 +186,16 @@ class ProductServer:
                 return 200, {"answer": store[hits[0][0]]["text"], "cited": [hits[0][0]]}
             if rest == ["memories"] and method == "GET":
                 shown = [dict(m) for m in store.values() if not m.get("deleted")]  # in the order stored
-                return 200, {"memories": shown, "count": len(shown)}
+                if self.page_size is None:
+                    return 200, {"memories": shown, "count": len(shown)}
+                query = parse_qs(urlsplit(path).query)
+                at = int((query.get("cursor") or query.get("from") or ["0"])[0].removeprefix("c"))
+                page = shown[at:at + self.page_size]
+                more = at + self.page_size < len(shown)
+                if self.page_style == "cursor":
+                    return 200, {"memories": page, "cursor": f"c{at + self.page_size}" if more else None}
+                nxt = f"{self.base_url}{urlsplit(path).path}?from={at + self.page_size}" if more else None
+                return 200, {"memories": page, "links": {"next": nxt}}
             if len(rest) == 2 and rest[0] == "memories":
                 m = store.get(rest[1])
                 if m is None or m.get("deleted"):

@@ -14,18 +14,27 @@ import click
 @click.option("--key", "keys", multiple=True, metavar="KEY",
               help="Replay only this failure (a key or a unique prefix, as `ufuzz failures list` shows; repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def replay(campaign_dir: str, db: str | None, keys: tuple[str, ...], as_json: bool) -> None:
+@click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE",
+              help="Backend option (repeatable; overrides the campaign's, e.g. base_url= of a product restarted "
+                   "on another port).")
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
+              help="Backend config file (e.g. the product TOML of --backend http); default: the campaign's.")
+def replay(campaign_dir: str, db: str | None, keys: tuple[str, ...], as_json: bool, opts: tuple[str, ...],
+           config_file: str | None) -> None:
     """Rebuild every unique failure of a campaign (or those named by --key) on a fresh backend and check that
-    it reproduces. Exit 1 when one does not."""
+    it reproduces. Exit 1 when one does not; exit 3, as `ufuzz corpus check`, when the backend cannot be
+    started or reached at all (nothing about the failures was learnt)."""
     from ufuzz.backends.protocol import BackendError
+    from ufuzz.cli.corpus import _check_options
     from ufuzz.cli.errors import Unavailable, read_error, read_errors
     from ufuzz.engine.replay import replay_campaign
     from ufuzz.reports.replay import render_replay
 
     if not Path(campaign_dir).is_dir():
         raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")
+    options = _check_options(opts, config_file)
     try:
-        report = replay_campaign(Path(campaign_dir), db, keys=list(keys) or None)
+        report = replay_campaign(Path(campaign_dir), db, keys=list(keys) or None, options=options or None)
     except BackendError as exc:
         raise Unavailable(f"cannot start the campaign's backend: {exc}") from None
     except read_errors() as exc:
@@ -34,5 +43,8 @@ def replay(campaign_dir: str, db: str | None, keys: tuple[str, ...], as_json: bo
         click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str))
     else:
         click.echo(render_replay(report))
+    if report.unreachable is not None:
+        raise Unavailable(f"the backend is unreachable ({report.unreachable}); {report.not_run} failure(s) not "
+                          "replayed")
     if report.reproduced < report.total:
         raise SystemExit(1)

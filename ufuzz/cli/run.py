@@ -51,6 +51,12 @@ from ufuzz.engine.ending import EXIT_CODES
                    "Its failures are labelled as the reader's and never counted as the memory system's.")
 @click.option("--reader-threshold", type=Finite(min=-1e9, max=1e9), default=None,
               help="Score below which the top-evidence reader abstains (default: the backend's hint).")
+@click.option("--abstain-phrase", "abstain_phrases", multiple=True, metavar="TEXT",
+              help="What the --llm-uses answer answerer says when it abstains, beside the built-in phrases "
+                   "(repeatable; a product declares its own in its TOML: [answer] abstain_phrases).")
+@click.option("--no-default-abstain-phrases", "no_default_abstain", is_flag=True,
+              help="Only the --abstain-phrase phrases count as the answerer's abstention (not the built-in ones "
+                   "listed in ufuzz/oracles/matching.py).")
 @click.option("--llm-timeout", type=Finite(min=0, max=3600, min_open=True), default=30, show_default=True,
               help="Seconds one LLM request may take before it counts as failed.")
 @click.option("--llm-retries", type=click.IntRange(min=0, max=10), default=2, show_default=True,
@@ -148,7 +154,8 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
         ray_address: str | None, max_time: str | None,
         baseline: str | None, fail_on: str | None, match_baseline: bool, junit_out: str | None,
         progress_every: int, max_consecutive_errors: int,
-        preflight: bool, resume_dir: str | None, force: bool, quiet: bool) -> None:
+        preflight: bool, resume_dir: str | None, force: bool, quiet: bool,
+        abstain_phrases: tuple[str, ...] = (), no_default_abstain: bool = False) -> None:
     """Run a fuzzing campaign (or continue one: --resume DIR)."""
     import time
 
@@ -216,6 +223,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
                              max_consecutive_errors=max_consecutive_errors, preflight=preflight)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    _set_abstention(cfg, abstain_phrases, no_default_abstain)
     apply_strategy(cfg, strategy)
     mismatch = _baseline_mismatch(known, cfg, strategy)
     try:  # everything a user can get wrong is checked before anything is created or overwritten
@@ -576,3 +584,17 @@ def _print_summary(s: dict[str, Any], out_dir: Path) -> None:
     for op, n in sorted(s["failures_by_operator"].items()):
         click.echo(f"  {op:16s} {n}")
     click.echo(f"results in {out_dir}")
+
+
+def _set_abstention(cfg: object, phrases: tuple[str, ...], no_defaults: bool) -> None:
+    """The LLM answerer's abstention phrases (``--abstain-phrase``), checked: a phrase needs words."""
+    from ufuzz.oracles.matching import Abstention
+
+    try:
+        Abstention(tuple(phrases), not no_defaults)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--abstain-phrase'") from None
+    if no_defaults and not phrases:
+        raise click.BadParameter("--no-default-abstain-phrases leaves no phrase: give --abstain-phrase TEXT",
+                                 param_hint="'--no-default-abstain-phrases'")
+    cfg.abstain_phrases, cfg.abstain_defaults = tuple(phrases), not no_defaults

@@ -63,7 +63,8 @@ from ufuzz.model import (
     Reference,
     StateOp,
 )
-from ufuzz.oracles.expectations import KINDS as FAILURE_KINDS
+from ufuzz.operators.sideeffects import KINDS as STATE_KINDS
+from ufuzz.oracles.expectations import KINDS as JUDGED_KINDS
 from ufuzz.oracles.judging import Judging
 from ufuzz.seeds.schema import RecordError
 from ufuzz.strict import first_error
@@ -76,7 +77,9 @@ __all__ = [
 
 SCHEMA = fmt.SCHEMA
 LINE_KINDS = ("header", "checkpoint", "seed", "failure")
-STAGES = ("selection", "post-selection", "response")
+STAGES = ("selection", "post-selection", "response", "state")
+#: a verdict's kinds, and the side effects a state operation's verification records (level "state")
+FAILURE_KINDS = JUDGED_KINDS + STATE_KINDS
 #: per-record outcomes of a check; only the first one means "still reproduces"
 STATUSES = ("reproduced", "fixed", "changed", "parent_broken", "error")
 #: what a record expects: a known failure that still fails, or a fixed one that must keep passing

@@ -117,6 +117,9 @@ class CampaignConfig:
     reader_threshold: float | None = None  # the top-evidence reader's cut-off; None = the backend's hint
     llm_timeout: float = 30.0  # seconds per LLM request
     llm_retries: int = 2  # retries of a failed LLM request, with exponential backoff
+    # what the LLM answerer says when it abstains (--abstain-phrase), and whether the built-in phrases count too
+    abstain_phrases: tuple[str, ...] = ()
+    abstain_defaults: bool = True
     llm_cache: str | None = None  # call-cache file; None = $UFUZZ_CACHE_DIR/llm_calls.sqlite or ~/.cache/ufuzz
     #: the user's own prompts ({use: {"version", "system"}}, from --prompts DIR); None = the defaults
     prompts: dict[str, dict[str, str]] | None = None

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ufuzz.backends.protocol import BackendError, BackendUnreachable, MemoryBackend
+from ufuzz.backends.protocol import BackendError, MemoryBackend
 from ufuzz.corpus.regression import (
     PATH_OPTIONS,
     STATUSES,
@@ -41,8 +41,9 @@ from ufuzz.corpus.regression import (
     load_corpus,
     resolve_options,
 )
-from ufuzz.engine.replay import fresh_backend, replay_pair
+from ufuzz.engine.replay import fresh_backend, probe_unreachable, replay_pair, replay_state
 from ufuzz.model import Checkpoint
+from ufuzz.oracles.expectations import STATE
 
 __all__ = ["CheckResult", "CheckReport", "check_corpus", "OUTCOMES", "BAD_OUTCOMES", "EXIT_UNREACHABLE"]
 
@@ -132,19 +133,8 @@ def _outcome(status: str, expected: str) -> str:
 
 
 def _probe(be: MemoryBackend, checkpoint: Checkpoint) -> str | None:
-    """Why the backend cannot be reached (building one checkpoint raised BackendUnreachable), or None. Other
-    faults are not the probe's business: the records that meet them say so."""
-    try:
-        handle = be.build(checkpoint)
-    except BackendUnreachable as exc:
-        return str(exc)
-    except BackendError:
-        return None
-    try:
-        be.release(handle)
-    except BackendError:
-        pass
-    return None
+    """Why the backend cannot be reached, or None (:func:`ufuzz.engine.replay.probe_unreachable`)."""
+    return probe_unreachable(be, checkpoint)
 
 
 def _classify(res: Any) -> tuple[str, str]:
@@ -216,10 +206,14 @@ def _check_one(be: MemoryBackend, rc: RegressionCorpus, r: RegressionRecord, res
     parent, mutant = r.cases(rc.checkpoints[r.checkpoint_id], rc.descriptors.get(r.seed_id))
     got_key, got_offending = None, ()
     try:
-        res = replay_pair(be, rc.checkpoints, parent, mutant, r.parent.reference, r.mutant.reference,
-                          k=rc.k, failure_key=r.failure_key, kind=r.kind, stage=r.stage,
-                          target=r.target, seed_id=r.seed_id, operator=r.operator, responder=responder,
-                          context=context)
+        if r.stage == STATE:  # a side effect of the mutant's operation, re-run as its verification saw it
+            res = replay_state(be, rc.checkpoints, parent, mutant, failure_key=r.failure_key, kind=r.kind,
+                               target=r.target, seed_id=r.seed_id, operator=r.operator)
+        else:
+            res = replay_pair(be, rc.checkpoints, parent, mutant, r.parent.reference, r.mutant.reference,
+                              k=rc.k, failure_key=r.failure_key, kind=r.kind, stage=r.stage,
+                              target=r.target, seed_id=r.seed_id, operator=r.operator, responder=responder,
+                              context=context)
         status, reason = _classify(res)
         got_kind, got_stage, got_key = res.got_kind, res.got_stage, getattr(res, "got_key", None)
         got_offending = tuple(getattr(res, "got_offending", ()))

@@ -13,7 +13,9 @@ functions a campaign decides failures with (:mod:`ufuzz.oracles.verdict`), with 
 and judge (:class:`~ufuzz.oracles.judging.Judging`, rebuilt from its stored config). A failure is *reproduced*
 when the parent passes the recorded level and the mutant fails there with the recorded kind. ``same_key``
 additionally says whether the recomputed unique-failure key (offending memory ids included) matches. A seed's
-baseline failure is re-run alone and judged the same way.
+baseline failure is re-run alone and judged the same way. A state-level failure (an operation that changed more
+than it asked) is re-run as its operator's verification saw it: the parent's state listed before and after the
+mutant's own operations (:func:`replay_state`).
 """
 
 from __future__ import annotations
@@ -27,16 +29,19 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.backends import registry
-from ufuzz.backends.protocol import BackendError, MemoryBackend
+from ufuzz.backends.protocol import BackendError, BackendUnreachable, MemoryBackend, OpResult
 from ufuzz.backends.responders import Responder
 from ufuzz.corpus.campaign import CampaignData, case_of, load_campaign, select_failures
 from ufuzz.engine.executor import Executor
-from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference
+from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference, StateOp
+from ufuzz.operators import sideeffects
+from ufuzz.oracles.expectations import STATE
 from ufuzz.oracles.judging import Judging
 from ufuzz.oracles.verdict import BASELINE, Context, caused, first_failure, judge_case
 from ufuzz.oracles.verdict import failure_key as failure_key_of
 
-__all__ = ["ReplayResult", "ReplayReport", "replay_pair", "replay_campaign", "fresh_backend"]
+__all__ = ["ReplayResult", "ReplayReport", "replay_pair", "replay_state", "replay_campaign", "fresh_backend",
+           "probe_unreachable"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,9 @@ class ReplayReport:
     backend: str
     backend_options: dict[str, Any]
     results: list[ReplayResult] = field(default_factory=list)
+    #: why the backend could not be reached at all (then the failures not replayed are not in ``results``)
+    unreachable: str | None = None
+    not_run: int = 0
 
     @property
     def total(self) -> int:
@@ -82,30 +90,73 @@ class ReplayReport:
     def to_dict(self) -> dict[str, Any]:
         return {"campaign": self.campaign_id, "backend": self.backend, "backend_options": self.backend_options,
                 "reproduced": self.reproduced, "total": self.total, "rate": self.rate,
+                "unreachable": self.unreachable, "not_run": self.not_run,
                 "results": [asdict(r) for r in self.results]}
 
 
 
 def replay_campaign(campaign_dir: str | Path, db: str | None = None, *, campaign_id: str | None = None,
-                    workdir: str | Path | None = None, keys: list[str] | None = None) -> ReplayReport:
+                    workdir: str | Path | None = None, keys: list[str] | None = None,
+                    options: dict[str, Any] | None = None) -> ReplayReport:
     """Replay every unique failure of the campaign in ``campaign_dir`` (see the module docstring).
 
     ``db`` is the corpus's SQLAlchemy URL (default: the directory's corpus.sqlite). The fresh backend works
     in ``workdir`` (default: a temporary directory, removed afterwards). Raises ``FileNotFoundError`` or
     ``ValueError`` (with a message naming the directory, file or URL) for bad input; backend faults during
-    the replay of one failure make that failure "not reproduced", with the fault as the reason.
+    the replay of one failure make that failure "not reproduced", with the fault as the reason. ``options``
+    override the campaign's backend options (``--opt base_url=...`` for a product restarted elsewhere). A backend
+    that cannot be reached at all (probed before the first failure and after any that errs) stops the replay:
+    ``report.unreachable`` says why and the failures left are counted in ``report.not_run``.
     """
     data = load_campaign(campaign_dir, db, campaign_id=campaign_id)
-    report = ReplayReport(campaign_id=data.campaign_id, backend=data.backend, backend_options=data.backend_options)
+    opts = {**data.backend_options, **(options or {})}
+    report = ReplayReport(campaign_id=data.campaign_id, backend=data.backend, backend_options=opts)
     failures = select_failures(data.failures, keys)  # ValueError naming a key that matches none or several
     if not failures:
         return report
     judging = Judging.of(data.config)
-    with fresh_backend(data.backend, data.backend_options, workdir) as backend:
+    with fresh_backend(data.backend, opts, workdir) as backend:
         responder, context = judging.build(backend)
-        for f in failures:
-            report.results.append(_replay_one(f, backend, data, responder, context))
+        first = data.checkpoints.get(_checkpoint_of(failures[0], data))
+        report.unreachable = probe_unreachable(backend, first) if first is not None else None
+        for n, f in enumerate(failures):
+            if report.unreachable is not None:
+                report.not_run = len(failures) - n
+                break
+            result = _replay_one(f, backend, data, responder, context)
+            report.results.append(result)
+            cp = data.checkpoints.get(_checkpoint_of(f, data))
+            if result.status == "error" and cp is not None:
+                report.unreachable = probe_unreachable(backend, cp)
+                if report.unreachable is not None:  # the error was the backend going away, not this failure's
+                    report.results.pop()
+                    report.not_run = len(failures) - n
+                    break
     return report
+
+
+def _checkpoint_of(f: Any, data: CampaignData) -> str | None:
+    m = data.mutants.get(f.case_id)
+    if m is not None and m.checkpoint_id:
+        return m.checkpoint_id
+    seed = data.seeds.get(f.seed_id)
+    return seed.checkpoint_id if seed is not None else None
+
+
+def probe_unreachable(backend: MemoryBackend, checkpoint: Checkpoint) -> str | None:
+    """Why the backend cannot be reached (building one checkpoint raised BackendUnreachable), or None. Other
+    faults are not the probe's business: the failures that meet them say so."""
+    try:
+        handle = backend.build(checkpoint)
+    except BackendUnreachable as exc:
+        return str(exc)
+    except BackendError:
+        return None
+    try:
+        backend.release(handle)
+    except BackendError:
+        pass
+    return None
 
 
 @contextmanager
@@ -169,6 +220,11 @@ def _replay_one(f: Any, backend: MemoryBackend, data: CampaignData, responder: R
     parent = case_of(mutant.parent_id, checkpoints, seeds, mutants)
     if isinstance(parent, str):
         return ReplayResult(reproduced=False, reason=f"parent: {parent}", **base)
+    if f.stage == STATE:
+        m = mutants.get(f.case_id)
+        return replay_state(backend, checkpoints, parent, mutant, failure_key=f.failure_key, kind=f.kind,
+                            target=(m.target if m is not None else None) or "", seed_id=f.seed_id,
+                            operator=f.operator)
     for cid in (parent.id, mutant.id):
         if cid not in refs:
             return ReplayResult(reproduced=False, reason=f"no stored reference for case {cid}", **base)
@@ -234,6 +290,55 @@ def replay_pair(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], pare
     same = key == failure_key
     reason = "parent passes, mutant fails the same way" + ("" if same else " (other offending ids)")
     return ReplayResult(reproduced=True, reason=reason, same_key=same, status="reproduced", **got, **base)
+
+
+def _apply(backend: MemoryBackend, state: str, op: StateOp) -> OpResult:
+    if op.op == "add" and op.memory is not None:
+        return backend.add(state, op.memory)
+    if op.op == "update" and op.target and op.memory is not None:
+        return backend.update(state, op.target, op.memory)
+    if op.op == "delete" and op.target:
+        return backend.delete(state, op.target)
+    raise BackendError(f"cannot replay malformed op {op}")
+
+
+def replay_state(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], parent: FuzzCase, mutant: FuzzCase,
+                 *, failure_key: str, kind: str, target: str, seed_id: str | None = None,
+                 operator: str | None = None) -> ReplayResult:
+    """Re-run a state-level failure: rebuild the parent's state on its own, list it, apply the mutant's own
+    operations, list it again and look for the same side effect (:mod:`ufuzz.operators.sideeffects`), as the
+    operator's verification did. Nothing is retrieved or judged against a reference."""
+    base = {"failure_key": failure_key, "case_id": mutant.id, "parent_id": parent.id,
+            "seed_id": seed_id or mutant.seed_id, "operator": operator if operator is not None else mutant.operator,
+            "kind": kind, "stage": STATE}
+    own = mutant.ops[len(parent.ops):]
+    executor = Executor(backend, checkpoints, k=1)
+    try:
+        state = executor.state_of(parent)
+        before = backend.list(state)
+        results = [_apply(backend, state, op) for op in own]
+        if not all(r.ok for r in results):
+            bad = next(r for r in results if not r.ok)
+            return ReplayResult(reproduced=False, reason=f"the backend refused the {bad.op}: {bad.detail}",
+                                status="error", **base)
+        after = backend.list(state)
+    except BackendError as exc:
+        return ReplayResult(reproduced=False, reason=f"backend error while rebuilding: {exc}", status="error",
+                            **base)
+    finally:
+        executor.close()
+    found = sideeffects.find(before, after, own, results)
+    if found is None:
+        return ReplayResult(reproduced=False, reason="the operation changes nothing else now", status="fixed",
+                            **base)
+    key = failure_key_of(mutant.seed_id, mutant.operator or "", target, found.kind, STATE, found.memories)
+    got = {"got_kind": found.kind, "got_stage": STATE, "got_offending": tuple(found.memories), "got_key": key}
+    if found.kind != kind:
+        return ReplayResult(reproduced=False, reason=f"the operation changes something else now ({found.reason})",
+                            status="changed", **got, **base)
+    same = key == failure_key
+    return ReplayResult(reproduced=True, reason=found.reason + ("" if same else " (other memories)"),
+                        same_key=same, status="reproduced", **got, **base)
 
 
 def replay_baseline(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], seed: FuzzCase, ref: Reference,

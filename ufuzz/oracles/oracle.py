@@ -170,7 +170,10 @@ class Oracle:
         """Record what a state mutant's verification saw the system change beyond its operation (a failure of
         the state level; the mutant itself is not a test). Returns the failure key."""
         f = state_failure(mutant, parent, finding, parent_ex)
-        self._sink(f, self._refs.get(parent.id) or self._refs.get(mutant.id))
+        ref = self._refs.get(parent.id)
+        if ref is not None and self._reference_sink is not None:  # kept with the mutant so that the failure can be
+            self._reference_sink(mutant.id, ref)  # exported and shown (a state failure is never judged by it)
+        self._sink(f, ref)
         return f.key
 
     def check(self, mutant: FuzzCase, ex: Execution, parent: FuzzCase, parent_ex: Execution,

@@ -280,6 +280,8 @@ def _view(f: Any, case: Any, parent: Any, execs: dict[str, list[Any]], data: Cam
         "checkpoint_memories": len(cp.memories) if cp else None,
         "inherited_ops": [_op_view(o, texts) for o in (parent.ops if parent else ())],
         "state_change": [_op_view(o, texts) for o in own],
+        # a state-level failure: what the operation's verification saw change beyond it (list/get, no retrieval)
+        "side_effects": list(f.detail.get("changes") or []) if f.stage == "state" else [],
         "parent": _case_view(parent, data.references.get(parent.id) if parent else None, p_rec, deleted_p, set()),
         "mutant": _case_view(mutant, data.references.get(f.case_id), m_rec, deleted_m, offending),
         "unbuildable": case if isinstance(case, str) else None,
@@ -382,6 +384,18 @@ def _exec_lines(side: str, case: dict[str, Any], width: int) -> list[str]:
     return out
 
 
+def _side_effect_lines(changes: list[dict[str, Any]], width: int) -> list[str]:
+    out = []
+    for c in changes:
+        line = f"  {c.get('memory')} {c.get('change')}"
+        if c.get("before") is not None:
+            line += f"  was {_short(str(c['before']), width)!r}"
+        if c.get("after") is not None:
+            line += f"  now {_short(str(c['after']), width)!r}"
+        out.append(line)
+    return out
+
+
 def render_show(v: dict[str, Any], width: int = 90) -> str:
     """The plain-text page of ``ufuzz failures show``."""
     lines = [f"failure {v['key']}  ({v['origin']}{', ' + v['baseline'] if v.get('baseline') else ''})",
@@ -402,12 +416,17 @@ def render_show(v: dict[str, Any], width: int = 90) -> str:
     sides = [("parent", ev.get("parent"))] if v["parent"].get("id") is not None else []
     sides.append(("mutant" if sides else "case", ev.get("mutant")))
     for i, (side, e) in enumerate(sides):
-        lines.append(f"  {'evidence' if i == 0 else '':<8}  {side} {_evidence_words(e)}")
+        words = ("not executed: its operation changed more than it asked (found by the operation's verification, "
+                 "before any retrieval)") if v["stage"] == "state" and side == "mutant" else _evidence_words(e)
+        lines.append(f"  {'evidence' if i == 0 else '':<8}  {side} {words}")
     if v["inherited_ops"]:
         lines.append(f"state the parent already had ({len(v['inherited_ops'])} ops from its ancestors):")
         lines += _ops_lines(v["inherited_ops"])
     lines.append("state change made by the mutation:")
     lines += _ops_lines(v["state_change"])
+    if v.get("side_effects"):
+        lines.append("what else changed (the state's listing before and after the operation):")
+        lines += _side_effect_lines(v["side_effects"], width)
     lines += _exec_lines("parent", v["parent"], width)
     lines += _exec_lines("mutant", v["mutant"], width)
     lines.append("reproduce:")

@@ -401,6 +401,20 @@ def _side_html(label: str, case: dict[str, Any], hidden: bool = False) -> str:
     return "".join(out)
 
 
+def _side_effects_html(v: dict[str, Any]) -> str:
+    """A state-level failure's changes beyond the operation (the state's listing before and after it)."""
+    changes = v.get("side_effects") or []
+    if not changes:
+        return ""
+    items = []
+    for c in changes:
+        was = f" was <q>{esc(c['before'])}</q>" if c.get("before") is not None else ""
+        now = f" now <q>{esc(c['after'])}</q>" if c.get("after") is not None else ""
+        items.append(f"<li><code>{esc(c.get('memory'))}</code> {esc(c.get('change'))}{was}{now}</li>")
+    return ("<p>what else changed (found by the operation's verification through list/get, before any "
+            f"retrieval; the mutant was not executed):</p><ul>{''.join(items)}</ul>")
+
+
 def _failure_html(v: dict[str, Any]) -> str:
     tag = f"<span class='tag t-{esc(v['baseline'])}'>{esc(v['baseline'])}</span>" if v.get("baseline") else ""
     query = (v.get("mutant") or {}).get("query") or ""
@@ -418,7 +432,7 @@ def _failure_html(v: dict[str, Any]) -> str:
     return (f"<details class='failure' id='f-{esc(v['key'])}' data-operator='{esc(v['operator'])}' "
             f"data-kind='{esc(v['kind'])}' data-level='{esc(v['stage'])}' "
             f"data-baseline='{esc(v.get('baseline') or '')}'>{head}{facts}{inherited}"
-            f"<p>state change made by the mutation:</p>{_ops_html(v['state_change'])}"
+            f"<p>state change made by the mutation:</p>{_ops_html(v['state_change'])}{_side_effects_html(v)}"
             f"<div class='side'>{_side_html('parent', v['parent'], v.get('retrieval_hidden', False))}"
             f"{_side_html('mutant', v['mutant'], v.get('retrieval_hidden', False))}</div>"
             f"<p>reproduce:</p>{cmds}</details>")

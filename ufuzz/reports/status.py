@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,7 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
         summary["budget"] = rec.budget
         summary["started_at"] = rec.started_at
         summary["finished_at"] = rec.finished_at
+        summary["rejections"] = rejection_reasons(store.mutants(rec.id, valid=False))
     finally:
         store.close()
     fs = FailureStore(db, rec.id, readonly=True)
@@ -88,6 +91,20 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
     summary["behaviour_classes"] = summarise(groups)
     summary["classes"] = len(summary["behaviour_classes"])
     return summary
+
+
+_VARIABLE = re.compile(r"'[^']*'|\"[^\"]*\"|\S*\d\S*")
+
+
+def rejection_reasons(rejected: list[Any]) -> list[dict[str, Any]]:
+    """Rejected mutants counted by operator and reason, most frequent first; the parts of a reason that name
+    one memory, value or id (quoted, or with a digit in them) are replaced by ``…`` so that one reason is one
+    row. A reason that is a state-level failure (the operation changed more than it asked) is marked."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for m in rejected:
+        counts[(m.operator or "?", _VARIABLE.sub("…", m.rejection_reason or "(no reason recorded)"))] += 1
+    return [{"operator": op, "reason": why, "count": n, "state_failure": "changed more than it asked" in why}
+            for (op, why), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
 #: a campaign on another host whose heartbeat is older than this is taken for dead
@@ -186,6 +203,15 @@ def render_status(st: dict[str, Any]) -> str:
         for c in st["behaviour_classes"]:
             lines.append(f"  {c['class']:40s} {c['causes']:6d} {c['unique']:6d} {c['occurrences']:6d}  {c['title']}")
     lines.extend(accuracy_lines(st.get("benchmark_accuracy")))
+    rej = st.get("rejections") or []
+    if rej:
+        lines.append(f"rejections {sum(r['count'] for r in rej)} by reason (not tests; "
+                     "'state failure' rows are also failures above)")
+        for r in rej[:12]:
+            mark = "  [state failure]" if r.get("state_failure") else ""
+            lines.append(f"  {r['operator'] or '?':16s} {r['count']:6d}  {r['reason']}{mark}")
+        if len(rej) > 12:
+            lines.append(f"  ... {len(rej) - 12} more reasons (ufuzz status --json)")
     base = st.get("baseline_failures") or []
     lines.append(f"baseline failures {len(base)} (seeds failing their own reference; not in unique failures)")
     for b in base:
