@@ -7,6 +7,7 @@
 * ``no-feedback`` — obligation-first mutation of the seeds without retention;
 * ``interleaved`` — the full method with retained mutants competing from the start (``explore_share`` 0.25
   unless set): for budgets smaller than the obligations;
+* ``stress`` — the full method plus the opt-in operators (``stress_edit``: capacity, recency and ordering);
 * ``no-<operator>`` — the full method without one operator (e.g. ``no-paraphrase``);
 * ``no-coverage`` / ``no-novelty`` / ``no-divergence`` — the full method without one feedback signal.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 from ufuzz.operators import names as operator_names
 
 BASE = ("full", "random", "query-only", "state-only", "no-feedback")
-EXTRA = ("interleaved",)
+EXTRA = ("interleaved", "stress")
 INTERLEAVED_SHARE = 0.25
 SIGNALS = ("coverage", "novelty", "divergence")
 
@@ -34,6 +35,9 @@ _BASE_HELP = {
     "no-feedback": "obligation-first mutation of the seeds, no retention",
     "interleaved": f"the full method with retained mutants competing from the start (--explore-share "
                    f"{INTERLEAVED_SHARE} unless set)",
+    "stress": "the full method plus the opt-in operators (stress_edit: unrelated edits that stress capacity, "
+              "recency and ordering — a burst of adds as large as the checkpoint, edits of its oldest and newest "
+              "memory)",
 }
 
 
@@ -64,6 +68,8 @@ def apply_strategy(cfg, name: str):
         cfg.retain = False
     elif name == "interleaved":
         cfg.explore_share = cfg.explore_share or INTERLEAVED_SHARE
+    elif name == "stress":
+        cfg.operators = operator_names(opt_in=True)
     elif name.startswith("no-") and name[3:] in SIGNALS:
         cfg.ablation = {**cfg.ablation, f"use_{name[3:]}": False}
     elif name.startswith("no-"):

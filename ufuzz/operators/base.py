@@ -129,6 +129,9 @@ class Operator(ABC):
     #: place in a campaign's operator list (ties by name): it fixes the order of the moves the campaign's
     #: random choices see, so it is part of what makes a campaign reproducible
     order: int = 100
+    #: an opt-in operator is part of a campaign only when named (``--strategy stress``, or a config's
+    #: ``operators``): adding it to every campaign would change the default campaign and its measured figures
+    opt_in: bool = False
 
     @classmethod
     def create(cls, *, realizer: Any = None) -> Operator:

@@ -28,15 +28,18 @@ def classes() -> dict[str, type[Operator]]:
     return dict(sorted(found.items(), key=lambda item: (item[1].order, item[0])))
 
 
-def names(kind: str | None = None) -> tuple[str, ...]:
-    """Operator names in campaign order; only those of ``kind`` ("query" or "state") when given."""
-    return tuple(n for n, c in classes().items() if kind is None or c.kind == kind)
+def names(kind: str | None = None, *, opt_in: bool = False) -> tuple[str, ...]:
+    """Operator names in campaign order; only those of ``kind`` ("query" or "state") when given; opt-in
+    operators (:attr:`Operator.opt_in`) only with ``opt_in``."""
+    return tuple(n for n, c in classes().items() if (kind is None or c.kind == kind) and (opt_in or not c.opt_in))
 
 
 def create_all(*, realizer: Any = None, only: tuple[str, ...] | None = None) -> dict[str, Operator]:
-    """Fresh instances for one campaign, by name in campaign order (``only``: a subset of names)."""
+    """Fresh instances for one campaign, by name in campaign order (``only``: a subset of names; without it,
+    every operator that is not opt-in)."""
     cls = classes()
     unknown = sorted(set(only or ()) - set(cls))
     if unknown:
         raise ValueError(f"unknown operator(s) {unknown}; known: {', '.join(cls)}")
-    return {n: c.create(realizer=realizer) for n, c in cls.items() if only is None or n in only}
+    return {n: c.create(realizer=realizer) for n, c in cls.items()
+            if (only is None and not c.opt_in) or (only is not None and n in only)}
