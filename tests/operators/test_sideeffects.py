@@ -75,3 +75,11 @@ def test_property_untouched_unchanged_state_has_no_side_effect_and_any_removal_i
         got = find(before, [m for m in before if m.id not in (target, gone)], ops, res)
         assert got is not None and got.kind == "collateral_removal" and gone in got.memories
         assert target not in got.memories and got.kind in KINDS
+
+
+def test_deactivation_counts_only_where_asked():
+    ops = (StateOp("update", "b", Memory("b~u1", "new text", "2024-02-01T00:00:00")),)
+    res = (OpResult("update", True, "b", written=("b~u1",), superseded=("b",)),)
+    after = [_m("a", active=False), _m("b", active=False), _m("c"), _m("b~u1", "new text")]
+    assert find(BEFORE, after, ops, res, deactivation=False) is None  # another carrier of the old value
+    assert find(BEFORE, after, ops, res).kind == "collateral_deactivation"

@@ -57,7 +57,7 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
         if view is not None:
             view.remember_before()
         mutation = op.mutate(parent, reference, target, rng, view)
-        verdict = _side_effect(view, mutation) or op.validate(parent, mutation, view)
+        verdict = _side_effect(view, mutation, op.meaning_preserving) or op.validate(parent, mutation, view)
         ok, reason, proposal.finding = verdict.ok, verdict.reason, verdict.finding
     except Rejected as exc:
         reason = str(exc)
@@ -78,10 +78,11 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
     return proposal
 
 
-def _side_effect(view: StateView | None, mutation: Mutation) -> Verdict | None:
+def _side_effect(view: StateView | None, mutation: Mutation, unrelated: bool) -> Verdict | None:
     """A rejection with a state-level finding when the operation changed the state beyond what it asked for
-    (listing before vs after, :mod:`ufuzz.operators.sideeffects`); None otherwise (the operator validates)."""
+    (listing before vs after, :mod:`ufuzz.operators.sideeffects`; deactivations count for the ``unrelated``,
+    meaning-preserving edits only); None otherwise (the operator validates)."""
     if view is None or view.before is None or not mutation.ops:
         return None
-    finding = sideeffects.find(view.before, view.list(), mutation.ops, mutation.results)
+    finding = sideeffects.find(view.before, view.list(), mutation.ops, mutation.results, deactivation=unrelated)
     return Verdict.side_effect(finding) if finding is not None else None

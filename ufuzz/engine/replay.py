@@ -35,6 +35,7 @@ from ufuzz.corpus.campaign import CampaignData, case_of, load_campaign, select_f
 from ufuzz.engine.executor import Executor
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference, StateOp
 from ufuzz.operators import sideeffects
+from ufuzz.operators.registry import classes as operator_classes
 from ufuzz.oracles.expectations import STATE
 from ufuzz.oracles.judging import Judging
 from ufuzz.oracles.verdict import BASELINE, Context, caused, first_failure, judge_case
@@ -292,6 +293,12 @@ def replay_pair(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], pare
     return ReplayResult(reproduced=True, reason=reason, same_key=same, status="reproduced", **got, **base)
 
 
+def _unrelated(operator: str | None) -> bool:
+    """Whether ``operator``'s edits must change nothing the question uses (then deactivations count too)."""
+    cls = operator_classes().get(operator or "")
+    return cls is not None and cls.kind == "state" and cls.meaning_preserving
+
+
 def _apply(backend: MemoryBackend, state: str, op: StateOp) -> OpResult:
     if op.op == "add" and op.memory is not None:
         return backend.add(state, op.memory)
@@ -327,7 +334,8 @@ def replay_state(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], par
                             **base)
     finally:
         executor.close()
-    found = sideeffects.find(before, after, own, results)
+    found = sideeffects.find(before, after, own, results,
+                             deactivation=_unrelated(mutant.operator))
     if found is None:
         return ReplayResult(reproduced=False, reason="the operation changes nothing else now", status="fixed",
                             **base)

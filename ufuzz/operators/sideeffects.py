@@ -64,8 +64,13 @@ def touched_by(ops: Sequence[StateOp], results: Sequence[OpResult]) -> set[str]:
 
 
 def find(before: Iterable[StoredMemory], after: Iterable[StoredMemory], ops: Sequence[StateOp],
-         results: Sequence[OpResult]) -> Finding | None:
-    """The side effect of ``ops`` (with the backend's ``results``) from listing ``before`` to ``after``, if any."""
+         results: Sequence[OpResult], *, deactivation: bool = True) -> Finding | None:
+    """The side effect of ``ops`` (with the backend's ``results``) from listing ``before`` to ``after``, if any.
+
+    ``deactivation`` False: a memory that turns inactive is not counted. An update or a delete of a fact may
+    rightly mark other carriers of the same old value superseded (a tombstoning backend, a graph that
+    invalidates every edge of the old value), so only edits meant to change nothing the question uses (the
+    unrelated edits) count deactivations; removals, rewrites and new memories count for every operation."""
     old = {m.id: m for m in before}
     new = {m.id: m for m in after}
     touched = touched_by(ops, results)
@@ -77,7 +82,7 @@ def find(before: Iterable[StoredMemory], after: Iterable[StoredMemory], ops: Seq
             changes.append({"memory": mid, "change": "removed", "before": was.text})
         elif now.text != was.text:
             changes.append({"memory": mid, "change": "rewritten", "before": was.text, "after": now.text})
-        elif was.active and not now.active:
+        elif deactivation and was.active and not now.active:
             changes.append({"memory": mid, "change": "deactivated", "before": was.text})
     for mid in sorted(set(new) - set(old) - touched):
         text = new[mid].text
