@@ -109,3 +109,34 @@ def test_planted_product_defect_found_fixed_build_clean(name, tmp_path, monkeypa
     found = _of_class(defect, bad)
     assert found, f"{name}: no failure of its class; got {sorted({(f.operator or '', f.stage, f.kind) for f in bad})}"
     assert not _of_class(defect, good), f"{name}: the fixed build fails its class: {_of_class(defect, good)[:3]}"
+
+
+def test_a_shadow_copy_failure_reproduces_in_the_standalone_script(tmp_path, monkeypatch):
+    """The reproducer ``failures show --reproducer`` writes identifies results by their text as ufuzz does: a
+    shadow copy of the old text under an id the product never reported reproduces against the planted build
+    and not against the fixed one."""
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+
+    from ufuzz.cli import main
+
+    monkeypatch.setenv("PRODUCT_API_TOKEN", TOKEN)
+    defect = DEFECTS["shadow-update"]
+    with start_product_server(TOKEN, **defect.planted) as srv:
+        cfg = _config(tmp_path, srv.base_url, "")
+        c = Campaign(CampaignConfig(backend="http", backend_options={"config": str(cfg)}, seeds=str(WORLD),
+                                    budget=120, seed=1, out=str(tmp_path / "c")))
+        c.run()
+        key = next(f.key for _, f in c.failure_log if f.kind == "stale_ranked_above_valid")
+        shown = CliRunner().invoke(main, ["failures", "show", str(tmp_path / "c"), key[:12], "--reproducer",
+                                          str(tmp_path / "repro.py")])
+        assert shown.exit_code == 0 and "@overwritten" in shown.output, shown.output
+        run = subprocess.run([sys.executable, str(tmp_path / "repro.py"), "--quiet"], capture_output=True, text=True,
+                             timeout=120)
+        assert run.returncode == 0 and "REPRODUCED" in run.stdout, run.stdout + run.stderr
+    with start_product_server(TOKEN, **defect.fixed) as srv:
+        run = subprocess.run([sys.executable, str(tmp_path / "repro.py"), "--quiet", "--base-url", srv.base_url],
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 1 and "NOT REPRODUCED" in run.stdout, run.stdout + run.stderr
