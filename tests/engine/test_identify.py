@@ -98,3 +98,19 @@ def test_property_identification_never_invents_a_memory(texts, data):
     if ids is not None:
         (mid,) = ids
         assert " ".join(dict((m.id, m.text) for m in cp.memories)[mid].split()) == norm
+
+
+def test_failures_show_marks_unknown_and_overwritten_results():
+    from types import SimpleNamespace
+
+    from ufuzz.reports.failures import _execution_view
+
+    ex = Execution("x1", "k", "q", top_ids=["m1@overwritten", "mem-99", "m1"], top_scores=[2.0, 1.5, 1.0],
+                   top_texts=["Lena lives in Oslo.", "Nobody wrote this.", "Lena lives in Rome."],
+                   native_ids=["mem-98", "mem-99", "mem-1"])
+    view = _execution_view(SimpleNamespace(seq=1, execution=ex), Reference("q", "Rome", supporting=("m1",)), set(),
+                           {"m1@overwritten"}, known={"m1", "m2", "m3"})
+    marks = {t["id"]: t["marks"] for t in view["top"]}
+    assert marks["m1@overwritten"] == ["offending", "overwritten"]
+    assert marks["mem-99"] == ["unknown"] and marks["m1"] == ["supporting"]
+    assert [t["native_id"] for t in view["top"]] == ["mem-98", "mem-99", "mem-1"]
