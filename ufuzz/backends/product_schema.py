@@ -72,6 +72,25 @@ KEY_DOCS: dict[str, str] = {
     "timestamps": "JSON path (a list) of the timestamps.",
     "actives": "JSON path (a list) of the active flags.",
     "cited": "JSON path (a list) of the product ids the response cites (recorded, never judged).",
+    "abstain_phrases": "`[answer]` only: what the product says when it has no answer (e.g. `[\"No matching "
+                       "note.\"]`), matched as whole words; also `--opt abstain_phrases='a|b'`.",
+    "abstain_defaults": "`[answer]` only: whether the built-in abstention phrases (`ufuzz/oracles/matching.py`) "
+                        "count too (default true; false for a product whose answers may say \"unknown\").",
+    "next": "`[list]` only: JSON path (one value) of the next page's path or URL on `base_url`; null or empty "
+            "ends the listing.",
+    "cursor": "`[list]` only: JSON path (one value) of an opaque cursor, sent back as `?{cursor_param}=...`; "
+              "null or empty ends the listing.",
+    "cursor_param": "`[list]` only: the query parameter the cursor is sent back in (default `cursor`).",
+    "max_pages": "`[list]` only: pages read at most (default 1000); more is an error, never a partial listing.",
+}
+
+_OWN_SCHEMA: dict[str, dict[str, Any]] = {
+    "abstain_phrases": {"type": "array", "items": {"type": "string", "pattern": "\\w"}},
+    "abstain_defaults": {"type": "boolean", "default": True},
+    "next": {"type": "string", "pattern": r"^\$"},
+    "cursor": {"type": "string", "pattern": r"^\$"},
+    "cursor_param": {"type": "string", "pattern": "^[A-Za-z0-9_.~-]+$", "default": "cursor"},
+    "max_pages": {"type": "integer", "minimum": 1, "maximum": 100000, "default": 1000},
 }
 
 
@@ -110,6 +129,8 @@ def _operation(name: str) -> dict[str, Any]:
         props["policy"] = {"enum": ["rewrite", "append"], "default": "rewrite", "description": KEY_DOCS["policy"]}
     for key in keys:
         props[key] = {"type": "string", "pattern": r"^\$", "description": KEY_DOCS[key]}
+    for key in sorted(http._OWN_KEYS.get(name, ())):
+        props[key] = {**_OWN_SCHEMA[key], "description": KEY_DOCS[key]}
     provides = ", ".join(f"`{{{p}}}`" for p in sorted(http.PROVIDES[name]))
     return {"type": "object", "additionalProperties": False, "properties": props,
             "required": ["path", *(k for k, req in keys.items() if req)],

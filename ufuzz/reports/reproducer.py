@@ -27,6 +27,7 @@ import inspect
 from typing import Any
 
 from ufuzz.model import Memory, StateOp
+from ufuzz.model.execution import OVERWRITTEN
 from ufuzz.oracles import expectations, matching, verdict
 
 __all__ = ["http_reproducer", "record_reproducer", "verdict_source", "judging_facts"]
@@ -42,7 +43,7 @@ def verdict_source() -> list[str]:
         return "\n".join(line for i, line in enumerate(src.splitlines(), start=1) if i not in drop)
 
     functions = "\n\n".join(inspect.getsource(f) for f in (verdict.judge, verdict.caused, verdict.first_failure))
-    return [strip(inspect.getsource(matching)), strip(inspect.getsource(expectations)),
+    return [f"OVERWRITTEN = {OVERWRITTEN!r}", strip(inspect.getsource(matching)), strip(inspect.getsource(expectations)),
             "from __future__ import annotations\n\n" + functions]
 
 
@@ -191,13 +192,16 @@ class Product:
     def build(self, label, ops):
         ns = f"{{PRODUCT['prefix']}}repro-{{uuid.uuid4().hex[:8]}}-{{label}}"
         ids = {{}}
+        self.texts, self.gone, self.old = {{}}, {{}}, {{}}  # what each memory holds, deleted, overwritten
         if "create" in PRODUCT["ops"]:
             self.call("create", {{"namespace": ns}})
         for m in CASE["memories"]:
             self.add(ns, ids, m)
+            self.texts[m["id"]] = m["text"]
         for o in ops:
             if o["op"] == "add":
                 self.add(ns, ids, o["memory"])
+                self.texts[o["memory"]["id"]] = o["memory"]["text"]
             elif o["op"] == "update":
                 m = o["memory"]
                 _s, doc = self.call("update", {{"namespace": ns, "id": ids[o["target"]], "uid": o["target"],
@@ -205,9 +209,30 @@ class Product:
                 if PRODUCT["update_policy"] == "append":
                     got = find(PRODUCT["ops"]["update"]["id"], doc) if PRODUCT["ops"]["update"].get("id") else []
                     ids[m["id"]] = str(got[0]) if got else m["id"]
+                    self.texts[m["id"]] = m["text"]
+                else:
+                    self.old.setdefault(o["target"], []).append(self.texts.get(o["target"], ""))
+                    self.texts[o["target"]] = m["text"]
             elif o["op"] == "delete":
                 self.call("delete", {{"namespace": ns, "id": ids[o["target"]], "uid": o["target"]}})
+                self.gone[o["target"]] = self.texts.pop(o["target"], "")
         return ns, ids
+
+    def identify(self, uid, text):
+        """The memory a result is by its exact-normalised text where its id does not hold that text (a copy
+        under an id the product never reported), as ufuzz identifies it: a live memory, a deleted one, or a
+        version an in-place update overwrote."""
+        if text is None or self.texts.get(uid) == text:
+            return uid
+        v = sys.modules.get("ufuzz_verdict") or load_verdict()
+        normalize = v.normalize
+        want = normalize(str(text))
+        for table in (self.texts, self.gone):
+            hits = sorted(i for i, t in table.items() if normalize(t) == want)
+            if hits:
+                return uid if uid in hits else (hits[0] if len(hits) == 1 else uid)
+        hits = sorted(i for i, ts in self.old.items() if any(normalize(t) == want for t in ts))
+        return hits[0] + v.OVERWRITTEN if len(hits) == 1 else uid
 
     def add(self, ns, ids, m):
         _s, doc = self.call("add", {{"namespace": ns, "id": m["id"], "uid": m["id"], "text": m["text"],
@@ -222,9 +247,9 @@ class Product:
         texts = find(spec["texts"], doc) if spec.get("texts") else [None] * len(pids)
         scores = find(spec["scores"], doc) if spec.get("scores") else [1.0 / (r + 1) for r in range(len(pids))]
         back = {{p: u for u, p in ids.items()}}
-        rows = [(float(s), r, back.get(p, p), p, t) for r, (p, t, s) in enumerate(zip(pids, texts, scores))]
-        rows.sort(key=lambda x: (-x[0], x[1], x[2]))
-        return [{{"id": u, "product_id": p, "score": s, "text": t}} for s, _r, u, p, t in rows[:CASE["k"]]]
+        # the product's own order, as ufuzz judged it (scores shown, never used to re-rank)
+        rows = [(float(s), self.identify(back.get(p, p), t), p, t) for p, t, s in zip(pids, texts, scores)]
+        return [{{"id": u, "product_id": p, "score": s, "text": t}} for s, u, p, t in rows[:CASE["k"]]]
 
     def answer(self, ns, ids, query):
         spec = PRODUCT["ops"]["answer"]
@@ -300,6 +325,11 @@ def main():
     ap.add_argument("--quiet", action="store_true", help="do not print the requests and responses")
     ap.add_argument("--transcript", default=None, help="also write every request and response to this JSON file")
     args = ap.parse_args()
+    if CASE["stage"] == "state":  # seen through list/get around the operation, before any search
+        print(f"state:{{CASE['kind']}} is a side effect of the mutant's operation, seen through the product's "
+              "listing before and after it, not through a search: run `ufuzz replay` or `ufuzz corpus check` "
+              "to reproduce it")
+        return 3
     v = load_verdict()
     product = Product(args.base_url, args.quiet)
     seen = {{}}
@@ -315,7 +345,9 @@ def main():
                 json.dump(product.transcript, fh, indent=2)
     for side in SIDES:
         show(side, *seen[side])
-    ctx = types.SimpleNamespace(visible=JUDGING["visible"], threshold=JUDGING["threshold"], judge=None)
+    said = v.Abstention(tuple(JUDGING.get("abstain_phrases") or ()), JUDGING.get("abstain_defaults", True))
+    ctx = types.SimpleNamespace(visible=JUDGING["visible"], threshold=JUDGING["threshold"], judge=None,
+                                abstention=said if JUDGING["product_answers"] else None)
     levels = {{side: v.judge(reference(side), seen[side][0], tuple(CASE[side]["deleted"]), ctx)
               for side in SIDES}}
     for side in SIDES:
@@ -374,7 +406,11 @@ def judging_facts(config: Any, judging: Any) -> dict[str, Any]:
                  else "the top-evidence reader" if reader != "none" else "no responder")
     return {"visible": "search" in config.ops and retrieval != "hidden", "threshold": config.abstain_threshold,
             "product_answers": product_answers, "responder": responder,
-            "llm_judge": bool(getattr(judging, "judge", False))}
+            "llm_judge": bool(getattr(judging, "judge", False)),
+            "abstain_phrases": list(config.ops["answer"].extra.get("abstain_phrases", ())) if "answer" in config.ops
+            else [],
+            "abstain_defaults": bool(config.ops["answer"].extra.get("abstain_defaults", True))
+            if "answer" in config.ops else True}
 
 
 def http_reproducer(config: Any, *, key: str, operator: str, kind: str, stage: str, memories: tuple[Memory, ...],
