@@ -76,7 +76,8 @@ def test_replay_and_corpus_check_rerun_the_side_effect(evicted, monkeypatch):
     with start_product_server(TOKEN) as srv:  # the fixed build
         r = invoke("corpus", "check", corpus, "--backend", "http", "--config", cfg, "--opt",
                    f"base_url={srv.base_url}")
-        assert r.exit_code == 0 and "0 reproduced" in r.output and "the operation changes nothing else now" in r.output
+        assert r.exit_code == 0 and "the operation changes nothing else now" in r.output, r.output
+        assert "fixed (no longer reproduce)" in r.output and "reproduced" not in r.output.split("records:")[-1]
 
 
 def _free_port() -> int:
