@@ -78,7 +78,7 @@ def judge(ref: Reference, ex: Execution, deleted: tuple[str, ...], ctx: Context)
     out: dict[str, Outcome] = {}
     if ctx.visible:
         out[SELECTION] = selection(ref, ex, deleted, ctx.threshold)
-    resp = response(ref, ex, ctx.judge, ctx.abstention)
+    resp = response(ref, ex, ctx.judge, getattr(ctx, "abstention", None))  # a context-like without it: built-in
     if resp is not None:
         out[resp.level] = resp
     return out
