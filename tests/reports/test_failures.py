@@ -184,3 +184,18 @@ def test_evidence_never_reads_as_lost_where_there_was_none_to_find():
     assert "backend failed" in _evidence_words(_evidence_at(error))
     assert "nothing retrieved" in _evidence_words(_evidence_at(hidden))
     assert _evidence_at({"id": None}) is None
+
+
+def test_memories_an_update_wrote_are_not_marked_unknown(data, camp):
+    """A memory the case's own recipe wrote (an update's new version) is a memory of the case, not text the
+    product returned under an id nobody wrote: only a stranger is marked unknown."""
+    views = failure_views(data, campaign_dir=camp)
+    written = 0
+    for v in views:
+        for side in ("parent", "mutant"):
+            ex = (v.get(side) or {}).get("execution")
+            for item in (ex or {}).get("top", []):
+                if "~u" in item["id"]:  # an updated version, written by a recipe
+                    written += 1
+                assert "unknown" not in item["marks"], (v["key"], side, item)
+    assert written > 0  # the shared campaign's update failures retrieve updated versions

@@ -226,7 +226,13 @@ def _case_view(case: FuzzCase | None, ref: Reference | None, rec: Any, deleted: 
     return {"id": case.id, "operator": case.operator, "depth": case.depth, "query": case.query.text,
             "fields": case.query.fields.to_dict(), "ops": len(case.ops), "detail": case.detail,
             "reference": ref.to_dict() if ref is not None else None,
-            "execution": _execution_view(rec, ref, deleted, offending, set(case.provenance.memory_ids))}
+            "execution": _execution_view(rec, ref, deleted, offending, _known_ids(case))}
+
+
+def _known_ids(case: FuzzCase) -> set[str]:
+    """The memories of a case's state: its checkpoint's (a case read back from the store carries the
+    checkpoint's provenance) and those its recipe wrote (an update's or add's new memory is no stranger)."""
+    return set(case.provenance.memory_ids) | {o.memory.id for o in case.ops if o.memory is not None}
 
 
 def _commands(campaign_dir: str, key: str, backend: str, db: str | None) -> dict[str, str]:
