@@ -173,7 +173,12 @@ def test_cli_isolation_flags(tmp_path):
     st = CliRunner().invoke(main, ["status", str(tmp_path / "c")])
     assert st.exit_code == 0, st.output
     assert f"worker     {summary['worker']['starts']} start(s), {summary['worker']['recycles']} recycled" in st.output
-    assert "worker.recycle_every=40" in st.output  # nested backend facts flattened, not a dict repr
+    # the backend line is one readable line (nested facts by their keys, never a dict repr, cut with a pointer
+    # to --json); --json has every fact, the worker's settings included
+    line = next(x for x in st.output.splitlines() if x.startswith("backend"))
+    assert "': " not in line and len(line) < 200 and (line.endswith("(--json for all)") or "worker=[" in line), line
+    js = CliRunner().invoke(main, ["status", str(tmp_path / "c"), "--json"])
+    assert '"recycle_every": 40' in js.output
     bad = CliRunner().invoke(main, ["run", "--budget", "5", "--out", str(tmp_path / "d"), "--isolation", "thread"])
     assert bad.exit_code == 2 and "--isolation" in bad.output
     assert not (tmp_path / "d").exists()
