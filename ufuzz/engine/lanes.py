@@ -46,6 +46,7 @@ from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, StateHandle
 from ufuzz.backends.worker import end_child, exit_text, serve
 from ufuzz.engine.executor import Executor
+from ufuzz.engine.lane import Lane, LaneBase, LaneDied
 from ufuzz.engine.proposal import Proposal, propose
 from ufuzz.engine.scheduler import Task
 from ufuzz.lru import LRU
@@ -79,10 +80,6 @@ GATES = 4096
 
 #: seconds a lane may take to start (importing torch and loading a model on a loaded 2-core machine)
 START_TIMEOUT = 600.0
-
-
-class LaneDied(RuntimeError):
-    """A lane died, could not be started or could not be reached; what it was doing is lost."""
 
 
 @dataclass(frozen=True)
@@ -380,7 +377,7 @@ def _lane_error(exc: BaseException) -> tuple[str, str]:
     return ("err", f"{type(exc).__name__}: {exc}")
 
 
-class ProcessLane:
+class ProcessLane(LaneBase):
     """A :class:`LaneCore` in a child interpreter on this machine, started on first use and after a death."""
 
     #: the child's module (``python -m MODULE FD``)
@@ -443,14 +440,7 @@ class ProcessLane:
     def result(self) -> Any:
         if self._broken is not None:
             raise LaneDied(self._broken)
-        reply = self._receive("a batch", None)
-        if reply[0] != "ok":
-            raise LaneDied(f"lane {self.index}: {reply[1]}")
-        return reply[1]
-
-    def call(self, method: str, *args: Any) -> Any:
-        self.submit(method, *args)
-        return self.result()
+        return self.unwrap(self._receive("a batch", None))
 
     @staticmethod
     def wait(lanes: Sequence[ProcessLane], timeout: float) -> list[ProcessLane]:
@@ -523,8 +513,8 @@ class LanePool:
     The campaign's decisions about forks a lane holds (:meth:`decide`) and query texts to prepare travel with
     that lane's next request."""
 
-    def __init__(self, lanes: Sequence[Any], observer: Callable[..., None] | None = None) -> None:
-        self.lanes = list(lanes)
+    def __init__(self, lanes: Sequence[Lane], observer: Callable[..., None] | None = None) -> None:
+        self.lanes: list[Lane] = list(lanes)
         self.observer = observer
         self.lost = 0  # jobs lost to lanes that died
         self._queue: list[int] = []  # tickets not sent yet, in order

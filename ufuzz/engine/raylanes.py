@@ -27,7 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ufuzz.engine.lanes import START_TIMEOUT, LaneCore, LaneDied, LaneSpec
+from ufuzz.engine.lane import LaneBase, LaneDied
+from ufuzz.engine.lanes import START_TIMEOUT, LaneCore, LaneSpec
 from ufuzz.engine.startup import StartError
 
 __all__ = ["LaneActor", "RayConnection", "RayLane", "check_address", "connect"]
@@ -146,8 +147,8 @@ class LaneActor:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class RayLane:
-    """A lane as a Ray actor, with the interface of :class:`ufuzz.engine.lanes.ProcessLane`."""
+class RayLane(LaneBase):
+    """A lane as a Ray actor (a :class:`ufuzz.engine.lane.Lane`)."""
 
     def __init__(self, index: int, spec: LaneSpec, ray: Any) -> None:
         self.index = index
@@ -190,10 +191,6 @@ class RayLane:
             if isinstance(exc, self.ray.exceptions.RayActorError):
                 self.kill()
             raise LaneDied(f"lane {self.index}: {_cause(exc)}") from None
-
-    def call(self, method: str, *args: Any) -> Any:
-        self.submit(method, *args)
-        return self.result()
 
     @staticmethod
     def wait(lanes: list[RayLane], timeout: float) -> list[RayLane]:

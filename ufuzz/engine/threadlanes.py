@@ -27,7 +27,8 @@ from multiprocessing import connection as mp_connection
 from pathlib import Path
 from typing import Any
 
-from ufuzz.engine.lanes import LaneDied, ProcessLane
+from ufuzz.engine.lane import LaneBase, LaneDied, answer
+from ufuzz.engine.lanes import ProcessLane
 
 __all__ = ["ProcessSlot", "SerialBackend", "SlotProcess", "ThreadLane", "serve_slots", "shareable", "slot_lanes"]
 
@@ -58,10 +59,9 @@ def shareable(backend: Any) -> Any:
     return backend if getattr(backend, "concurrent_calls", False) else SerialBackend(backend)
 
 
-class ThreadLane:
-    """A LaneCore in a thread of this process, with the interface of :class:`ufuzz.engine.lanes.ProcessLane`
-    (``start``/``ready``/``submit``/``result``/``wait``/``close``). ``make_core`` builds its core (over the
-    shared backend); ``signal`` is the condition every lane of a pool notifies when an answer is in."""
+class ThreadLane(LaneBase):
+    """A LaneCore in a thread of this process (a :class:`ufuzz.engine.lane.Lane`). ``make_core`` builds its core
+    (over the shared backend); ``signal`` is the condition every lane of a pool notifies when an answer is in."""
 
     def __init__(self, index: int, make_core: Callable[[], Any], signal: threading.Condition) -> None:
         self.index = index
@@ -101,11 +101,7 @@ class ThreadLane:
             request = self._inbox.get()
             if request is None:
                 return
-            method, args = request
-            try:
-                reply: tuple[str, Any] = ("ok", getattr(self._core, method)(*args))
-            except Exception as exc:  # noqa: BLE001 - the campaign records the lost job; the lane goes on
-                reply = ("err", f"{type(exc).__name__}: {exc}")
+            reply = answer(self._core, *request)
             with self._signal:
                 self._reply = reply
                 self._signal.notify_all()
@@ -124,13 +120,7 @@ class ThreadLane:
         with self._signal:
             self._signal.wait_for(lambda: self._reply is not None)
             reply, self._reply = self._reply, None
-        if reply[0] != "ok":
-            raise LaneDied(f"lane {self.index}: {reply[1]}")
-        return reply[1]
-
-    def call(self, method: str, *args: Any) -> Any:
-        self.submit(method, *args)
-        return self.result()
+        return self.unwrap(reply)
 
     @staticmethod
     def wait(lanes: Sequence[ThreadLane], timeout: float) -> list[ThreadLane]:
@@ -201,13 +191,8 @@ def serve_slots(conn: Any, spec: Any, workdir: Path) -> None:
 
     def work(slot: int) -> None:
         while (request := inboxes[slot].get()) is not None:
-            method, args = request
             try:
-                reply = (slot, "ok", getattr(cores[slot], method)(*args))
-            except Exception as exc:  # noqa: BLE001 - the campaign records the lost job
-                reply = (slot, "err", f"{type(exc).__name__}: {exc}")
-            try:
-                send(reply)
+                send((slot, *answer(cores[slot], *request)))
             except (OSError, ValueError):
                 return
 
@@ -310,10 +295,7 @@ class SlotProcess(ProcessLane):
     def result_of(self, slot: int) -> Any:
         while slot not in self._replies:
             self.drain(1.0)
-        status, value = self._replies.pop(slot)
-        if status != "ok":
-            raise LaneDied(value if str(value).startswith("lane ") else f"lane {self.index}: {value}")
-        return value
+        return self.unwrap(self._replies.pop(slot))
 
     def kill(self) -> None:
         self._ready_done = False
@@ -327,8 +309,8 @@ class SlotProcess(ProcessLane):
         super().close()
 
 
-class ProcessSlot:
-    """One thread lane of a :class:`SlotProcess`, with the lane interface the pool drives."""
+class ProcessSlot(LaneBase):
+    """One thread lane of a :class:`SlotProcess` (a :class:`ufuzz.engine.lane.Lane`)."""
 
     def __init__(self, proc: SlotProcess, slot: int, index: int) -> None:
         self.proc, self.slot, self.index = proc, slot, index
@@ -347,10 +329,6 @@ class ProcessSlot:
 
     def result(self) -> Any:
         return self.proc.result_of(self.slot)
-
-    def call(self, method: str, *args: Any) -> Any:
-        self.submit(method, *args)
-        return self.result()
 
     @staticmethod
     def wait(lanes: Sequence[ProcessSlot], timeout: float) -> list[ProcessSlot]:

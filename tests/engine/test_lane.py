@@ -1,0 +1,67 @@
+"""The lane interface (:mod:`ufuzz.engine.lane`): every kind of lane is a ``Lane``, and the pool drives the
+in-process one as it drives the others — an answer in task order, a job that raises is lost (never the
+campaign), a lane that raised goes on."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from ufuzz.engine.lane import InProcessLane, Lane, LaneDied
+from ufuzz.engine.lanes import LanePool, ProcessLane
+from ufuzz.engine.raylanes import RayLane
+from ufuzz.engine.threadlanes import ProcessSlot, SlotProcess, ThreadLane
+
+
+class _Core:
+    """A lane core that echoes its arguments, and raises for ``boom``."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def echo(self, *args):
+        return args
+
+    def boom(self):
+        raise ValueError("broken adapter")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_every_lane_kind_is_a_lane(tmp_path):
+    proc = SlotProcess(0, None, tmp_path, slots=2)
+    lanes = [InProcessLane(0, _Core()), ThreadLane(0, _Core, threading.Condition()),
+             ProcessLane(0, None, tmp_path), ProcessSlot(proc, 0, 0), RayLane(0, None, None)]
+    for lane in lanes:
+        assert isinstance(lane, Lane), type(lane).__name__
+
+
+def test_an_in_process_lane_answers_when_asked_and_a_raising_job_is_lost():
+    core = _Core()
+    lane = InProcessLane(3, core)
+    assert InProcessLane.wait([lane], 0) == []  # nothing submitted: nothing to wait for
+    lane.submit("echo", 1, 2)
+    assert InProcessLane.wait([lane], 0) == [lane]
+    assert lane.result() == (1, 2)
+    with pytest.raises(LaneDied, match="lane 3: ValueError: broken adapter"):
+        lane.call("boom")
+    assert lane.call("echo", "again") == ("again",)  # the lane goes on after a lost job
+    LanePool([lane]).close()
+    assert core.closed
+
+
+def test_thread_and_in_process_lanes_answer_alike():
+    signal = threading.Condition()
+    thread, here = ThreadLane(0, _Core, signal), InProcessLane(0, _Core())
+    pool = LanePool([thread])
+    pool.start()
+    try:
+        for lane in (thread, here):
+            assert lane.call("echo", "x") == ("x",)
+            with pytest.raises(LaneDied, match="lane 0: ValueError: broken adapter"):
+                lane.call("boom")
+    finally:
+        pool.close()
+        here.close()
