@@ -29,7 +29,7 @@ _CHILD = r"""
 import json, os, signal, sys
 from ufuzz.backends import registry
 from ufuzz.corpus import window as W
-from ufuzz.engine import campaign as C, ending as E, executor as X
+from ufuzz.engine import campaign as C, ending as E, executor as X, lanes as L
 mode, out, seeds, budget, seed, spec = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), \
     json.loads(sys.argv[6])
 windows = [0]
@@ -44,7 +44,7 @@ C.Campaign._snapshot_due = every_other_window
 calls = [0]
 if spec.get("phase"):
     owner = {"seeding": (C.Campaign, "_prepare_queries"),
-             "lookahead": (C.Campaign, "_look_ahead"), "proposal": (C.Campaign, "_propose"),
+             "lookahead": (C.Campaign, "_look_ahead"), "proposal": (L.LaneCore, "_work"),
              "draw": (C.Campaign, "_draw"), "apply": (C.Campaign, "_apply_batch"),
              "execution": (X.Executor, "execute"), "commit": (W.WriteWindow, "flush"),
              "snapshot": (C.Campaign, "_snapshot"), "summary": (E, "write_summary")}[spec["phase"]]

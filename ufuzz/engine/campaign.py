@@ -15,12 +15,12 @@ snapshot of the engine's state (:meth:`Campaign._snapshot`), so a killed, interr
 continues from its committed prefix (:meth:`Campaign.resume`); on a deterministic backend the continued
 campaign is the uninterrupted one — same executions, mutants and failures.
 
-Each step is a task from the scheduler, worked on in two parts: *propose and execute* (operators and backend:
-:meth:`Campaign._propose`, :meth:`Campaign._run_mutant`) and *apply* (records, feedback, oracle, scheduler:
-:meth:`Campaign._apply`). With ``--workers N`` the first part runs in lanes (:mod:`ufuzz.engine.lanes`: child
-processes or Ray actors, each with a backend of its own), a batch of tasks at a time, while the second is applied
-here in task order (:meth:`Campaign._batch_loop`). ``plot_data.csv`` (:mod:`ufuzz.engine.plotdata`) records
-the curve as it goes.
+Each step is a task from the scheduler, worked on in two parts: *propose and execute* (operators and backend),
+which runs in a lane (:mod:`ufuzz.engine.lane`: the campaign's own thread with ``--workers 1``; threads, child
+processes or Ray actors otherwise), a batch of tasks at a time, and *apply* (records, feedback, oracle,
+scheduler: :meth:`Campaign._apply_batch`), done here in task order (:meth:`Campaign._loop`). There is one step
+path: the campaign of ``--workers 1`` is one lane of it. ``plot_data.csv`` (:mod:`ufuzz.engine.plotdata`)
+records the curve as it goes.
 """
 
 from __future__ import annotations
@@ -448,8 +448,7 @@ class Campaign:
 
                 self._setup("preflight round trip")
                 self.preflight = preflight(self.backend, self.llm)
-            if self.parallel:
-                self.lanes = self._start_lanes()
+            self.lanes = self._start_lanes()
             url = cfg.db or f"sqlite:///{(self.out / 'corpus.sqlite').resolve()}"
             self.store = CorpusStore(url)
             me = {"pid": os.getpid(), "host": socket.gethostname()}
@@ -481,21 +480,16 @@ class Campaign:
             self.lanes.observer = lambda event, **facts: self._log_safely("warning", event, **facts)
 
     @property
-    def parallel(self) -> bool:
-        """Whether the executions run in lanes (``--workers N`` > 1, Ray, or ``--max-concurrency N`` > 1 thread
-        lanes) rather than step by step here."""
-        cfg = self.config
-        return cfg.workers > 1 or cfg.ray_address is not None or cfg.max_concurrency > 1
-
-    @property
     def lane_count(self) -> int:
         """Lanes of the campaign (``--workers`` × ``--max-concurrency``): what its batches are made of."""
         return self.config.workers * self.config.max_concurrency
 
     def _start_lanes(self) -> Any:
-        """The campaign's lanes, started (each builds its own backend: a bad option fails here, cleanly)."""
+        """The campaign's lanes, started (each builds its own backend: a bad option fails here, cleanly). One
+        lane, in this thread over this process's backend, is the campaign of ``--workers 1``."""
         from ufuzz.backends.protocol import BackendUnavailable
-        from ufuzz.engine.lanes import LaneDied, LanePool, LaneSpec, ProcessLane
+        from ufuzz.engine.lane import InProcessLane
+        from ufuzz.engine.lanes import LaneCore, LaneDied, LanePool, LaneSpec, ProcessLane
 
         cfg = self.config
         try:
@@ -511,6 +505,9 @@ class Campaign:
             lanes = slot_lanes(spec, self.out / "lanes", cfg.workers, cfg.max_concurrency)
         elif cfg.max_concurrency > 1:
             lanes = self._thread_lanes(spec)
+        elif cfg.workers == 1:  # nothing would overlap: the lane's work is done when its answer is asked for
+            lanes = [InProcessLane(0, LaneCore(spec, self.out / "lanes" / "lane0", backend=self.backend, llm=self.llm,
+                                               prejudge=False))]
         else:
             lanes = [ProcessLane(i, spec, self.out / "lanes" / f"lane{i}") for i in range(cfg.workers)]
         pool = LanePool(lanes)
@@ -740,42 +737,11 @@ class Campaign:
         return True
 
     def _loop(self, on_progress: Callable[[Progress], None] | None) -> str:
-        if self.lanes is not None:
-            return self._batch_loop(on_progress)
-        hidden = self.executor.hidden
-        while True:
-            reason = self._ending()
-            if reason is not None:
-                return reason
-            self._at_boundary = False  # a step begins with its draw: the scheduler is no longer the snapshot's
-            task = self.scheduler.next()
-            if task is None:
-                self._at_boundary = True
-                return ending.EXHAUSTED
-            if self.step >= self._ahead_at:
-                self._look_ahead(task)
-            self.step += 1
-            errors_before = self.progress.errors
-            self._step(task, self.step, hidden)
-            for operation, message in self.executor.faults:  # e.g. a release that failed: recorded, not raised
-                self._error(task.case_id, operation, message)
-            self.executor.faults.clear()
-            if self.progress.errors == errors_before:  # a step without a fault (e.g. a mutant rejected after
-                self._consecutive = 0  # a fork that worked) breaks a run of errors, executed or not
-            self.progress.phase = task.phase
-            self._end_step()
-            if self._too_many_errors():
-                return ending.ERROR
-            if on_progress is not None:
-                on_progress(self.progress)
-
-    def _batch_loop(self, on_progress: Callable[[Progress], None] | None) -> str:
-        """The loop of a parallel campaign: batches of tasks (:func:`ufuzz.engine.lanes.batch_size`), each
-        drawn and queued to the lanes before the previous one is applied, so that the lanes work on batch k+1
-        while this process applies batch k in task order (:meth:`_apply_batch`). Which tasks a batch holds is
-        fixed by the seed and N alone. Between batches is what :meth:`_loop` has between steps: the place to
-        stop, to commit and to snapshot (the batch in flight is part of the snapshot, and a resumed campaign
-        queues it again)."""
+        """The campaign's loop: batches of tasks (:func:`ufuzz.engine.lanes.batch_size`; one task with one lane),
+        each drawn and queued to the lanes before the previous one is applied, so that the lanes work on batch
+        k+1 while this process applies batch k in task order (:meth:`_apply_batch`). Which tasks a batch holds
+        is fixed by the seed and the number of lanes alone. Between batches is the place to stop, to commit and
+        to snapshot (the batch in flight is part of the snapshot, and a resumed campaign queues it again)."""
         from ufuzz.engine.lanes import batch_size
 
         hidden = self.executor.hidden
@@ -796,7 +762,7 @@ class Campaign:
                 self._at_boundary = True  # the batch in flight is part of the snapshot
                 if size > 1:  # the pipeline fills: the next batch is drawn before this one is applied
                     continue
-                nxt = None  # one lane (Ray): step by step, the campaign of --workers 1
+                nxt = None  # one lane: step by step
             current, self._inflight = self._inflight, nxt
             self._at_boundary = False
             self._apply_batch(current, hidden)
@@ -1195,14 +1161,12 @@ class Campaign:
 
     # -- one step ------------------------------------------------------------------------------------------
     def _parent_execution(self, parent: FuzzCase, hidden: bool) -> Execution:
-        if self.lanes is not None:  # a parallel campaign: the cache is here, the backends are in the lanes
-            ex = self.executor.cached(parent)
-            fresh = ex is None
-            if fresh:
-                ex = self.lanes.execute(parent)
-                self.executor.remember(parent, ex)
-        else:
-            ex, fresh = self.executor.execute_parent(parent)
+        """``parent``'s execution: the cached one, else run now in a lane (ahead of the queued jobs), recorded."""
+        ex = self.executor.cached(parent)  # the cache is here, the backends are in the lanes
+        fresh = ex is None
+        if fresh:
+            ex = self.lanes.execute(parent)
+            self.executor.remember(parent, ex)
         if fresh:
             self._record_exec(ex, is_parent=True, checkpoint_id=parent.checkpoint_id)
             if ex.error is None:
@@ -1215,29 +1179,6 @@ class Campaign:
         if not self.executor.has_parent_execution(seed) and self.progress.executions >= self.config.budget:
             return None
         return self._parent_execution(seed, hidden)
-
-    def _step(self, task: Task, counter: int, hidden: bool) -> None:
-        """One task: propose and validate a mutant, execute it, then apply the result (records, feedback,
-        verdict, retention). Every path ends in exactly one report to the scheduler and releases the mutant's
-        fork unless the mutant was kept."""
-        parent = self.cases[task.case_id]
-        parent_ex = self._parent_execution(parent, hidden)
-        if not self._parent_ready(task, parent, parent_ex):
-            return
-        proposal = self._propose(task, parent, counter)
-        outcome = NO_MUTANT
-        try:
-            responds = self.executor.answers or self.executor.responder is not None
-            if proposal.valid and not self.oracle.can_fail(proposal.mutant, proposal.mutation.reference, responds):
-                # e.g. an abstaining mutant where retrieval is judged without a relevance threshold and nothing
-                # responds: executing it would spend budget on a test that cannot fail
-                proposal.unjudged = True
-            ex = self._run_mutant(proposal, parent) if proposal.valid and not proposal.unjudged else None
-            outcome = self._apply(task, proposal, parent, parent_ex, ex, hidden)
-        finally:
-            if proposal.handle is not None and not proposal.adopted:
-                self.executor.release(proposal.handle)
-        self.scheduler.report(task, outcome)
 
     def _parent_ready(self, task: Task, parent: FuzzCase, parent_ex: Execution) -> bool:
         """Whether a mutant of ``parent`` is to be made (and its result applied); if not, the task is reported
@@ -1261,7 +1202,7 @@ class Campaign:
 
     # -- a batch of steps (parallel campaigns) -------------------------------------------------------------
     def _apply_batch(self, current: dict[str, Any], hidden: bool) -> None:
-        """Apply a batch's results in task order, as :meth:`_step` would have; a task begun after the budget was
+        """Apply a batch's results in task order; a task begun after the budget was
         spent is not applied (the scheduler gets it back). Forks the lanes hold for mutants not kept are
         released with their next request."""
         results = self.lanes.collect(current["tickets"])
@@ -1279,8 +1220,8 @@ class Campaign:
             else:
                 self.step = counter
                 errors_before = self.progress.errors
-                self._apply_job(job, lane, res, hidden, parents)
-                for operation, message in res.faults:  # e.g. a release that failed in the lane
+                faults = self._apply_job(job, lane, res, hidden, parents)
+                for operation, message in faults:  # e.g. a release that failed in the lane
                     self._error(task.case_id, operation, message)
                 if self.progress.errors == errors_before:  # a step without a fault breaks a run of errors
                     self._consecutive = 0
@@ -1293,10 +1234,18 @@ class Campaign:
         for k, v in (delta or {}).items():
             self._lane_llm[k] = self._lane_llm.get(k, 0) + v
 
-    def _apply_job(self, job: Any, lane: int, res: Any, hidden: bool, parents: dict[tuple[str, str], Any]) -> None:
-        """One job's result, applied as :meth:`_step` applies its own work: every path reports to the scheduler
-        exactly once."""
+    def _apply_job(self, job: Any, lane: int, res: Any, hidden: bool,
+                   parents: dict[tuple[str, str], Any]) -> list[tuple[str, str]]:
+        """One job's result (and its parent's job's, when it ran in this batch) applied: every path reports to
+        the scheduler exactly once. Returns the backend faults nothing waited for (the parent's job's first),
+        for the step's error records."""
+        faults = self._apply_result(job, lane, res, hidden, parents)
+        return faults + list(res.faults)
+
+    def _apply_result(self, job: Any, lane: int, res: Any, hidden: bool,
+                      parents: dict[tuple[str, str], Any]) -> list[tuple[str, str]]:
         task, parent = job.task, job.parent
+        faults: list[tuple[str, str]] = []
         parent_ex = self.executor.cached(parent)
         if parent_ex is None:
             # the parent's own job of this batch, applied with the first task that needs it; none (an earlier
@@ -1306,7 +1255,8 @@ class Campaign:
                 if ran is not None:
                     self._error(parent.id, "lane", ran.lost)
                 self.scheduler.report(task, NO_MUTANT)
-                return
+                return faults
+            faults = list(ran.faults)
             parent_ex = ran.parent_ex
             self._record_exec(parent_ex, is_parent=True, checkpoint_id=parent.checkpoint_id)
             if parent_ex.error is None:
@@ -1315,39 +1265,17 @@ class Campaign:
         if res.lost is not None:  # the lane died (it is restarted): an error record, never a failure
             self._error(parent.id, "lane", res.lost)
             self.scheduler.report(task, NO_MUTANT)
-            return
+            return faults
         if not self._parent_ready(task, parent, parent_ex):
-            return
+            return faults
         if res.skipped:  # the lane judged the parent untestable and this process did not: no mutant this time
             self.scheduler.report(task, NO_MUTANT)
-            return
+            return faults
         self.scheduler.report(task, self._apply(task, res.proposal, parent, parent_ex, res.ex, hidden, lane=lane))
-
-    def _propose(self, task: Task, parent: FuzzCase, counter: int) -> Proposal:
-        """Mutate ``parent`` for the task's target and validate the result (never looking at retrieval or
-        responses). Touches only the backend (the mutant's fork): nothing is recorded here."""
-        op = self.operators[task.operator]
-        fork = op.kind == "state" or (self._fork_queries() and self.executor.copyable)
-        return propose(op, parent, self.oracle.reference_of(parent.id), task.target, task.obligation, counter,
-                       self.config.seed, executor=self.executor, fork=fork)
-
-    def _fork_queries(self) -> bool:
-        """Whether query mutants run on a fork of their own (see ``CampaignConfig.fork_queries``)."""
-        cfg = self.config
-        return self.backend.capabilities.cheap_fork if cfg.fork_queries is None else bool(cfg.fork_queries)
-
-    def _run_mutant(self, proposal: Proposal, parent: FuzzCase) -> Execution | None:
-        """Execute a valid mutant on its own fork (or, for a query mutant where forks are dear, on the
-        parent's state); None when that state could not be had."""
-        try:
-            state = proposal.handle if proposal.handle is not None else self.executor.state_of(parent)
-        except BackendError as exc:  # the parent's state could not be rebuilt (e.g. a worker died meanwhile)
-            proposal.state_error = f"{type(exc).__name__}: {exc}"
-            return None
-        return self.executor.execute(proposal.mutant, state)
+        return faults
 
     def _apply(self, task: Task, proposal: Proposal, parent: FuzzCase, parent_ex: Execution,
-               ex: Execution | None, hidden: bool, lane: int | None = None) -> StepOutcome:
+               ex: Execution | None, hidden: bool, lane: int) -> StepOutcome:
         """Record the proposal and its execution, judge it (the verdict goes to the failure store only) and
         decide from its feedback whether it stays as a parent."""
         cfg = self.config
@@ -1392,11 +1320,8 @@ class Campaign:
         self.progress.retained += 1
         self.cases.retain(mutant, parent)
         self.executor.remember(mutant, ex)
-        if proposal.handle is not None:
-            if lane is not None:  # the fork is in the lane: it becomes the mutant's state there
-                self.lanes.decide(lane, mutant, keep=True)
-            else:
-                self.executor.adopt(mutant, proposal.handle)
+        if proposal.handle is not None:  # the fork is in the lane: it becomes the mutant's state there
+            self.lanes.decide(lane, mutant, keep=True)
             proposal.adopted = True
         return StepOutcome(valid=True, retained=True, new_case_id=mutant.id, moves=tuple(self._moves(mutant)),
                            coverage_gain=fb.coverage_gain, divergence=fb.divergence,

@@ -157,18 +157,22 @@ class LaneCore:
     """A lane's backend, executor and state operators; :meth:`run` works through a list of jobs."""
 
     def __init__(self, spec: LaneSpec, workdir: Path, backend: Any = None, llm: Any = None,
-                 prepares: bool = True, shared: Any = None, meter: LLMMeter | None = None) -> None:
+                 prepares: bool = True, shared: Any = None, meter: LLMMeter | None = None,
+                 prejudge: bool = True) -> None:
         """A core with a backend of its own (a process or Ray lane), or over ``backend`` and ``llm`` shared with
-        the campaign's other thread lanes (:mod:`ufuzz.engine.threadlanes`: never closed here; only the lane
-        with ``prepares`` lets the backend prepare query texts, once for all; ``shared``: their checkpoint
-        states, built once for all; ``meter``: the counts of a client of the lane's process, reported to the
-        campaign with each job)."""
+        the campaign (its in-process lane, :class:`ufuzz.engine.lane.InProcessLane`) or with the campaign's
+        other thread lanes (:mod:`ufuzz.engine.threadlanes`): never closed here; only the lane with
+        ``prepares`` lets the backend prepare query texts, once for all; ``shared``: their checkpoint states,
+        built once for all; ``meter``: the counts of a client of the lane's process, reported to the campaign
+        with each job; ``prejudge``: ask an LLM judge ahead of the campaign (:meth:`_prejudge`), which only
+        pays where the lane's wait overlaps the campaign's work."""
         from ufuzz.llm.client import client_for
         from ufuzz.operators import create_all
         from ufuzz.oracles.judging import Judging
 
         cfg = spec.config
         self.seed = cfg.seed
+        self.prejudge = prejudge
         self.owns_backend = backend is None
         self.prepares = prepares
         self.backend = backend if backend is not None else registry.instantiate(
@@ -296,7 +300,7 @@ class LaneCore:
         """Ask an LLM judge for the mutant's verdict here, where the wait overlaps other lanes' work: the reply
         lands in the call cache, so the campaign's own verdict (the same request, judged in task order) is a
         cache hit. Only a speed-up: the verdict is the campaign's, and a failed request is its to record."""
-        if self.context.judge is None:
+        if self.context.judge is None or not self.prejudge:
             return
         from ufuzz.oracles.verdict import judge_case
 
