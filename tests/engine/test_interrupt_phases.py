@@ -1,8 +1,8 @@
 """One and two Ctrl-C at every phase of a step never change the campaign.
 
 A campaign runs in a child process on the embedded backend (BM25, no model) and sends SIGINT to itself at a
-chosen call of a chosen phase — the query look-ahead (the scheduler has drawn the step's task), the proposal,
-an execution, a corpus commit, a snapshot, the summary — once ("stop after this step") or twice at the same
+chosen call of a chosen phase — recording the seeds, drawing a batch of tasks (the scheduler has drawn them), a
+lane's job (the proposal), an execution, a corpus commit, a snapshot, the summary — once ("stop after this step") or twice at the same
 instant ("stop now, resume later"). Each interrupted campaign must end interrupted (exit 130 semantics: status
 ``interrupted``, summary and store agreeing) — or, at the summary, as it would have ended anyway — and, resumed,
 give the uninterrupted campaign record by record. Nothing here depends on timing: the signal is raised by the
@@ -28,7 +28,7 @@ SEED = 3
 _CHILD = r"""
 import json, os, signal, sys
 from ufuzz.backends import registry
-from ufuzz.corpus import window as W
+from ufuzz.corpus import store as S, window as W
 from ufuzz.engine import campaign as C, ending as E, executor as X, lanes as L
 mode, out, seeds, budget, seed, spec = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), \
     json.loads(sys.argv[6])
@@ -43,8 +43,7 @@ def every_other_window(self):  # deterministic snapshot cadence
 C.Campaign._snapshot_due = every_other_window
 calls = [0]
 if spec.get("phase"):
-    owner = {"seeding": (C.Campaign, "_prepare_queries"),
-             "lookahead": (C.Campaign, "_look_ahead"), "proposal": (L.LaneCore, "_work"),
+    owner = {"seeding": (S.CorpusStore, "record_seed"), "proposal": (L.LaneCore, "_work"),
              "draw": (C.Campaign, "_draw"), "apply": (C.Campaign, "_apply_batch"),
              "execution": (X.Executor, "execute"), "commit": (W.WriteWindow, "flush"),
              "snapshot": (C.Campaign, "_snapshot"), "summary": (E, "write_summary")}[spec["phase"]]
@@ -110,10 +109,11 @@ def expected_parallel(tmp_path_factory, seeds_file) -> dict:
     return _reference(tmp_path_factory, seeds_file, 2)
 
 
-#: (phase, the call of it that is interrupted); seeding: while the seeds' queries are prepared, before the first
-#: snapshot (the campaign then has none, and its resume starts over); the look-ahead runs every LOOK_AHEAD steps, a
-#: snapshot every other window
-PHASES = [("seeding", 1), ("lookahead", 3), ("proposal", 40), ("execution", 90), ("commit", 4), ("snapshot", 3), ("summary", 1)]
+#: (phase, the call of it that is interrupted); seeding: while the seeds are recorded, before the first snapshot
+#: (the campaign then has none, and its resume starts over); a draw is a batch of one task here, a proposal a job of
+#: the campaign's one lane (in its own thread); a snapshot every other window
+PHASES = [("seeding", 1), ("draw", 3), ("proposal", 40), ("execution", 90), ("commit", 4), ("snapshot", 3),
+          ("summary", 1)]
 
 
 @pytest.mark.parametrize("times", [1, 2], ids=["one", "two"])
@@ -123,9 +123,8 @@ def test_interrupts_at_every_phase_resume_to_the_uninterrupted_campaign(tmp_path
     _interrupt_and_resume(tmp_path, seeds_file, expected, phase, at, times, workers=1)
 
 
-#: a parallel campaign (two lanes): the look-ahead inside a draw (its first task drawn), drawing a batch, applying
-#: one, committing
-PARALLEL_PHASES = [("lookahead", 2), ("draw", 4), ("apply", 3), ("commit", 4)]
+#: a parallel campaign (two lanes): drawing a batch, applying one, committing
+PARALLEL_PHASES = [("draw", 4), ("apply", 3), ("commit", 4)]
 
 
 @pytest.mark.parametrize("times", [1, 2], ids=["one", "two"])

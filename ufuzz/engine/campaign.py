@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import random
 import signal
 import socket
@@ -42,7 +41,7 @@ from typing import Any
 import structlog
 
 from ufuzz.backends import registry
-from ufuzz.backends.protocol import BackendError, MemoryBackend
+from ufuzz.backends.protocol import MemoryBackend
 from ufuzz.engine import dirlock, ending
 from ufuzz.engine.cases import CaseBook
 from ufuzz.engine.cover import expected_reach
@@ -68,8 +67,6 @@ HEARTBEAT_SECONDS = 30.0
 #: backend errors in a row at the end of a budget that make it an outage (an error end) even with
 #: ``--max-consecutive-errors 0`` (the default limit, which would have stopped the campaign there)
 OUTAGE_RUN = 20
-#: tasks looked ahead to prepare their query mutants' texts in one batch (see Campaign._look_ahead)
-LOOK_AHEAD = 64
 
 
 @dataclass
@@ -339,10 +336,8 @@ class Campaign:
         self._committed: tuple[Progress, int] = self._mark  # at the last committed window
         self._last_snapshot = 0.0
         self._snapshot_cost = 0.0
-        self._ahead_at = 0  # the step up to which query texts were prepared ahead
         self._drawn = 0  # tasks drawn from the scheduler (a parallel campaign draws ahead of what it applied)
         self._inflight: dict[str, Any] | None = None  # a parallel campaign's batch queued and not yet applied
-        self._ahead_idle = 0  # look-aheads in a row that found nothing to prepare (then it stops)
         self._heartbeat_stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._lane_llm: dict[str, int] = {}  # what process lanes' own LLM clients did (calls, tokens …)
@@ -529,7 +524,7 @@ class Campaign:
 
         def core(i: int) -> Callable[[], Any]:
             return lambda: LaneCore(spec, self.out / "lanes" / f"lane{i}", backend=backend, llm=self.llm,
-                                    prepares=i == 0, shared=states)
+                                    shared=states)
 
         lanes = [ThreadLane(i, core(i), signal_) for i in range(self.config.max_concurrency)]
         lanes[-1].after_close = states.close  # the pool closes lanes in order: the last releases the shared states
@@ -613,11 +608,6 @@ class Campaign:
             self.store.record_seed(self.campaign_id, seed)
             self.scheduler.add_seed(case.id, seed.id, self._moves(case), reach=expected_reach(seed, cp), group=cp.id)
         self.scheduler.seal()
-        # every seed runs as a parent: its query is embedded (where the backend embeds) in batches now
-        try:
-            self._prepare_queries([s.query.text for s in seeds])
-        except BackendError as exc:  # only a speed-up: the queries are embedded one by one later instead
-            self.log.warning("prepare_queries_failed", error=str(exc))
         self.progress.uncovered_obligations = self.scheduler.uncovered()
         self._setup("first snapshot; then the first states are built as the first steps need them")
         self._end_step(force_snapshot=True)
@@ -787,8 +777,6 @@ class Campaign:
             task = self.scheduler.next()
             if task is None:
                 break
-            if not batch and self._drawn >= self._ahead_at:
-                self._look_ahead(task, base=self._drawn)
             self._drawn += 1
             batch.append((task, self._drawn))
         if not batch:
@@ -881,55 +869,6 @@ class Campaign:
         if snapshot:
             self._last_snapshot = time.monotonic()
             self._snapshot_cost = cost
-
-    def _look_ahead(self, task: Task, base: int | None = None) -> None:
-        """Prepare the query texts of the next LOOK_AHEAD steps in one batch (the embedded backend embeds them
-        together, ~4x cheaper per text than one at a time on a cold cache).
-
-        Query mutants do not depend on retrieval, so their texts can be made early: on a copy of the scheduler
-        (each task taken as valid), by the same operators with the same per-step random generators. A guess that
-        turns out wrong only costs a wasted embedding; nothing here touches the campaign's own state, and the
-        backend's preparation changes no result. Once two look-aheads in a row do not pay for themselves (a warm
-        cache, a backend that does not embed) it stops."""
-        base = self.step if base is None else base  # the counter of the task before ``task``
-        self._ahead_at = base + LOOK_AHEAD
-        if self._ahead_idle >= 2 or "paraphrase" in self.config.llm_uses:  # never call an LLM ahead
-            return
-        t0 = time.perf_counter()
-        sim = pickle.loads(pickle.dumps(self.scheduler, protocol=pickle.HIGHEST_PROTOCOL))
-        texts: list[str] = []
-        nxt: Task | None = task
-        for j in range(1, LOOK_AHEAD + 1):
-            if nxt is None:
-                break
-            op = self.operators[nxt.operator]
-            if op.kind == "query" and nxt.case_id in self.cases:
-                parent = self.cases[nxt.case_id]
-                try:
-                    m = op.mutate(parent, self.oracle.reference_of(parent.id), nxt.target,
-                                  random.Random(f"{self.config.seed}:{base + j}"), None)
-                    texts.append(m.query.text)
-                except Exception:  # noqa: BLE001 - a guess that cannot be made is skipped
-                    pass
-            sim.report(nxt, StepOutcome(valid=True))
-            nxt = sim.next()
-        cost = time.perf_counter() - t0  # the look-ahead's own cost (the batch itself replaces later work)
-        try:
-            done = self._prepare_queries(texts) if texts else 0
-        except BackendError as exc:  # only a speed-up
-            self.log.warning("prepare_queries_failed", error=str(exc))
-            done = 0
-        # it pays when the texts prepared saved more than the look-ahead cost (a text embedded in a batch saves
-        # ~10 ms); a large suite's scheduler is dear to copy
-        paid = done * 0.01 > cost
-        self._ahead_idle = 0 if paid else self._ahead_idle + 1
-
-    def _prepare_queries(self, texts: list[str]) -> int:
-        """Let the backend(s) that will run these queries prepare them (embed them in one batch)."""
-        if self.lanes is not None:
-            self.lanes.prepare_queries(texts)
-            return len(texts)
-        return self.backend.prepare_queries(texts)
 
     # -- snapshots ------------------------------------------------------------------------------------------
     def _snapshot(self) -> tuple[bytes, bytes]:

@@ -157,13 +157,11 @@ class LaneCore:
     """A lane's backend, executor and state operators; :meth:`run` works through a list of jobs."""
 
     def __init__(self, spec: LaneSpec, workdir: Path, backend: Any = None, llm: Any = None,
-                 prepares: bool = True, shared: Any = None, meter: LLMMeter | None = None,
-                 prejudge: bool = True) -> None:
+                 shared: Any = None, meter: LLMMeter | None = None, prejudge: bool = True) -> None:
         """A core with a backend of its own (a process or Ray lane), or over ``backend`` and ``llm`` shared with
         the campaign (its in-process lane, :class:`ufuzz.engine.lane.InProcessLane`) or with the campaign's
-        other thread lanes (:mod:`ufuzz.engine.threadlanes`): never closed here; only the lane with
-        ``prepares`` lets the backend prepare query texts, once for all; ``shared``: their checkpoint states,
-        built once for all; ``meter``: the counts of a client of the lane's process, reported to the campaign
+        other thread lanes (:mod:`ufuzz.engine.threadlanes`): never closed here; ``shared``: their checkpoint
+        states, built once for all; ``meter``: the counts of a client of the lane's process, reported to the campaign
         with each job; ``prejudge``: ask an LLM judge ahead of the campaign (:meth:`_prejudge`), which only
         pays where the lane's wait overlaps the campaign's work."""
         from ufuzz.llm.client import client_for
@@ -174,7 +172,6 @@ class LaneCore:
         self.seed = cfg.seed
         self.prejudge = prejudge
         self.owns_backend = backend is None
-        self.prepares = prepares
         self.backend = backend if backend is not None else registry.instantiate(
             cfg.backend, _import(spec.backend_class), Path(workdir) / "backend", cfg.backend_options,
             isolation=cfg.isolation, worker={"recycle_every": cfg.worker_recycle,
@@ -202,17 +199,10 @@ class LaneCore:
         self.pending: dict[str, StateHandle] = {}  # executed mutants' forks, until the campaign says which stay
 
     # -- the lane's calls ---------------------------------------------------------------------------------
-    def run(self, jobs: Sequence[LaneJob], keep: Sequence[FuzzCase] = (), drop: Sequence[str] = (),
-            prepare: Sequence[str] = ()) -> list[LaneResult]:
+    def run(self, jobs: Sequence[LaneJob], keep: Sequence[FuzzCase] = (), drop: Sequence[str] = ()) -> list[LaneResult]:
         """Run ``jobs``; first adopt the forks of the mutants the campaign kept (``keep``: their cases) as their
-        states, release those of the mutants it did not (``drop``: their ids), and prepare ``prepare`` (query
-        texts the backend may embed in one batch: only a speed-up, a failure is ignored)."""
+        states and release those of the mutants it did not (``drop``: their ids)."""
         self._settle(keep, drop)
-        if prepare and self.prepares:
-            try:
-                self.prepare_queries(list(prepare))
-            except BackendError:
-                pass
         return [self._job(job) for job in jobs]
 
     def execute(self, case: FuzzCase) -> Execution:
@@ -223,9 +213,6 @@ class LaneCore:
             return Execution(case_id=case.id, state_key=case.state_key, query=case.query.text,
                              error=f"{type(exc).__name__}: {exc}")
         return self.executor.execute(case, state)
-
-    def prepare_queries(self, texts: list[str]) -> int:
-        return int(self.backend.prepare_queries(list(texts)) or 0)
 
     def close(self) -> None:
         try:
@@ -514,8 +501,7 @@ class LanePool:
     builds one once), else the first — so that jobs of unequal length (a state mutant's writes, a query
     mutant's single call) keep every lane busy. Which lane runs a job may thus depend on timing;
     what a job gives back does not (on a deterministic backend), and the campaign applies results in job order.
-    The campaign's decisions about forks a lane holds (:meth:`decide`) and query texts to prepare travel with
-    that lane's next request."""
+    The campaign's decisions about forks a lane holds (:meth:`decide`) travel with that lane's next request."""
 
     def __init__(self, lanes: Sequence[Lane], observer: Callable[..., None] | None = None) -> None:
         self.lanes: list[Lane] = list(lanes)
@@ -528,7 +514,6 @@ class LanePool:
         self._tickets = 0
         self._keep: list[list[FuzzCase]] = [[] for _ in self.lanes]
         self._drop: list[list[str]] = [[] for _ in self.lanes]
-        self._prepare: list[list[str]] = [[] for _ in self.lanes]
         self._held: list[set[str]] = [set() for _ in self.lanes]  # state keys each lane was given work on
         # parent jobs' outcomes by (state key, query): None while running; False holds back (skips) their tasks
         self._gate: LRU[tuple[str, str], bool | None] = LRU(GATES)
@@ -599,22 +584,6 @@ class LanePool:
         else:
             self._drop[lane].append(case.id)
 
-    def prepare_queries(self, texts: list[str]) -> None:
-        """Have every lane prepare these query texts (only a speed-up): at once when the lanes are idle (the
-        seeds' queries, before the first batch: a lane loads its embedding model then, not during the campaign),
-        else with each lane's next request."""
-        if self._busy or self._queue:
-            for pending in self._prepare:
-                pending.extend(texts)
-            return
-        for lane in self.lanes:
-            lane.submit("run", [], (), (), list(texts))
-        for i, lane in enumerate(self.lanes):
-            try:
-                lane.result()
-            except LaneDied as exc:
-                self._died(i, str(exc))
-
     # -- feeding the lanes -----------------------------------------------------------------------------------
     def _feed(self) -> None:
         for t in [t for t in self._queue if self._blocked(t) is False]:  # their parent is no use: skipped
@@ -658,9 +627,9 @@ class LanePool:
         self._queue.remove(t)
         job = self._jobs[t]
         self._held[lane].add(job.parent.state_key)
-        keep, drop, prepare = self._keep[lane], self._drop[lane], self._prepare[lane]
-        self._keep[lane], self._drop[lane], self._prepare[lane] = [], [], []
-        self.lanes[lane].submit("run", [job], keep, drop, prepare)
+        keep, drop = self._keep[lane], self._drop[lane]
+        self._keep[lane], self._drop[lane] = [], []
+        self.lanes[lane].submit("run", [job], keep, drop)
         self._busy[lane] = t
 
     def _pump(self) -> None:

@@ -181,8 +181,8 @@ def serve_slots(conn: Any, spec: Any, workdir: Path) -> None:
         meter = LLMMeter(llm) if llm is not None else None
         backend = shareable(own)
         states = SharedStates(backend)
-        cores = [LaneCore(spec, workdir, backend=backend, llm=llm, prepares=i == 0, shared=states, meter=meter)
-                 for i in range(cfg.max_concurrency)]
+        cores = [LaneCore(spec, workdir, backend=backend, llm=llm, shared=states, meter=meter)
+                 for _ in range(cfg.max_concurrency)]
         send(("ok", None))
     except BaseException as exc:  # noqa: BLE001 - reported to the campaign, which says so
         send(("err", f"{type(exc).__name__}: {exc}"))
