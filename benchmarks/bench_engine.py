@@ -89,6 +89,7 @@ def run_one(spec: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     from ufuzz.backends.embedded import EmbeddedBackend
     from ufuzz.corpus.window import WriteWindow
     from ufuzz.engine.campaign import Campaign, CampaignConfig
+    from ufuzz.engine.journal import Journal
 
     name, suite, load_s = _suite(spec, tmp)
     out = tmp / name.replace(":", "-").replace("/", "_")
@@ -99,7 +100,7 @@ def run_one(spec: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     marks: dict[str, float] = {}
     flush = {"s": 0.0, "n": 0}
     snap = {"s": 0.0, "n": 0}
-    original_flush, original_snapshot = WriteWindow.flush, Campaign._snapshot
+    original_flush, original_snapshot = WriteWindow.flush, Journal.snapshot
 
     def timed_flush(self, extra=None):  # noqa: ANN001
         t0 = time.perf_counter()
@@ -109,10 +110,10 @@ def run_one(spec: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             flush["s"] += time.perf_counter() - t0
             flush["n"] += 1
 
-    def timed_snapshot(self):  # noqa: ANN001
+    def timed_snapshot(self, state):  # noqa: ANN001
         t0 = time.perf_counter()
         try:
-            return original_snapshot(self)
+            return original_snapshot(self, state)
         finally:
             snap["s"] += time.perf_counter() - t0
             snap["n"] += 1
@@ -121,13 +122,13 @@ def run_one(spec: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         marks.setdefault("first_step_wall", time.perf_counter())
         marks.setdefault("first_step_cpu", time.process_time())
 
-    WriteWindow.flush, Campaign._snapshot = timed_flush, timed_snapshot
+    WriteWindow.flush, Journal.snapshot = timed_flush, timed_snapshot
     try:
         t0, c0 = time.perf_counter(), time.process_time()
         summary = campaign.run(on_progress=first)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     finally:
-        WriteWindow.flush, Campaign._snapshot = original_flush, original_snapshot
+        WriteWindow.flush, Journal.snapshot = original_flush, original_snapshot
     setup_wall = marks.get("first_step_wall", t0 + wall) - t0
     setup_cpu = marks.get("first_step_cpu", c0 + cpu) - c0
     run_wall, run_cpu = wall - setup_wall, cpu - setup_cpu

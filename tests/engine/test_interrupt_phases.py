@@ -29,7 +29,7 @@ _CHILD = r"""
 import json, os, signal, sys
 from ufuzz.backends import registry
 from ufuzz.corpus import store as S, window as W
-from ufuzz.engine import campaign as C, ending as E, executor as X, lanes as L
+from ufuzz.engine import campaign as C, ending as E, executor as X, journal as J, lanes as L, step as ST
 mode, out, seeds, budget, seed, spec = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), \
     json.loads(sys.argv[6])
 windows = [0]
@@ -40,13 +40,13 @@ def every_other_window(self):  # deterministic snapshot cadence
     return windows[0] % 2 == 0
 
 
-C.Campaign._snapshot_due = every_other_window
+J.Journal.snapshot_due = every_other_window
 calls = [0]
 if spec.get("phase"):
     owner = {"seeding": (S.CorpusStore, "record_seed"), "proposal": (L.LaneCore, "_work"),
-             "draw": (C.Campaign, "_draw"), "apply": (C.Campaign, "_apply_batch"),
+             "draw": (ST.Steps, "draw"), "apply": (ST.Steps, "apply"),
              "execution": (X.Executor, "execute"), "commit": (W.WriteWindow, "flush"),
-             "snapshot": (C.Campaign, "_snapshot"), "summary": (E, "write_summary")}[spec["phase"]]
+             "snapshot": (J.Journal, "snapshot"), "summary": (E, "write_summary")}[spec["phase"]]
     original = getattr(*owner)
 
     def interrupting(*args, **kwargs):

@@ -31,7 +31,7 @@ _CHILD = r"""
 import json, os, signal, sys
 from ufuzz.backends import registry
 from ufuzz.corpus import window as W
-from ufuzz.engine import campaign as C
+from ufuzz.engine import campaign as C, journal as J
 from tests.support.faulty_backends import KillingBackend
 
 registry.register("killing", KillingBackend)
@@ -45,7 +45,7 @@ def every_other_window(self):  # deterministic snapshot cadence, so that some ki
     return windows[0] % 2 == 0
 
 
-C.Campaign._snapshot_due = every_other_window
+J.Journal.snapshot_due = every_other_window
 if spec.get("flush"):
     k, where, flushes = spec["flush"], spec["where"], [0]
     original = W.WriteWindow.flush

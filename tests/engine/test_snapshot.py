@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from ufuzz.engine.snapshot import FORMAT, SnapshotError, dump, load
+from ufuzz.engine.snapshot import FORMAT, SnapshotError, dump, format_of, load
 
 
 @dataclass
@@ -39,3 +39,11 @@ def test_other_formats_and_damage_are_refused():
         load(old)
     with pytest.raises(SnapshotError, match="cannot be read"):
         load(b"not a snapshot")
+
+
+def test_the_format_is_read_from_the_first_bytes_without_unpickling():
+    seed = Big("s")
+    assert format_of(dump({"cases": [seed]}, {"seed:a": seed})) == FORMAT  # a known object is never resolved
+    assert format_of(zlib.compress(pickle.dumps({"format": FORMAT - 1, "step": 1}))) == FORMAT - 1
+    assert format_of(zlib.compress(pickle.dumps({"step": 1}))) is None
+    assert format_of(b"not a snapshot") is None

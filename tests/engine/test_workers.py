@@ -124,7 +124,7 @@ def test_a_lane_that_dies_is_an_error_record_and_the_campaign_goes_on(tmp_path, 
 _CHILD = r"""
 import json, os, signal, sys
 from ufuzz.corpus import window as W
-from ufuzz.engine import campaign as C
+from ufuzz.engine import campaign as C, journal as J
 
 out, seeds, budget, seed, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 flushes = [0]
@@ -140,7 +140,7 @@ def flush(self, extra=None):  # SIGKILL right after the kill_at-th commit (a sna
 
 
 W.WriteWindow.flush = flush
-C.Campaign._snapshot_due = lambda self: flushes[0] % 2 == 1
+J.Journal.snapshot_due = lambda self: flushes[0] % 2 == 1
 if kill_at:
     config = C.CampaignConfig(backend="embedded", backend_options={"retrieval": "bm25"}, seeds=seeds, budget=budget,
                               seed=seed, out=out, window_records=24, workers=2)

@@ -48,7 +48,7 @@ def operators() -> dict[str, Operator]:
 
 
 def child_of(parent: FuzzCase, mutation: Mutation, op: Operator, case_id: str) -> FuzzCase:
-    """The mutant case ``Campaign._step`` builds from ``mutation``."""
+    """The mutant case a step (:mod:`ufuzz.engine.step`) builds from ``mutation``."""
     return parent.child(case_id, operator=op.name, query=mutation.query, provenance=mutation.provenance,
                         ops=mutation.ops, detail=mutation.detail, descriptor=mutation.descriptor)
 

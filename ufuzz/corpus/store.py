@@ -76,6 +76,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
+from ufuzz.corpus.summary import CampaignSummary
 from ufuzz.model import Checkpoint, Execution, FuzzCase, MutationDescriptor, Obligation, Query, Seed, StateOp
 
 # 2: failures carry cause_key, responder and origin (mutant | baseline)
@@ -1112,9 +1113,13 @@ class CorpusStore(SqlStore):
     # ------------------------------------------------------------------ summary
 
     def summary(self, campaign_id: str) -> dict[str, Any]:
-        """Counts for ``ufuzz status``. Coverage is distinct checkpoint memories reached in any top-k of a
-        non-failed execution over all memories of the campaign's checkpoints; ids reached that no
-        checkpoint has (memories added by state mutants) are counted in ``coverage.extra``."""
+        """Counts for ``ufuzz status``: :meth:`counted` in the store's shape (:meth:`CampaignSummary.counts`)."""
+        return self.counted(campaign_id).counts()
+
+    def counted(self, campaign_id: str) -> CampaignSummary:
+        """The campaign's summary as its records count it. Coverage is distinct checkpoint memories reached in
+        any top-k of a non-failed execution over all memories of the campaign's checkpoints; ids reached that
+        no checkpoint has (memories added by state mutants) are counted in ``coverage_extra``."""
         with self._sessions() as s:
             camp = s.get(CampaignRow, campaign_id)
             if camp is None:
@@ -1146,17 +1151,7 @@ class CorpusStore(SqlStore):
                 own = members.get(cid, set())
                 for m in top or ():
                     (reached if m in own else extra).add((cid, m))
-        total = sum(len(v) for v in members.values())
-        return {
-            "campaign": campaign_id,
-            "status": camp.status,
-            "executions": executions,
-            "parent_executions": parents,
-            "mutant_executions": executions - parents,
-            "failed_executions": failed,
-            "mutants": {"valid": valid, "rejected": rejected, "total": valid + rejected},
-            "retained": retained,
-            "coverage": {"reached": len(reached), "total": total,
-                         "ratio": len(reached) / total if total else 0.0, "extra": len(extra)},
-            "errors": errors,
-        }
+        return CampaignSummary(campaign=campaign_id, status=camp.status, executions=executions, mutants_valid=valid,
+                               mutants_rejected=rejected, retained=retained, coverage=len(reached),
+                               coverage_total=sum(len(v) for v in members.values()), errors=errors,
+                               parent_executions=parents, failed_executions=failed, coverage_extra=len(extra))

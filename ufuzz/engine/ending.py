@@ -20,7 +20,8 @@ llm_budget_spent   6  the LLM token budget (``--max-llm-tokens``) was used up (t
 (exit 1 is left to ``--fail-on``, 2 to bad usage.) Killed, interrupted and errored campaigns continue with
 ``ufuzz run --resume DIR``.
 
-``summary.json`` is versioned (:data:`SUMMARY_VERSION`) and written atomically — to a temporary file in the
+``summary.json`` (:class:`ufuzz.corpus.summary.CampaignSummary`) is versioned (:data:`SUMMARY_VERSION`) and
+written atomically — to a temporary file in the
 same directory, flushed to disk, then renamed over the old one — so a reader sees the old summary or the new
 one, never half of one, even when the disk fills up.
 """
@@ -32,6 +33,8 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from ufuzz.corpus.summary import SUMMARY_VERSION
 
 BUDGET_SPENT = "budget_spent"
 EXHAUSTED = "exhausted"
@@ -45,8 +48,6 @@ RUNNING = "running"
 EXIT_CODES = {BUDGET_SPENT: 0, EXHAUSTED: 4, TIME_LIMIT: 5, ERROR: 3, INTERRUPTED: 130, LLM_BUDGET_SPENT: 6}
 REASONS = tuple(EXIT_CODES)
 
-#: 1: unversioned (status finished | interrupted); 2: ``version``, ``reason`` and ``message``, the reasons above
-SUMMARY_VERSION = 2
 
 __all__ = ["BUDGET_SPENT", "EXHAUSTED", "TIME_LIMIT", "INTERRUPTED", "ERROR", "LLM_BUDGET_SPENT", "RUNNING",
            "EXIT_CODES",

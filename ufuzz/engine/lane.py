@@ -24,10 +24,9 @@ class LaneDied(RuntimeError):
 
 @runtime_checkable
 class Lane(Protocol):
-    """One lane, as the pool drives it. ``index`` names it in messages; ``starts`` counts its (re)starts."""
+    """One lane, as the pool drives it. ``index`` names it in messages."""
 
     index: int
-    starts: int
 
     def start(self) -> None:
         """Begin starting (several lanes start at once); :meth:`ready` waits for it."""
@@ -96,7 +95,6 @@ class InProcessLane(LaneBase):
 
     def __init__(self, index: int, core: Any) -> None:
         self.index = index
-        self.starts = 1
         self.core = core
         self._request: tuple[str, tuple[Any, ...]] | None = None
 

@@ -1,8 +1,9 @@
 """Resume snapshots: the engine's state between two steps, as bytes for the corpus database.
 
-A snapshot is the pickled state a campaign needs to go on exactly as it would have: the scheduler (with its
-random generator), the feedback sets, the cases still pickable, the cached parent executions, the counters;
-and, in its own table on the oracle side, the references, the parents' verdicts and the failure tallies.
+A snapshot is the pickled state a campaign needs to go on exactly as it would have
+(:class:`ufuzz.engine.state.CampaignState`): the scheduler (with its random generator), the feedback sets, the
+cases still pickable, the cached parent executions, the counters, the batch in flight; and, in its own table on
+the oracle side, the references, the parents' verdicts and the failure tallies.
 Backend states are not in it: the executor rebuilds them from their recipes (checkpoint + operations) when
 they are first used again, as it does after evicting one.
 
@@ -16,9 +17,10 @@ import pickle
 import zlib
 from typing import Any
 
-FORMAT = 3
+#: 3: the state as dicts of named parts; 4: each half of :class:`ufuzz.engine.state.CampaignState` pickled whole
+FORMAT = 4
 
-__all__ = ["FORMAT", "SnapshotError", "dump", "load"]
+__all__ = ["FORMAT", "SnapshotError", "dump", "format_of", "load"]
 
 
 class SnapshotError(RuntimeError):
@@ -85,5 +87,25 @@ def load(data: bytes, known: dict[str, Any] | None = None) -> dict[str, Any]:
         raise SnapshotError(f"the resume snapshot cannot be read ({type(exc).__name__}: {exc})") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         found = state.get("format") if isinstance(state, dict) else None
-        raise SnapshotError(f"the resume snapshot has format {found!r}; this ufuzz resumes format {FORMAT} only")
+        raise SnapshotError(f"the resume snapshot has format {found!r}; this ufuzz resumes format {FORMAT} only (it "
+                            "was written by another version of ufuzz: resume it with that version, or run the "
+                            "campaign again)")
     return state
+
+
+def format_of(data: bytes) -> int | None:
+    """The format ``data`` was written in, read from its first bytes without unpickling anything (a resume
+    refuses another format before it opens the campaign); None when that cannot be read."""
+    import io
+    import pickletools
+
+    try:
+        head = zlib.decompressobj().decompress(data, 512)
+        named = False
+        for _, arg, _ in pickletools.genops(io.BytesIO(head)):
+            if named and arg is not None:  # the value after the key (a memo op between them has no argument)
+                return arg if isinstance(arg, int) and not isinstance(arg, bool) else None
+            named = named or arg == "format"
+    except Exception:  # noqa: BLE001 - damaged or cut short: unknown
+        return None
+    return None
