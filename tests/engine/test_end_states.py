@@ -76,3 +76,73 @@ def test_resume_rebuilds_a_missing_summary_of_a_finished_campaign(tmp_path, suit
     assert not list(out.glob(".summary.json.*.tmp"))
     with pytest.raises(Exception, match="already spent its budget"):  # with its summary there, nothing to do
         Campaign.resume(out)
+
+
+class _Product:
+    """The HTTP test product (tests/support, with its planted delete defect: the campaigns find failures) on a
+    port that stays its own: killed (it stops answering: every call is refused) and restarted empty on the same
+    address, as a redeployed service would be."""
+
+    def __init__(self, token: str) -> None:
+        self.token, self.port, self._httpd, self._thread = token, 0, None, None
+
+    def start(self) -> None:
+        import threading
+
+        from tests.support.http_product_server import ProductServer, _make_handler
+        from tests.support.loopback import _Server
+
+        state = ProductServer(token=self.token, delete_bug=True)
+        self._httpd = _Server(("127.0.0.1", self.port), _make_handler(state))
+        self._httpd.daemon_threads = True
+        self.port = state.port = int(self._httpd.server_address[1])
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+        self._thread.start()
+
+    def kill(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._thread.join(timeout=5)
+            self._httpd = None
+
+
+def test_an_http_outage_and_a_resume_give_the_campaign_that_had_none(tmp_path, monkeypatch):
+    """The product goes down mid-campaign: the campaign ends in error after --max-consecutive-errors refused
+    calls; the product comes back (empty: its states are rebuilt) and the resumed campaign redoes the failed
+    steps — no error record is left, and it is the campaign that never had an outage, record by record."""
+    from tests.engine.test_resume import _corpus
+    from tests.oracles.test_http_ground_truth import TOKEN
+    from tests.oracles.test_http_ground_truth import _config as product_config
+    from tests.support.planted_world import PATH as WORLD
+
+    monkeypatch.setenv("PRODUCT_API_TOKEN", TOKEN)
+    product = _Product(TOKEN)
+    product.start()
+    try:
+        config = product_config(tmp_path, f"http://127.0.0.1:{product.port}", "")
+
+        def campaign(out):
+            return Campaign(CampaignConfig(backend="http", backend_options={"config": str(config)}, seeds=str(WORLD),
+                                           budget=90, seed=2, out=str(out), max_consecutive_errors=8))
+
+        clean = campaign(tmp_path / "clean").run()
+        assert clean["status"] == ending.BUDGET_SPENT and clean["errors"] == 0
+
+        def outage(progress):
+            if progress.executions >= 40:
+                product.kill()
+
+        broken = campaign(tmp_path / "outage").run(on_progress=outage)
+        assert broken["status"] == ending.ERROR and "backend errors in a row" in broken["message"]
+        assert broken["errors"] >= 8 and broken["executions"] < 90
+        product.start()  # redeployed on the same address, with nothing in it
+        resumed = Campaign.resume(tmp_path / "outage").run()
+    finally:
+        product.kill()
+    assert resumed["status"] == ending.BUDGET_SPENT and resumed["errors"] == 0
+    expected, got = _corpus(tmp_path / "clean"), _corpus(tmp_path / "outage")
+    assert not got["errors"] and expected["failures"]
+    for part in expected:
+        assert got[part] == expected[part], part

@@ -6,7 +6,10 @@ the uninterrupted one (same executions, mutants and failures).
 Records go to the corpus and failure stores through one write window (:mod:`ufuzz.corpus.window`), marked
 at the end of every batch so that only whole batches are committed. A snapshot is the
 :class:`~ufuzz.engine.state.CampaignState` (:mod:`ufuzz.engine.snapshot`), taken at a commit and written in
-the same transaction.
+the same transaction. None is taken inside a run of backend errors: a campaign that ends in an outage (or is
+killed or interrupted in one) resumes from the last snapshot before it and redoes those steps, so an outage
+and a resume give the campaign that never had one — on a deterministic backend, record by record — rather than
+one whose budget went on errors and whose scheduler learnt from them.
 """
 
 from __future__ import annotations
@@ -145,8 +148,10 @@ class Journal:
         return time.monotonic() - self._last_snapshot >= wait
 
     def commit(self, state: CampaignState, snapshot: bool) -> None:
-        """Commit the window (whole batches only), with a snapshot of the state at its end if asked."""
+        """Commit the window (whole batches only), with a snapshot of the state at its end if asked — never
+        inside a run of backend errors (the last snapshot before it stays the one to resume from)."""
         extra = [self.store.heartbeat_write(self.campaign_id)]
+        snapshot = snapshot and not state.search.errors.count
         cost = 0.0
         if snapshot:
             t0 = time.perf_counter()
