@@ -81,56 +81,18 @@ def test_a_process_of_thread_lanes_that_dies_is_an_error_record_and_the_campaign
     assert {f.case_id for _, f in c.failure_log} <= executed  # every failure is of an execution that happened
 
 
-_CHILD = r"""
-import json, os, signal, sys
-from ufuzz.corpus import window as W
-from ufuzz.engine import campaign as C, journal as J
-
-out, seeds, budget, seed, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-flushes = [0]
-original = W.WriteWindow.flush
-
-
-def flush(self, extra=None):  # SIGKILL right after the kill_at-th commit (a snapshot is not due at every one)
-    done = original(self, extra)
-    flushes[0] += 1
-    if flushes[0] == kill_at:
-        os.kill(os.getpid(), signal.SIGKILL)
-    return done
-
-
-W.WriteWindow.flush = flush
-J.Journal.snapshot_due = lambda self: flushes[0] % 2 == 1
-if kill_at:
-    config = C.CampaignConfig(backend="embedded", backend_options={"retrieval": "bm25"}, seeds=seeds, budget=budget,
-                              seed=seed, out=out, window_records=24, max_concurrency=4)
-    summary = C.Campaign(config).run()
-else:
-    summary = C.Campaign.resume(out).run()
-print("RESULT " + json.dumps({"status": summary["status"], "executions": summary["executions"]}))
-"""
-
-
 def test_killed_and_resumed_with_thread_lanes_is_the_uninterrupted_campaign(tmp_path, seeds_file):
     import json
-    import os
-    import subprocess
-    import sys
 
-    root = Path(__file__).resolve().parents[2]
+    from tests.engine.test_workers import _child
+
     ref = tmp_path / "ref"
     _run(ref, seeds_file, max_concurrency=4, window_records=24)
     expected = _corpus(ref)
     out = tmp_path / "killed"
-    env = {**os.environ, "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1"}
-
-    def child(kill_at: int) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-c", _CHILD, str(out), str(seeds_file), str(BUDGET), str(SEED),
-                               str(kill_at)], cwd=root, env=env, capture_output=True, text=True, timeout=600)
-
-    run = child(4)
+    run = _child(out, seeds_file, 4, max_concurrency=4)
     assert run.returncode == -9, run.stderr[-3000:]
-    resumed = child(0)
+    resumed = _child(out, seeds_file, 0)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert json.loads(resumed.stdout.split("RESULT ", 1)[1])["status"] == "budget_spent"
     got = _corpus(out)

@@ -2,8 +2,8 @@
 
 A campaign runs in a child process on the embedded backend (BM25, no model) and sends SIGINT to itself at a
 chosen call of a chosen phase — recording the seeds, drawing a batch of tasks (the scheduler has drawn them), a
-lane's job (the proposal), an execution, a corpus commit, a snapshot, the summary — once ("stop after this step") or twice at the same
-instant ("stop now, resume later"). Each interrupted campaign must end interrupted (exit 130 semantics: status
+lane's job (the proposal), an execution, a corpus commit, a snapshot, the summary — once ("stop after this
+step") or twice at the same instant ("stop now, resume later"). Each interrupted campaign must end interrupted (exit 130 semantics: status
 ``interrupted``, summary and store agreeing) — or, at the summary, as it would have ended anyway — and, resumed,
 give the uninterrupted campaign record by record. Nothing here depends on timing: the signal is raised by the
 process itself at a counted call, and Python runs its handler before the next bytecode of that call.

@@ -127,6 +127,7 @@ from ufuzz.corpus import window as W
 from ufuzz.engine import campaign as C, journal as J
 
 out, seeds, budget, seed, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+lanes = json.loads(sys.argv[6])  # --workers / --max-concurrency
 flushes = [0]
 original = W.WriteWindow.flush
 
@@ -143,7 +144,7 @@ W.WriteWindow.flush = flush
 J.Journal.snapshot_due = lambda self: flushes[0] % 2 == 1
 if kill_at:
     config = C.CampaignConfig(backend="embedded", backend_options={"retrieval": "bm25"}, seeds=seeds, budget=budget,
-                              seed=seed, out=out, window_records=24, workers=2)
+                              seed=seed, out=out, window_records=24, **lanes)
     summary = C.Campaign(config).run()
 else:
     summary = C.Campaign.resume(out).run()
@@ -151,10 +152,13 @@ print("RESULT " + json.dumps({"status": summary["status"], "executions": summary
 """
 
 
-def _child(out: Path, seeds: Path, kill_at: int) -> subprocess.CompletedProcess:
+def _child(out: Path, seeds: Path, kill_at: int, **lanes: int) -> subprocess.CompletedProcess:
+    """The campaign of ``lanes`` (``workers=2`` unless given) in a child process, SIGKILLed right after its
+    ``kill_at``-th commit; ``kill_at`` 0 resumes it instead."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-c", _CHILD, str(out), str(seeds), str(BUDGET), str(SEED), str(kill_at)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-c", _CHILD, str(out), str(seeds), str(BUDGET), str(SEED), str(kill_at),
+                           json.dumps(lanes or {"workers": 2})], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
 
 
 def test_killed_and_resumed_with_workers_is_the_uninterrupted_campaign(tmp_path, seeds_file):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -159,15 +161,8 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
     """Run a fuzzing campaign (or continue one: --resume DIR)."""
     import time
 
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from ufuzz.backends.protocol import BackendError, BackendUnavailable
     from ufuzz.cli.progress import parse_duration, run_with_progress
-    from ufuzz.corpus.store import CorpusDatabaseError
     from ufuzz.engine.campaign import Campaign, CampaignConfig
-    from ufuzz.engine.dirlock import DirectoryLocked
-    from ufuzz.engine.ending import describe
-    from ufuzz.engine.preflight import PreflightError
     from ufuzz.engine.startup import StartError, check_start
     from ufuzz.engine.strategies import apply_strategy, strategy_names
     from ufuzz.seeds.io import SeedFileError
@@ -246,27 +241,8 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
         _drop(replaced)
 
     try:
-        summary = run_with_progress(campaign, quiet=quiet, every_n=progress_every, on_start=drop)
-    except PreflightError as exc:
-        _fail(f"backend {backend!r} is unreachable or broken: its preflight round trip failed: {exc}")
-    except StartError as exc:
-        _start_error(exc)
-    except CorpusDatabaseError as exc:
-        _database_error(exc, f"{out_dir}: " if db is None else "", "'--db'" if db is not None else None)
-    except DirectoryLocked as exc:
-        raise Unavailable(str(exc)) from None
-    except SQLAlchemyError as exc:
-        raise Unavailable(f"corpus database: {describe(exc)}") from None
-    except BackendUnavailable as exc:
-        raise Unavailable(str(exc)) from None
-    except KeyError as exc:
-        raise click.BadParameter(str(exc.args[0]) if exc.args else str(exc), param_hint="'--backend'") from None
-    except BackendError as exc:
-        raise Unavailable(f"backend {backend!r}: {exc}") from None
-    except ValueError as exc:
-        raise BadInput(f"backend {backend!r}: {exc}") from None
-    except OSError as exc:
-        raise Unavailable(f"cannot write the campaign in {out_dir}: {exc.strerror or exc}") from None
+        with _run_errors(backend, out_dir, f"{out_dir}: " if db is None else "", "'--db'" if db is not None else None):
+            summary = run_with_progress(campaign, quiet=quiet, every_n=progress_every, on_start=drop)
     finally:
         if replaced is not None:  # a start that failed leaves the replaced campaign as it was
             if out_dir.exists():
@@ -293,14 +269,11 @@ def _resume(ctx: click.Context, resume_dir: str, *, db: str | None, opts: tuple[
             ray_address: str | None = None) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
-    from ufuzz.backends.protocol import BackendError, BackendUnavailable
     from ufuzz.cli.progress import run_with_progress
     from ufuzz.corpus.store import CorpusDatabaseError
     from ufuzz.engine.campaign import Campaign, ResumeError
     from ufuzz.engine.dirlock import DirectoryLocked
     from ufuzz.engine.ending import describe
-    from ufuzz.engine.preflight import PreflightError
-    from ufuzz.engine.startup import StartError
 
     given = sorted(name for name in ctx.params if name not in RESUME_OPTIONS
                    and ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE)
@@ -329,23 +302,8 @@ def _resume(ctx: click.Context, resume_dir: str, *, db: str | None, opts: tuple[
         raise Unavailable(f"corpus database of {out_dir}: {describe(exc)}") from None
     except (FileNotFoundError, ValueError) as exc:
         raise BadInput(str(exc)) from None
-    try:
+    with _run_errors(campaign.config.backend, out_dir, "", "'--db'" if db else "'--resume'"):
         summary = run_with_progress(campaign, quiet=quiet, every_n=progress_every)
-    except PreflightError as exc:
-        _fail(f"backend {campaign.config.backend!r} is unreachable or broken: its preflight round trip failed: "
-              f"{exc}")
-    except StartError as exc:
-        _start_error(exc)
-    except CorpusDatabaseError as exc:
-        _database_error(exc, "", "'--db'" if db else "'--resume'")
-    except DirectoryLocked as exc:
-        raise Unavailable(str(exc)) from None
-    except SQLAlchemyError as exc:
-        raise Unavailable(f"corpus database of {out_dir}: {describe(exc)}") from None
-    except (BackendUnavailable, BackendError, OSError) as exc:
-        raise Unavailable(f"backend {campaign.config.backend!r}: {exc}") from None
-    except ValueError as exc:
-        raise BadInput(f"backend {campaign.config.backend!r}: {exc}") from None
     _end(summary, out_dir)
 
 
@@ -380,6 +338,44 @@ def _size_notes(campaign: Any, quiet: bool) -> None:
         click.echo(f"note: {note}", err=True)
     t0 = time.monotonic()
     campaign.on_setup = lambda phase: click.echo(f"[ufuzz] set-up {time.monotonic() - t0:6.1f}s  {phase}", err=True)
+
+
+@contextmanager
+def _run_errors(backend: str, out_dir: Path, db_prefix: str, db_hint: str | None) -> Iterator[None]:
+    """A campaign that could not open (a new one or a resumed one): the message and exit code its cause gets —
+    bad input (2) where the user can fix an option, else the environment (3). ``db_prefix`` and ``db_hint``
+    name the corpus database in its messages (see :func:`_database_error`)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from ufuzz.backends.protocol import BackendError, BackendUnavailable
+    from ufuzz.corpus.store import CorpusDatabaseError
+    from ufuzz.engine.dirlock import DirectoryLocked
+    from ufuzz.engine.ending import describe
+    from ufuzz.engine.preflight import PreflightError
+    from ufuzz.engine.startup import StartError
+
+    try:
+        yield
+    except PreflightError as exc:
+        _fail(f"backend {backend!r} is unreachable or broken: its preflight round trip failed: {exc}")
+    except StartError as exc:
+        _start_error(exc)
+    except CorpusDatabaseError as exc:
+        _database_error(exc, db_prefix, db_hint)
+    except DirectoryLocked as exc:
+        raise Unavailable(str(exc)) from None
+    except SQLAlchemyError as exc:
+        raise Unavailable(f"corpus database of {out_dir}: {describe(exc)}") from None
+    except BackendUnavailable as exc:
+        raise Unavailable(str(exc)) from None
+    except KeyError as exc:
+        raise click.BadParameter(str(exc.args[0]) if exc.args else str(exc), param_hint="'--backend'") from None
+    except BackendError as exc:
+        raise Unavailable(f"backend {backend!r}: {exc}") from None
+    except ValueError as exc:
+        raise BadInput(f"backend {backend!r}: {exc}") from None
+    except OSError as exc:
+        raise Unavailable(f"cannot write the campaign in {out_dir}: {exc.strerror or exc}") from None
 
 
 def _start_error(exc: Any) -> None:

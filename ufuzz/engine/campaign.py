@@ -321,7 +321,7 @@ class Campaign:
         self.monitor.stop_heartbeat()
         if reason == ending.INTERRUPTED:
             self.monitor.safely("warning", "interrupted", executions=ended[0].executions)
-        self.session.release(self.lanes, self.session.ray)  # their work is over (a Ray cluster the campaign started stops)
+        self.session.release(self.lanes, self.session.ray)  # their work is over (a Ray cluster it started stops)
         self.monitor.close_plot(ended[0])
         # summary.json before the store's end: a kill between the two leaves a campaign the store still calls
         # running, which --resume finishes again at once (writing both), never a finished one without a summary
