@@ -47,3 +47,20 @@ def test_the_format_is_read_from_the_first_bytes_without_unpickling():
     assert format_of(zlib.compress(pickle.dumps({"format": FORMAT - 1, "step": 1}))) == FORMAT - 1
     assert format_of(zlib.compress(pickle.dumps({"step": 1}))) is None
     assert format_of(b"not a snapshot") is None
+
+
+def test_resume_refuses_a_snapshot_of_another_format_before_anything_opens(tmp_path, monkeypatch):
+    from ufuzz.engine import snapshot
+    from ufuzz.engine.campaign import Campaign, CampaignConfig, ResumeError
+    from ufuzz.seeds.synth import synthesize
+
+    out = tmp_path / "c"
+    monkeypatch.setattr(snapshot, "FORMAT", FORMAT - 1)  # as an older ufuzz wrote it
+    cfg = CampaignConfig(backend="embedded", backend_options={"retrieval": "bm25"}, budget=6, seed=1, out=str(out),
+                         max_time=60)
+    Campaign(cfg, suite=synthesize(personas=1, seed=2)).run()
+    monkeypatch.undo()
+    before = sorted(p.name for p in out.iterdir())
+    with pytest.raises(ResumeError, match=f"format {FORMAT - 1}, and this ufuzz resumes format {FORMAT} only"):
+        Campaign.resume(out, budget=12)
+    assert sorted(p.name for p in out.iterdir()) == before
