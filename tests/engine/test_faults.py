@@ -216,10 +216,10 @@ def test_a_crash_inside_the_fuzzer_ends_as_error_with_its_message(tmp_path, suit
 
 
 def test_a_full_disk_under_the_log_ends_as_error_and_leaves_no_half_line(tmp_path, suite, monkeypatch):
-    from ufuzz.engine import campaign as campaign_mod
+    from ufuzz.engine import monitor as monitor_mod
 
     writes = [0]
-    original = campaign_mod._LogFile._emit
+    original = monitor_mod.LogFile._emit
 
     def emit(self, data):  # the disk fills up: half a line reaches it, then the write fails
         writes[0] += 1
@@ -228,7 +228,7 @@ def test_a_full_disk_under_the_log_ends_as_error_and_leaves_no_half_line(tmp_pat
             raise OSError(errno.ENOSPC, "No space left on device")
         original(self, data)
 
-    monkeypatch.setattr(campaign_mod._LogFile, "_emit", emit)
+    monkeypatch.setattr(monitor_mod.LogFile, "_emit", emit)
     out = tmp_path / "c"
     summary = Campaign(_config(out), suite=suite).run()
     assert summary["status"] == ending.ERROR and "No space left on device" in summary["message"]
