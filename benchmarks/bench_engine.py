@@ -36,8 +36,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
-PROTOCOL = ("build", "fork", "release", "retrieve", "answer", "add", "update", "delete", "get", "list",
-            "prepare_queries")
+PROTOCOL = ("build", "fork", "release", "retrieve", "answer", "add", "update", "delete", "get", "list")
 
 
 class Timed:

@@ -208,13 +208,6 @@ class MemoryBackend(ABC):
         (empty for a backend whose retrieval is hidden); a product that answers on its own may ignore it."""
         return None
 
-    def prepare_queries(self, texts: list[str]) -> int:
-        """Queries that will (probably) be asked soon: a backend may get ready for them in one go. Must not change
-        any result. Returns how many texts it had to prepare (0: nothing to gain from calling it, and the engine
-        stops asking); the default does nothing. (The embedded backend no longer implements it: it encodes every
-        text alone, so embedding ahead would save nothing — see :mod:`ufuzz.backends.embedding`.)"""
-        return 0
-
     # -- native memory operations ------------------------------------------------------------------------
     @abstractmethod
     def add(self, state: StateHandle, memory: Memory) -> OpResult: ...

@@ -465,10 +465,6 @@ class WorkerBackend(MemoryBackend):
     def get(self, state: StateHandle, memory_id: str) -> StoredMemory | None:
         return self._on_state("get", state, memory_id)
 
-    def prepare_queries(self, texts: list[str]) -> int:
-        self._maybe_recycle()
-        return int(self._call("prepare_queries", list(texts)) or 0)
-
     def list(self, state: StateHandle) -> list[StoredMemory]:
         return self._on_state("list", state)
 
