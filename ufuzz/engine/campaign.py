@@ -10,7 +10,9 @@
 * the monitor — progress, plot data, the log, the heartbeat: :mod:`ufuzz.engine.monitor`;
 * the session — what the campaign holds open and the signals that stop it: :mod:`ufuzz.engine.session`;
 * the budget — executions, time, LLM tokens, errors in a row: :mod:`ufuzz.engine.budget`;
-* the summary — one typed, versioned record: :class:`ufuzz.corpus.summary.CampaignSummary`.
+* the start — the seeds made cases and obligations: :mod:`ufuzz.engine.seeding`;
+* the summary — one typed, versioned record (:class:`ufuzz.corpus.summary.CampaignSummary`), made by
+  :mod:`ufuzz.engine.summarise`.
 
 How it ends (:mod:`ufuzz.engine.ending`): ``budget_spent``, ``exhausted`` (no obligation or pool entry left),
 ``time_limit``, ``llm_budget_spent``, ``interrupted`` (Ctrl-C / SIGTERM: the current batch finishes first) or
@@ -22,29 +24,26 @@ nothing that happens while closing can turn a crash into a "normal" end or raise
 from __future__ import annotations
 
 import json
-import random
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ufuzz.backends.protocol import MemoryBackend
-from ufuzz.corpus.summary import CampaignSummary
 from ufuzz.engine import ending
 from ufuzz.engine.budget import OUTAGE_RUN, Budget, End
 from ufuzz.engine.config import DEFAULT_SEEDS, LLM_USES, SEARCHES, CampaignConfig, resolve_seeds
-from ufuzz.engine.cover import expected_reach
 from ufuzz.engine.executor import Executor
-from ufuzz.engine.feedback import Ablation, FeedbackState
 from ufuzz.engine.journal import Journal, ResumeError, reopen
-from ufuzz.engine.llmuse import llm_facts, llm_summary
+from ufuzz.engine.llmuse import llm_facts
 from ufuzz.engine.monitor import HEARTBEAT_SECONDS, Monitor
 from ufuzz.engine.proposal import Proposal
-from ufuzz.engine.scheduler import Scheduler, SchedulerConfig
+from ufuzz.engine.seeding import sow
 from ufuzz.engine.session import Session
 from ufuzz.engine.state import CampaignState, Progress
 from ufuzz.engine.step import Steps
-from ufuzz.model import FuzzCase, SeedSuite
+from ufuzz.engine.summarise import summarise
+from ufuzz.model import SeedSuite
 from ufuzz.operators import create_all
 from ufuzz.operators import names as operator_names
 from ufuzz.oracles.judging import Judging
@@ -56,6 +55,10 @@ __all__ = ["DEFAULT_SEEDS", "HEARTBEAT_SECONDS", "LLM_USES", "OUTAGE_RUN", "SEAR
 
 
 class Campaign:
+    """One campaign, from its seeds (or its last snapshot) to its end: the loop over the components above. It
+    owns no step of its own, so that every lane kind runs the same campaign, and keeps what decides the search
+    in one :class:`~ufuzz.engine.state.CampaignState`, so that a snapshot is that object and nothing else."""
+
     def __init__(self, config: CampaignConfig, suite: SeedSuite | None = None,
                  backend: MemoryBackend | None = None) -> None:
         self.config = config
@@ -176,33 +179,15 @@ class Campaign:
 
     def _seed(self) -> None:
         """A new campaign (or a resumed one that had no snapshot yet): seeds, obligations, the first snapshot."""
-        cfg, s, suite, setup = self.config, self.state.search, self.suite, self.monitor.setup
         if self._resume_id is not None:
             self.journal.start_over()
-        ab = Ablation(**{k: bool(v) for k, v in cfg.ablation.items()})
-        s.feedback = FeedbackState(ab, p=cfg.p)
-        s.feedback.track(list(suite.checkpoints.values()))
-        s.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
-            attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
-            use_divergence=ab.use_divergence, operators=tuple(self.operators), explore_share=cfg.explore_share,
-            use_effect=cfg.retain, spread=self.spreads() and cfg.obligation_first))
-        memories = sum(len(cp.memories) for cp in suite.checkpoints.values())
-        setup(f"recording {len(suite.checkpoints)} checkpoints ({memories:,} memories) and {len(suite.seeds)} seeds")
-        for cp in suite.checkpoints.values():
-            self.store.record_checkpoint(self.campaign_id, cp)
-        seeds = sorted(suite.seeds, key=lambda seed: seed.id)
-        for seed in seeds:
-            cp = suite.checkpoint_of(seed)
-            case = FuzzCase.from_seed(seed, cp)
-            s.cases.add_seed(case)
-            self.oracle.add_seed(case, suite.reference_of(seed))
-            self.store.record_seed(self.campaign_id, seed)
-            s.scheduler.add_seed(case.id, seed.id, self.steps.moves(case), reach=expected_reach(seed, cp), group=cp.id)
-        s.scheduler.seal()
-        setup("first snapshot; then the first states are built as the first steps need them")
+        seeds = sow(self.state.search, self.suite, self.config, operators=self.operators, spread=self.spreads(),
+                    moves=self.steps.moves, oracle=self.oracle, store=self.store, campaign_id=self.campaign_id,
+                    setup=self.monitor.setup)
+        self.monitor.setup("first snapshot; then the first states are built as the first steps need them")
         self.monitor.count(self.state)
         self._end_batch(force_snapshot=True)
-        self.log.info("started", seeds=len(seeds), obligations=len(s.scheduler.obligations),
+        self.log.info("started", seeds=seeds, obligations=len(self.scheduler.obligations),
                       backend=self.backend.describe(), preflight=self.preflight)
 
     def _restore(self) -> bool:
@@ -325,7 +310,7 @@ class Campaign:
         self.monitor.close_plot(ended[0])
         # summary.json before the store's end: a kill between the two leaves a campaign the store still calls
         # running, which --resume finishes again at once (writing both), never a finished one without a summary
-        summary = self._summary(reason, progress=ended[0], found=ended[1])
+        summary = summarise(self, reason, progress=ended[0], found=ended[1])
         try:
             ending.write_summary(self.out / "summary.json", summary.to_json())
         except Exception as exc:  # noqa: BLE001
@@ -346,37 +331,4 @@ class Campaign:
 
     def summary(self, status: str | None = None) -> dict[str, Any]:
         """The campaign's summary as it stands (``summary.json``'s fields)."""
-        return self._summary(status or self.reason or ending.RUNNING).to_json()
-
-    def _summary(self, status: str, *, progress: Progress | None = None, found: int | None = None) -> CampaignSummary:
-        """The summary as the campaign ended (``status``), with the counters of ``progress`` and the first
-        ``found`` failures of the log (default: the current ones)."""
-        p, sched, cfg = progress or self.progress, self.scheduler, self.config
-        log = self.failure_log if found is None else self.failure_log[:found]
-        by_op: dict[str, int] = {}
-        by_kind: dict[str, int] = {}
-        for _, f in log:
-            by_op[f.operator] = by_op.get(f.operator, 0) + 1
-            by_kind[f"{f.stage}:{f.kind}"] = by_kind.get(f"{f.stage}:{f.kind}", 0) + 1
-        stats = getattr(self.backend, "stats", None)
-        return CampaignSummary(
-            campaign=self.campaign_id, status=status, message=self.message, exit_code=ending.EXIT_CODES.get(status),
-            executions=p.executions, budget=p.budget, mutants_valid=p.mutants_valid,
-            mutants_rejected=p.mutants_rejected, mutants_unjudged=p.mutants_unjudged, retained=p.retained,
-            coverage=p.coverage, coverage_total=p.coverage_total,
-            obligations=len(sched.obligations) if sched is not None else 0,
-            # seed obligations covered (a phase-2 pick also covers its own seed x operator x target, counted only
-            # when that is one of the seeds' obligations)
-            obligations_covered=len(sched.covered & sched.obligations) if sched is not None else 0,
-            unique_failures=len(log), causes=p.causes, failures_by_operator=by_op, failures_by_kind=by_kind,
-            baseline_failures=p.baseline_failures, reader_failures=p.reader_failures, judging=self.judging,
-            errors=p.errors, resumed_from_step=self.resumed_from,
-            llm=llm_summary(self.llm, self.steps.lane_llm if self.steps else {}, cfg.llm_price),
-            worker=stats.to_dict() if stats is not None and hasattr(stats, "to_dict") else None,
-            workers=cfg.workers, ray_address=cfg.ray_address,
-            search=("spread" if sched.config.spread else "walk") if sched is not None else None,
-            lanes_lost_jobs=self.lanes.lost if self.lanes is not None else 0,
-            failures=sorted(f.key for _, f in log),
-            # the benchmark's own accuracy on the seeds (imported LongMemEval/LoCoMo), beside the findings
-            benchmark_accuracy=self.oracle.benchmark_accuracy() if self.oracle is not None else {},
-        ).finished()
+        return summarise(self, status or self.reason or ending.RUNNING).to_json()
