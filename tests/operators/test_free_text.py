@@ -4,6 +4,7 @@ rejections are final."""
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +19,7 @@ from ufuzz.operators import Mutation, Rejected, StateView
 from ufuzz.operators.delete import carriers
 from ufuzz.operators.unrelated_edit import UnrelatedEdit
 from ufuzz.seeds.importers import import_file
+from ufuzz.seeds.importers._common import UNSTATED
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
 
@@ -106,12 +108,22 @@ def test_delete_carriers_and_abstractive_values():
                                     ("m3", "Mel: we live near the coast"), ("m4", "Mel: 33 degrees today")))
     # the evidence and every memory writing the value, digits or word; not "33"
     assert carriers(prov, [prov.facts[0]]) == {"m1", "m2"}
-    assert carriers(prov, [prov.facts[1]]) is None  # "Rome" is not written in its evidence: abstractive
+    # "Rome" is not written in its evidence: that evidence says it in other words and is carried; so is any
+    # memory writing it; a value of no key word to look for has no carriers
+    assert carriers(prov, [prov.facts[1]]) == {"m3"}
+    rome = replace(prov, memory_ids=prov.memory_ids | {"m5"},
+                   memory_texts=(*prov.memory_texts, ("m5", "Mel: Rome is lovely in May")))
+    assert carriers(rome, [prov.facts[1]]) == {"m3", "m5"}
+    unstated = Fact("Mel", "city", "Not mentioned in the conversation", ("m3",), value_type=UNSTATED)
+    assert carriers(prov, [unstated]) is None
     s = _locomo()
     op = operators()["delete"]
-    abstractive, _ = _case(s, "When did Ben get his second dog?")
+    abstractive, _ = _case(s, "When did Ben get his second dog?")  # "May 2023", told as "last month"
     extractive, _ = _case(s, "What did Ana paint for her mother?")
-    assert op.targets(abstractive) == [] and op.targets(extractive) == ["all"]
+    assert op.targets(abstractive) == ["all"] and op.targets(extractive) == ["all"]
+    f = abstractive.query.fields
+    dated = abstractive.provenance.active(f.entity, f.attribute)
+    assert "D1:2" in carriers(abstractive.provenance, [dated])  # the turn telling it by "last month"
 
 
 def test_text_mentions_is_whole_word():
@@ -315,3 +327,48 @@ def test_a_class_pool_holds_other_members_of_the_same_class(member, capital):
         assert pool == ()
     else:
         assert pool and all(text_class(v) == cls and v.lower() != word.lower() for v in pool)
+
+
+def _locomo_with_sibling(tmp_path):
+    """The fixture with a second "What did Ben …?" question: a sibling of "What did Ben sell at the flea market?"."""
+    data = json.loads((FIX / "locomo_annotated.json").read_text())
+    data[0]["qa"].append({"question": "What did Ben fix in his garage?", "answer": "old bicycles",
+                          "evidence": ["D1:4"], "category": 4})
+    path = tmp_path / "locomo_sibling.json"
+    path.write_text(json.dumps(data))
+    return import_file("locomo", path).suite
+
+
+def test_target_change_to_a_sibling_question_of_the_same_person(tmp_path):
+    s = _locomo_with_sibling(tmp_path)
+    op = operators()["target_change"]
+    c, ref = _case(s, "What did Ben sell at the flea market?")
+    assert "question=What did Ben fix in his garage?" in op.targets(c)
+    m = op.mutate(c, ref, "question=What did Ben fix in his garage?", random.Random(0))
+    assert m.query.text == "What did Ben fix in his garage?"
+    assert m.reference.answer == "old bicycles" and "D1:4" in m.reference.supporting
+    assert op.validate(c, m).ok
+    # the parent's opening and wrapper are kept when the parent was reworded
+    c2 = replace(c, query=replace(c.query, text="Quick question: what did Ben sell at the flea market?"))
+    m2 = op.mutate(c2, ref, "question=What did Ben fix in his garage?", random.Random(0))
+    assert m2.query.text == "Quick question: what did Ben fix in his garage?" and op.validate(c2, m2).ok
+    # another text, another reference, a question the seed does not offer: rejected
+    for bad in (replace(m, query=replace(m.query, text="What did Ben fix in his kitchen?")),
+                replace(m, reference=ref.with_(query_id=m.query.id)),
+                replace(m, detail="question=What did Ben paint for his mother?")):
+        assert not op.validate(c, bad).ok
+    # a sibling the state does not support is no move
+    with pytest.raises(Rejected):
+        op.mutate(c, ref, "question=What did Ben paint for his mother?", random.Random(0))
+
+
+def test_update_is_not_offered_where_evidence_does_not_state_the_value():
+    from ufuzz.operators.statewrite import uncarried_evidence
+    texts = (("m1", "Mel: I'm excited about the trip"), ("m2", "Mel: Can't wait!"),
+             ("m3", "Mel: we went camping last week"))
+    prov = Provenance(facts=(), entities=(), memory_ids=frozenset({"m1", "m2", "m3"}), memory_texts=texts)
+    assert uncarried_evidence(prov, Fact("Mel", "feeling", "excited", ("m1", "m2"))) == ["m2"]
+    assert uncarried_evidence(prov, Fact("Mel", "feeling", "excited", ("m1",))) == []
+    # a date the turn tells by a relative time is carried by it
+    camping = Fact("Mel", "time: camping", "2 June 2023", ("m3",), value_type="date")
+    assert uncarried_evidence(prov, camping) == []

@@ -2,8 +2,12 @@
 
 Targets: ``all`` (every memory carrying any value of the queried entity–attribute) or ``active`` (only the
 current value's carriers, leaving superseded history behind). A value's carriers are its evidence and every
-other memory that writes it; a value not written in its own evidence (an abstractive answer) has carriers no
-text search can find, so delete is not offered for it. Deletion is verified independently through
+other memory that writes it. A value not written in its own evidence (an abstractive answer: "Two cats and a
+dog", a date a turn tells as "yesterday", a yes) is carried by what says it in other words: every memory holding
+half the key words of the value or of one of its list items, or — for a date, a number, a yes or no — half the
+key words of the claim its attribute names (:func:`key_carriers`); a delete removes them all, so that more is
+deleted rather than a carrier left (a value of no key word to look for, or one the benchmark does not state,
+has no delete). Deletion is verified independently through
 get/list: each deleted id is gone or inactive, and exactly those ids left the active set. The reference is
 derived from the provenance after deletion (usually abstention); deleted values stay there as deleted
 history, so their evidence is invalidated and their values are stale answers.
@@ -11,11 +15,16 @@ history, so their evidence is invalidated and their values are stale answers.
 
 from __future__ import annotations
 
+import math
 import random
+import re
 
 from ufuzz.model import Fact, FuzzCase, Provenance, Reference, StateOp, UndefinedReference
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.statewrite import mentions_value, value_forms
+from ufuzz.seeds.importers._common import JUDGEMENT, UNSTATED
+from ufuzz.seeds.importers.fields import DATED, value_type_of
+from ufuzz.seeds.speakers import ANNOTATION_TYPES, key_terms, shared_terms
 
 
 class Delete(Operator):
@@ -111,15 +120,55 @@ class Delete(Operator):
 
 def carriers(prov: Provenance, facts: list[Fact]) -> set[str] | None:
     """The memories that carry the values of ``facts``: their evidence plus every memory writing a value
-    (whole words, a small number as digits or word). None when a value is not written in any of its own
-    evidence — an abstractive value whose other carriers no text search can find."""
+    (whole words, a small number as digits or word), or — for a value not written in any of its own evidence —
+    every memory saying it in other words (:func:`key_carriers`). None when a value has no carriers to look
+    for."""
     texts = dict(prov.memory_texts)
     out: set[str] = set()
     for fact in facts:
         forms = value_forms(fact.value)
-        if not any(mentions_value(texts.get(m, ""), v) for m in fact.evidence for v in forms):
-            return None
+        writes = [m for m in fact.evidence if any(mentions_value(texts.get(m, ""), v) for v in forms)]
+        if len(writes) < len(fact.evidence):  # some evidence says it in other words: so may other memories
+            found = key_carriers(prov, fact)
+            if found is None and not writes:
+                return None
+            out |= found or set()
         out |= set(fact.evidence) & prov.memory_ids
         for v in forms:
             out |= set(prov.text_mentions(v))
+    return out
+
+
+#: the separators of a list answer's items ("Oliver, Luna, Bailey"; "clarinet and violin")
+_ITEMS = re.compile(r",|;|\band\b|\bor\b")
+
+
+def key_carriers(prov: Provenance, fact: Fact) -> set[str] | None:
+    """The memories that carry an abstractive value in other words: its evidence, every memory holding all the
+    key words (two or more) of the value or of one of its list items, or at least half of them and one key word
+    of the claim its attribute names ("it felt awe-inspiring, the meteor shower" for "in awe of the universe",
+    "our pets, Luna and Oliver" for "Oliver, Luna, Bailey"), and — for a value a memory tells rather than
+    writes (a date told as "yesterday", a number, a yes or no) — every memory holding at least half the key
+    words of the claim its attribute names ("museum" for "time: go museum"). None for a benchmark annotation, a
+    value the benchmark does not state, or one with no key word to look for."""
+    if fact.value_type in (*ANNOTATION_TYPES, UNSTATED) or not fact.evidence:
+        return None
+    names = prov.entity_names()
+    value = fact.value.strip()
+    told = (JUDGEMENT.match(value) is not None or any(ch.isdigit() for ch in value)
+            or value_type_of(value) in (*DATED, "number", "duration", "time_of_day"))
+    claim = key_terms(fact.attribute.partition(":")[2] or fact.attribute, names)
+    if told:
+        groups, topic = [claim] if claim else [], set()
+    else:  # in other words, on the question's topic (or every key word of a phrase of two or more)
+        groups = [key_terms(value, names)] + [key_terms(i, names) for i in _ITEMS.split(value) if i.strip()]
+        groups, topic = [g for g in groups if g], claim
+    if not groups:
+        return None
+    out = set(fact.evidence) & prov.memory_ids
+    for mid, text in prov.memory_texts:
+        on_topic = not topic or shared_terms(text, topic) >= 1
+        if any((held := shared_terms(text, g)) == len(g) > 1 or (held >= math.ceil(len(g) / 2) and on_topic)
+               for g in groups):
+            out.add(mid)
     return out

@@ -7,10 +7,10 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from ufuzz.operators.base import StateView
-from ufuzz.seeds.importers.fields import RELATIVE_TIME, rewrite_time, text_class, value_forms
+from ufuzz.seeds.importers.fields import DATED, RELATIVE_TIME, rewrite_time, text_class, value_forms
 
 __all__ = ["later_timestamp", "latest_evidence", "mentions_value", "natural_key", "rewritable_evidence",
-           "rewrite_value", "substitute", "value_forms", "written_in_evidence"]
+           "rewrite_value", "substitute", "uncarried_evidence", "value_forms", "written_in_evidence"]
 
 
 def later_timestamp(view: StateView, days: int = 1) -> str:
@@ -77,25 +77,42 @@ def _whole_word(value: str) -> re.Pattern[str]:
 
 def written_in_evidence(prov, fact) -> bool:
     """Whether an update can rewrite ``fact``'s evidence: its value is written (whole words) in one of its
-    evidence memories, or it is a date its latest evidence memory (by id order, as :func:`latest_evidence`
-    without a state) tells by one relative time ("yesterday")."""
+    evidence memories, or it is a date one evidence memory tells by one relative time ("yesterday")."""
     return rewritable_evidence(prov, fact, None) is not None
+
+
+def uncarried_evidence(prov, fact) -> list[str]:
+    """``fact``'s evidence memories that do not carry its value themselves: they neither write it (digits or word)
+    nor, for a date, tell it by a relative time — support by the claim alone ("Can't wait!" for "excited").
+    An update of the value cannot supersede them (they do not state the old value), and does not make them
+    support the new one."""
+    texts = dict(prov.memory_texts)
+    out = []
+    for m in fact.evidence:
+        text = texts.get(m, "")
+        if any(mentions_value(text, v) for v in value_forms(fact.value)):
+            continue
+        if fact.value_type in DATED and RELATIVE_TIME.search(text) is not None:
+            continue
+        out.append(m)
+    return out
 
 
 def rewritable_evidence(prov, fact, view: StateView | None) -> str | None:
     """The evidence memory an update of ``fact`` rewrites: the latest that writes the value (whole words), else
-    — for a date or year told by one relative time — the latest evidence memory; None when neither."""
+    — for a date told by one relative time — the one evidence memory that tells it so; None when neither."""
     if not fact.evidence:
         return None
     texts = dict(prov.memory_texts)
     writing = [m for m in fact.evidence if mentions_value(texts.get(m, ""), fact.value)]
     if writing:
         return latest_evidence(view, writing)
-    latest = latest_evidence(view, fact.evidence)
-    if fact.value_type in ("date", "year") and RELATIVE_TIME.search(texts.get(latest, "")) is not None \
-            and rewrite_time(texts.get(latest, ""), fact.value) is not None:
-        return latest
-    return None
+    if fact.value_type not in DATED:
+        return None
+    # the one evidence memory telling the event by one relative time (two: which one dates it cannot be told)
+    telling = [m for m in fact.evidence if RELATIVE_TIME.search(texts.get(m, "")) is not None
+               and rewrite_time(texts.get(m, ""), fact.value) is not None]
+    return telling[0] if len(telling) == 1 else None
 
 
 def rewrite_value(text: str, fact, value: str) -> str | None:
@@ -104,6 +121,6 @@ def rewrite_value(text: str, fact, value: str) -> str | None:
     if text_class(fact.value) is not None and len(_whole_word(fact.value).findall(text)) > 1:
         return None  # a common word written twice may be two words ("shoes for running … been running longer")
     new = substitute(text, fact.value, value)
-    if new is None and fact.value_type in ("date", "year"):
+    if new is None and fact.value_type in DATED:
         new = rewrite_time(text, value)
     return new

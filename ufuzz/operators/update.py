@@ -23,6 +23,7 @@ from ufuzz.operators.statewrite import (
     mentions_value,
     rewritable_evidence,
     rewrite_value,
+    uncarried_evidence,
     written_in_evidence,
 )
 from ufuzz.seeds.importers.fields import date_of
@@ -40,6 +41,11 @@ class Update(Operator):
         fact = case.provenance.active(f.entity, f.attribute)
         if fact is None or not written_in_evidence(case.provenance, fact):
             return []
+        if f.scope != "any" and uncarried_evidence(case.provenance, fact):
+            # the new value would leave support that states no old value either way: a parent found by it
+            # ("Can't wait!" for "excited") never found the memory the update rewrites (only a question over
+            # every value, which still accepts the old one, keeps it as support)
+            return []
         return [f"value={v}" for v in case.descriptor.value_pool if v != fact.value][:3]
 
     def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
@@ -51,6 +57,8 @@ class Update(Operator):
         fact = case.provenance.active(f.entity, f.attribute)
         if fact is None or not value:
             raise Rejected("no active fact to update")
+        if f.scope != "any" and uncarried_evidence(case.provenance, fact):
+            raise Rejected("evidence that does not state the value would be superseded with it")
         old_id = rewritable_evidence(case.provenance, fact, view) or latest_evidence(view, fact.evidence)
         old_text = view.get(old_id)
         if old_text is None:
@@ -93,6 +101,8 @@ class Update(Operator):
             return Verdict.reject("backend did not report a successful update")
         if old_fact is not None and value == old_fact.value:
             return Verdict.reject("the update does not record a new value")
+        if old_fact is not None and f.scope != "any" and uncarried_evidence(case.provenance, old_fact):
+            return Verdict.reject("superseded evidence that does not state the old value")
         if value not in case.descriptor.value_pool:  # e.g. a pool left over from another attribute
             return Verdict.reject(f"{value!r} is not among the question's type-compatible values")
         if set(new_fact.evidence) != set(res.written):

@@ -16,7 +16,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,12 +34,13 @@ from ufuzz.model import (
     Seed,
     SeedSuite,
 )
+from ufuzz.seeds import siblings as siblings_mod
 from ufuzz.seeds.importers.fields import (
+    DATED,
     PERSON_NAMES,
     date_of,
     mentions_word,
     rewrite_time,
-    value_forms,
     value_pool,
 )
 from ufuzz.seeds.speakers import ANNOTATION_TYPES, name_pattern
@@ -229,6 +230,9 @@ class Builder:
     source: str
     warnings: Counter[str] = field(default_factory=Counter)
     dropped: Counter[str] = field(default_factory=Counter)
+    #: offer each answerable question's siblings (:mod:`ufuzz.seeds.siblings`) as target changes: a benchmark
+    #: asking many questions of each named person (LoCoMo)
+    siblings: bool = False
 
     def __post_init__(self) -> None:
         self.suite = SeedSuite(name=self.name)
@@ -296,6 +300,8 @@ class Builder:
                                descriptor=self._descriptor(prov, p, cp), metadata=dict(p.metadata)), ref))
         if not seeds:
             return 0
+        if self.siblings:
+            seeds = _with_siblings(seeds, ents)
         self.suite.checkpoints[cp_id] = cp
         for seed, ref in seeds:
             self.suite.seeds.append(seed)
@@ -365,7 +371,7 @@ class Builder:
                 pool = value_pool(active.value, active.value_type, existing, absent_names[3:] or absent_names)
             except ValueError:
                 pool = ()
-            if active.value_type in ("date", "year") and pool:
+            if active.value_type in DATED and pool:
                 # an update tells of the event at a new date, in a memory later than the conversation: never a
                 # date after that
                 end = max(datetime.fromisoformat(m.timestamp) for m in cp.memories).date()
@@ -419,6 +425,22 @@ def entity_pattern(name: str) -> re.Pattern[str]:
     return name_pattern(name)
 
 
+def _with_siblings(seeds: list[tuple[Seed, Any]], entities: Sequence[Entity]) -> list[tuple[Seed, Any]]:
+    """``seeds`` with each answerable one's sibling questions (other kept answerable questions about the same
+    person, opening alike: :func:`ufuzz.seeds.siblings.siblings`) as target-change targets
+    (``replacement_targets["question"]``)."""
+    names = siblings_mod.person_names(entities)
+    asked = [(seed.query.text, seed.query.fields) for seed, ref in seeds if not ref.abstain]
+    out = []
+    for seed, ref in seeds:
+        found = () if ref.abstain else siblings_mod.siblings(seed.query.text, seed.query.fields.entity, asked, names)
+        if found:
+            targets = {**seed.descriptor.replacement_targets, "question": found}
+            seed = replace(seed, descriptor=replace(seed.descriptor, replacement_targets=targets))
+        out.append((seed, ref))
+    return out
+
+
 def _annotation(f: Fact) -> bool:
     """A benchmark annotation about an entity (an observation, an event summary), not an answer."""
     return f.value_type in ANNOTATION_TYPES
@@ -451,21 +473,20 @@ JUDGEMENT = re.compile(r"^(?:(?:most\s+)?likely|probably|possibly|maybe|definite
 def state_ops_for(answer: str, evidence_texts: Sequence[str], latest: str | None) -> tuple[str, ...] | None:
     """The memory-state operators that can carry out their move on an answer: an update where it is written
     verbatim in an evidence memory (it rewrites the latest that writes it) or is a date its latest evidence tells
-    by one relative time ("yesterday": the update dates it), a delete where it is written at all, as digits or
-    word, in its evidence (so that every memory carrying it can be found), the unrelated edit always; None
-    when all of them can (every state operator)."""
+    by one relative time ("yesterday": the update dates it), a delete and the unrelated edit always (a delete
+    finds every memory carrying the answer, in its words or in others': :func:`ufuzz.operators.delete.carriers`);
+    None when all of them can (every state operator)."""
     a = answer.strip()
-    if not a or JUDGEMENT.match(a):
+    if not a:
         return ("unrelated_edit",)
-    ops = []
+    if JUDGEMENT.match(a):
+        return ("delete", "unrelated_edit")
     written = [t for t in evidence_texts if mentions_word([t], a)]
-    if any(mentions_word([t], v) for t in evidence_texts for v in value_forms(a)):
-        ops.append("delete")
     # an update rewrites the latest evidence turn that writes the value, or, for a date told as "yesterday",
     # the relative time of the latest evidence turn
     if written or (latest is not None and rewrite_time(latest, a) is not None):
-        ops.append("update")
-    return None if len(ops) == 2 else (*ops, "unrelated_edit")
+        return None
+    return ("delete", "unrelated_edit")
 
 
 def answer_form(answer: str, evidence_texts: Sequence[str]) -> str:

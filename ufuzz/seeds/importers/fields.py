@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from datetime import date, timedelta
 from typing import Any, Protocol
 
 from ufuzz.model import SCOPES, QueryFields
@@ -320,12 +321,24 @@ def value_type_of(value: str, person_names: Sequence[str] = ()) -> str:
     if re.fullmatch(r"(?:\d+|[a-z]+)\s+(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)"
                     r"(?:\s+and\s+\d+\s+\w+)?", low):
         return "duration"
+    if RELATIVE_DATE.fullmatch(v) and date_of(RELATIVE_DATE.fullmatch(v).group("anchor")) is not None:
+        return "relative_date"
     if any(v == n or v == n.split()[0] for n in person_names):
         return "person_name"
     if re.fullmatch(r"\d+(?:\.\d+)?\s+[a-z]+", low) and low.split()[1] in _UNITS:
         return "quantity"
     return "text"
 
+
+#: value types that name a time an event happened: an update tells the event at a new date where the memory told
+#: it by one relative time ("yesterday" -> "on 10 May 2023")
+DATED = ("date", "year", "relative_date")
+_WEEKDAY_WORDS = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+#: a time told relative to a date, as LoCoMo answers its temporal questions ("The week before 9 June 2023", "The
+#: Friday before 15 July 2023", "two weekends before 17 July 2023", "The week of 23 August 2023")
+RELATIVE_DATE = re.compile(
+    rf"(?i)(?:the\s+)?(?:(?:a|one|two|three|four|five|six)\s+)?(?:days?|weeks?|weekends?|months?|{_WEEKDAY_WORDS}s?)\s+"
+    rf"(?:before|of|after)\s+(?P<anchor>\d{{1,2}}\s+[A-Za-z]+,?\s+\d{{4}}|[A-Za-z]+\s+\d{{1,2}},?\s+\d{{4}})")
 
 #: units a quantity answer counts in ("10 pounds", "3 miles"): another number of the same unit is type-compatible
 _UNITS = {"pounds", "pound", "lbs", "kilograms", "kilos", "kg", "grams", "miles", "mile", "kilometers", "km",
@@ -396,7 +409,7 @@ TEXT_CLASSES: dict[str, tuple[str, ...]] = {
     "season": ("spring", "summer", "autumn", "winter"),
     "frequency": ("daily", "weekly", "monthly", "yearly", "every day", "every week", "every other week",
                   "twice a week", "once a week", "once a month", "twice a month", "once or twice a year",
-                  "every weekend", "once a year"),
+                  "every weekend", "once a year", "twice a day", "every other day"),
     "relationship status": ("single", "married", "engaged", "divorced", "widowed"),
     "dance style": ("contemporary", "ballet", "hip-hop", "salsa", "tango", "jazz", "tap", "ballroom", "swing",
                     "breakdancing", "flamenco"),
@@ -428,6 +441,16 @@ TEXT_CLASSES: dict[str, tuple[str, ...]] = {
     "weather": ("sunny", "rainy", "cloudy", "snowy", "windy", "foggy", "stormy"),
 }
 _ARTICLE = re.compile(r"(?i)^(?:a|an|the)\s+")
+#: how often, in words that mean the same rate ("weekly" / "every week" / "once a week"), grouped by the scale
+#: they are on (days, weeks, months, years). A new frequency is another rate on the same scale: the sentence
+#: around it ("We don't go often, usually only once or twice a year") stays true of it ("… only once a year"),
+#: where a rate of another scale ("… only every weekend") would contradict it.
+FREQUENCY_SCALES: tuple[tuple[tuple[str, ...], ...], ...] = (
+    (("daily", "every day"), ("twice a day",), ("every other day",)),
+    (("weekly", "every week", "once a week"), ("every other week",), ("twice a week",), ("every weekend",)),
+    (("monthly", "once a month"), ("twice a month",)),
+    (("yearly", "once a year"), ("once or twice a year",)),
+)
 
 
 def text_class(value: str) -> str | None:
@@ -444,6 +467,8 @@ def _class_pool(value: str) -> list[str]:
     if cls is None:
         return []
     v = value.strip()
+    if cls == "frequency":
+        return _frequencies(v)
     art = _ARTICLE.match(v)
     bare = v[art.end():] if art else v
     out = []
@@ -459,6 +484,18 @@ def _class_pool(value: str) -> list[str]:
             word = f"{lead} {word}"
         out.append(word)
     return out
+
+
+def _frequencies(value: str) -> list[str]:
+    """Other rates on ``value``'s scale (:data:`FREQUENCY_SCALES`), one wording each, in ``value``'s case: never a
+    synonym of it ("once a week" is no new value of "weekly")."""
+    low = value.lower()
+    for scale in FREQUENCY_SCALES:
+        mine = next((rate for rate in scale if low in rate), None)
+        if mine is not None:
+            out = [rate[0] for rate in scale if rate is not mine]
+            return [w[0].upper() + w[1:] for w in out] if value[:1].isupper() else out
+    return []
 
 
 def value_pool(value: str, value_type: str, existing: set[str], absent_names: Sequence[str]) -> tuple[str, ...]:
@@ -485,6 +522,11 @@ def value_pool(value: str, value_type: str, existing: set[str], absent_names: Se
             out = [f"{int(m.group(1)) + d} {m.group(2)}" for d in (1, 3)]
     elif value_type == "date":
         out = _shift_dates(v)
+    elif value_type == "relative_date":  # told at another date: a day weeks before the time it names
+        m = RELATIVE_DATE.fullmatch(v)
+        anchor = date_of(m.group("anchor")) if m else None
+        if anchor is not None:
+            out = [_day(anchor - timedelta(days=n)) for n in (24, 38, 52)]
     elif value_type == "quantity":
         num, unit = v.split(None, 1)
         base = float(num)
@@ -533,6 +575,11 @@ def date_of(value: str):
     return None
 
 
+def _day(d: date) -> str:
+    """``d`` written as LoCoMo and the shipped suite write a day ("2 June 2023")."""
+    return f"{d.day} {d.strftime('%B %Y')}"
+
+
 def _shift_dates(v: str) -> list[str]:
     from datetime import datetime, timedelta
 
@@ -552,12 +599,16 @@ def _shift_dates(v: str) -> list[str]:
 
 
 _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+#: the weekdays as speakers shorten them ("last Fri", "last Tues.")
+_WEEKDAY_SHORT = r"(?:mon|tues?|wed|thur?s?|fri|sat|sun)(?!\w)"
 #: a relative time a speaker tells an event by ("yesterday", "last Friday", "two weeks ago"): what a dated answer
 #: ("7 May 2023") is computed from, and what an update of that date rewrites
 RELATIVE_TIME = re.compile(
     rf"(?i)(?<![\w-])(?:yesterday|today|tonight|this morning|last night|the other day|"
-    rf"(?:last|this|next|this past) (?:week|weekend|month|year|summer|winter|spring|fall|autumn|{_WEEKDAYS})|"
-    rf"(?:a|one|two|three|four|five|six|a few|a couple of|few) (?:days?|weeks?|months?|years?) ago)(?![\w-])")
+    rf"(?:last|this|next|this past) (?:week|weekend|month|year|summer|winter|spring|fall|autumn|{_WEEKDAYS}|"
+    rf"{_WEEKDAY_SHORT})|"
+    rf"(?:a|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of|few) "
+    rf"(?:days?|weeks?|weekends?|months?|years?) ago)(?![\w-])")
 
 
 def rewrite_time(text: str, value: str) -> str | None:
@@ -565,7 +616,7 @@ def rewrite_time(text: str, value: str) -> str | None:
     "in May 2023", "in 2023"), a capital kept at the start of a sentence; None when ``text`` tells no relative
     time or several (which one the date is cannot be told), or ``value`` is no date or year."""
     kind = value_type_of(value)
-    if kind not in ("date", "year"):
+    if kind not in DATED:
         return None
     found = list(RELATIVE_TIME.finditer(text))
     if len(found) != 1:
@@ -573,7 +624,7 @@ def rewrite_time(text: str, value: str) -> str | None:
     m = found[0]
     day = re.match(r"\d{1,2}\s", value) or re.search(r"[A-Za-z]+\.?\s+\d{1,2},", value) or \
         re.fullmatch(r"\d{4}-\d\d-\d\d", value)
-    phrase = f"{'on' if day else 'in'} {value}"
+    phrase = value[:1].lower() + value[1:] if kind == "relative_date" else f"{'on' if day else 'in'} {value}"
     if m.group(0)[0].isupper():
         phrase = phrase[0].upper() + phrase[1:]
     return text[:m.start()] + phrase + text[m.end():]

@@ -66,6 +66,7 @@ from ufuzz.seeds.importers._common import (
     state_ops_for,
 )
 from ufuzz.seeds.importers.fields import (
+    DATED,
     Extractor,
     establish_fields,
     mentions_word,
@@ -124,7 +125,7 @@ def parse_date(raw: Any) -> datetime | None:
 def load(path: str | Path, *, extractor: Extractor | None = None, name: str | None = None) -> ImportResult:
     path = Path(path)
     records = read_records(path, containers=("samples", "data"))
-    b = Builder(name=name or path.stem, source="locomo")
+    b = Builder(name=name or path.stem, source="locomo", siblings=True)
     each_record(path, records, "sample_id", lambda i, rec: _sample(b, i, rec, extractor))
     return finish(b)
 
@@ -281,11 +282,6 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
             ops = _memory_ops(answer, memories, list(support))
             if near:  # the benchmark marks one turn where others say the same: they support it too
                 b.warnings["supporting_neighbours"] += len(near)
-                # an update rewrites the latest turn writing the answer and supersedes the others with it (they
-                # are the old value's evidence); a delete removes every turn that writes the answer, so it stays
-                # only where each added turn writes it
-                verbatim = all(any(mentions_word([text_of[i]], v) for v in value_forms(answer)) for i in near)
-                ops = tuple(o for o in (ops or ("delete", "update", "unrelated_edit")) if o != "delete" or verbatim)
             if marked:
                 b.warnings["evidence_unrelated_kept"] += len(marked)
             fact = Fact(fields.entity, fields.attribute, answer, support,
@@ -378,7 +374,7 @@ def states(text: str, answer: str, speakers: Sequence[str], question: str = "") 
     if not JUDGEMENT.match(a) and any(mentions_word([text], v) for v in value_forms(a)):
         return True
     own = key_terms(a, speakers)
-    if (JUDGEMENT.match(a) or value_type_of(a, speakers) in ("date", "year")
+    if (JUDGEMENT.match(a) or value_type_of(a, speakers) in DATED
             or (len(own) == 1 and len(a.split()) == 1 and MANNER.match(question))):
         # a yes, a date, one word for how someone feels ("excited" is said "can't wait"): the claim or the event
         terms = key_terms(question, speakers)
