@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,3 +86,59 @@ def test_deactivation_counts_only_where_asked():
     after = [_m("a", active=False), _m("b", active=False), _m("c"), _m("b~u1", "new text")]
     assert find(BEFORE, after, ops, res, deactivation=False) is None  # another carrier of the old value
     assert find(BEFORE, after, ops, res).kind == "collateral_deactivation"
+
+
+def _at(mid: str, stamp: str) -> StoredMemory:
+    return StoredMemory(mid, f"text of {mid}", stamp, True)
+
+
+UPDATE_B = (StateOp("update", "b", Memory("b~u1", "new text", "2024-03-01T00:00:00")),)
+UPDATED_B = (OpResult("update", True, "b", written=("b",)),)
+
+
+def test_an_update_that_restamps_another_memory_is_a_collateral_retime():
+    after = [_at("a", "2024-03-01T00:00:00"), _m("b", "new text"), _m("c")]
+    got = find(BEFORE, after, UPDATE_B, UPDATED_B)
+    assert got is not None and got.kind == "collateral_retime" and got.memories == ("a",)
+    assert got.changes[0] == {"memory": "a", "change": "retimed", "before": "2024-01-01T00:00:00",
+                              "after": "2024-03-01T00:00:00"}
+    # its own target taking the new time is what the update asked
+    assert find(BEFORE, [_m("a"), _at("b", "2024-03-01T00:00:00"), _m("c")], UPDATE_B, UPDATED_B) is None
+
+
+def test_a_retime_ranks_below_a_rewrite_and_above_a_new_memory():
+    after = [_at("a", "2024-03-01T00:00:00"), _m("b", "new text"), _m("c", "changed"), _m("zz", "surprise")]
+    assert find(BEFORE, after, UPDATE_B, UPDATED_B).kind == "collateral_rewrite"
+    after = [_at("a", "2024-03-01T00:00:00"), _m("b", "new text"), _m("c"), _m("zz", "surprise")]
+    assert find(BEFORE, after, UPDATE_B, UPDATED_B).kind == "collateral_retime"
+
+
+@pytest.mark.parametrize("shown", ["2024-01-01T00:00:00+00:00", "2024-01-01T00:00:00Z", "2024-01-01 00:00:00",
+                                   "2024-01-01T00:00:00.000000", "2024-01-01T01:00:00+01:00", "", "  "])
+def test_the_same_instant_written_another_way_or_no_time_shown_is_no_retime(shown):
+    after = [_at("a", shown), _m("b", "new text"), _m("c")]
+    assert find(BEFORE, after, UPDATE_B, UPDATED_B) is None
+    assert find([_at("a", ""), _m("b"), _m("c")], [_m("a"), _m("b", "new text"), _m("c")], UPDATE_B,
+                UPDATED_B) is None  # a listing that showed no time before shows no change either
+
+
+def test_times_that_are_not_iso_are_compared_as_written():
+    before = [_at("a", "yesterday"), _m("b"), _m("c")]
+    assert find(before, [_at("a", " yesterday "), _m("b", "new text"), _m("c")], UPDATE_B, UPDATED_B) is None
+    got = find(before, [_at("a", "today"), _m("b", "new text"), _m("c")], UPDATE_B, UPDATED_B)
+    assert got.kind == "collateral_retime"
+    got = find(before, [_at("a", "2024-01-01T00:00:00"), _m("b", "new text"), _m("c")], UPDATE_B, UPDATED_B)
+    assert got.kind == "collateral_retime"
+
+
+_stamps = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2030, 12, 31))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_stamps, _stamps, st.sampled_from(["", "+00:00", "Z"]))
+def test_property_a_retime_is_found_exactly_when_the_instant_differs(was, now, suffix):
+    before = [_at("a", was.isoformat()), _m("b")]
+    after = [_at("a", now.isoformat() + suffix), _m("b", "new text")]
+    got = find(before, after, UPDATE_B, UPDATED_B)
+    assert (got is not None) == (was != now)
+    assert got is None or got.kind == "collateral_retime"

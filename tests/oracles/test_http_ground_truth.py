@@ -1,7 +1,8 @@
 """Ground truth on the generic HTTP adapter (issue 23): a memory product over REST (tests/support/
 http_product_server.py: its own ids, BM25 search, an ask endpoint) with the five planted defect kinds the issue
-found barely seen or not at all, each beside the fixed build, fuzzed by a real campaign (budget 300, seed 1) on
-the plain world (:mod:`tests.support.planted_world`).
+found barely seen or not at all (and one kind it did not name: an update that restamps another memory), each
+beside the fixed build, fuzzed by a real campaign (budget 300 unless a defect says less, seed 1) on the plain
+world (:mod:`tests.support.planted_world`).
 
 For every defect: the planted build shows failures of its class, the fixed build none of it.
 """
@@ -53,6 +54,7 @@ class Defect:
     stage: str | None = None
     options: dict[str, str] = field(default_factory=dict)
     k: int = 5
+    budget: int = 300
 
 
 DEFECTS: dict[str, Defect] = {
@@ -70,6 +72,10 @@ DEFECTS: dict[str, Defect] = {
     # updated versions kept as peers, near ties ranked oldest first
     "version-peers": Defect({"peers_oldest_first": True}, {}, ("stale_ranked_above_valid",), ("update",),
                             extra=REVISE),
+    # a kind beyond the issue's five: an update also stamps the memory stored before its target with the new time
+    # (every in-place update shows it, so a short campaign is enough)
+    "update-retimes-neighbour": Defect({"retime_neighbour": True}, {}, ("collateral_retime",),
+                                       ("update", "unrelated_edit", "stress_edit"), stage="state", budget=60),
 }
 
 
@@ -88,7 +94,7 @@ def _run(defect: Defect, flags: dict[str, Any], out: Path, monkeypatch) -> list:
     with start_product_server(TOKEN, **flags) as srv:
         cfg = _config(out.parent, srv.base_url, defect.extra)
         c = Campaign(CampaignConfig(backend="http", backend_options={"config": str(cfg), **defect.options},
-                                    seeds=str(WORLD), k=defect.k, budget=300, seed=1, out=str(out)))
+                                    seeds=str(WORLD), k=defect.k, budget=defect.budget, seed=1, out=str(out)))
         summary = c.run()
     assert summary["status"] == "budget_spent" and summary["errors"] == 0, summary
     return [f for f in c.failures.failures() if f.counts]  # mutant and baseline failures of the system

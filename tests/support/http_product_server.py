@@ -36,6 +36,10 @@ server: a redeploy):
 ``delete_bug`` plants the defect of the triage walkthrough: DELETE only hides a memory from list and get (a
 soft-delete flag the search index never learns about), so search keeps returning deleted memories. Setting it
 back to False is the fixed build (the flag can be flipped on a running server: a redeploy).
+
+``retime_neighbour`` plants a defect of a kind issue 23 did not name: PUT also stamps the memory stored just
+before the one it rewrites with the new timestamp (a careless "touch" of the wrong row), so that memory now
+claims a time it was never said at; its text and everything else stay as they were.
 """
 
 from __future__ import annotations
@@ -118,6 +122,7 @@ class ProductServer:
     answer_floor: float = 0.0
     capacity: int | None = None
     peers_oldest_first: bool = False
+    retime_neighbour: bool = False
     #: list pagination: pages of this many memories, linked by ``next`` (a path) or by an opaque ``cursor``
     page_size: int | None = None
     page_style: str = "next"
@@ -210,6 +215,8 @@ class ProductServer:
                         store[sid] = {**m, "id": sid, "deleted": True, "shadow": True}
                     m["text"] = body["text"]
                     m["timestamp"] = str(body.get("timestamp", m["timestamp"]))
+                    if self.retime_neighbour:
+                        self._retime_previous(store, m)
                     return 200, {"id": m["id"], "status": "updated"}
                 if method == "DELETE":
                     if self.delete_bug:
@@ -252,6 +259,13 @@ class ProductServer:
             victim = min((m for m in shown if m["id"] != keep), key=lambda m: (m["timestamp"], _num(m["id"])))
             del store[victim["id"]]
             shown.remove(victim)
+
+    def _retime_previous(self, store: dict[str, dict[str, Any]], m: dict[str, Any]) -> None:
+        """The planted retime: the memory stored just before ``m`` takes ``m``'s new timestamp."""
+        shown = [x for x in store.values() if not x.get("deleted")]
+        at = next(n for n, x in enumerate(shown) if x is m)
+        if at:
+            shown[at - 1]["timestamp"] = m["timestamp"]
 
     def _search(self, store: dict[str, dict[str, Any]], query: str, k: int) -> list[tuple[str, float]]:
         """(id, score) best first, the product's order (see the module docstring for the planted variants)."""

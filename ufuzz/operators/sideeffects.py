@@ -11,14 +11,22 @@ rejections caused by the fuzzer's own choices (an edit that turns out query-rele
 which stay plain rejections.
 
 Kinds (most serious first, one per finding): ``collateral_removal`` (a memory gone), ``collateral_rewrite`` (its
-text changed), ``collateral_deactivation`` (active before, inactive after), ``duplicate_left`` (a new memory
-carrying the old text of the updated one), ``unrequested_memory`` (any other new memory).
+text changed), ``collateral_deactivation`` (active before, inactive after), ``collateral_retime`` (its timestamp
+changed: the memory now claims another time, which moves it in any recency ranking and answers any "when" or
+"latest" question wrongly), ``duplicate_left`` (a new memory carrying the old text of the updated one),
+``unrequested_memory`` (any other new memory).
+
+A timestamp counts only where both listings give one and they name different instants (ISO 8601 texts are
+compared as times, so ``2024-01-01T00:00:00`` and ``2024-01-01T00:00:00+00:00`` are one instant; other texts as
+written): a backend whose listing shows no time, or one that renders the same time another way, is never
+charged with a change.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from ufuzz.backends.protocol import OpResult, StoredMemory
@@ -27,11 +35,11 @@ from ufuzz.model import StateOp
 __all__ = ["KINDS", "STATE", "Finding", "find", "touched_by"]
 
 STATE = "state"
-KINDS = ("collateral_removal", "collateral_rewrite", "collateral_deactivation", "duplicate_left",
-         "unrequested_memory")
+KINDS = ("collateral_removal", "collateral_rewrite", "collateral_deactivation", "collateral_retime",
+         "duplicate_left", "unrequested_memory")
 _CHANGE_KIND = {"removed": "collateral_removal", "rewritten": "collateral_rewrite",
-                "deactivated": "collateral_deactivation", "duplicate": "duplicate_left",
-                "added": "unrequested_memory"}
+                "deactivated": "collateral_deactivation", "retimed": "collateral_retime",
+                "duplicate": "duplicate_left", "added": "unrequested_memory"}
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,8 @@ def find(before: Iterable[StoredMemory], after: Iterable[StoredMemory], ops: Seq
             changes.append({"memory": mid, "change": "rewritten", "before": was.text, "after": now.text})
         elif deactivation and was.active and not now.active:
             changes.append({"memory": mid, "change": "deactivated", "before": was.text})
+        elif _retimed(was.timestamp, now.timestamp):
+            changes.append({"memory": mid, "change": "retimed", "before": was.timestamp, "after": now.timestamp})
     for mid in sorted(set(new) - set(old) - touched):
         text = new[mid].text
         changes.append({"memory": mid, "change": "duplicate" if text in old_texts else "added", "after": text})
@@ -96,3 +106,21 @@ def find(before: Iterable[StoredMemory], after: Iterable[StoredMemory], ops: Seq
     what = ", ".join(f"{c['memory']} {c['change']}" for c in changes[:4]) + (" ..." if len(changes) > 4 else "")
     verb = {o.op for o in ops}
     return Finding(kind, ids, tuple(changes), f"the {'/'.join(sorted(verb))} changed more than it asked: {what}")
+
+
+def _instant(stamp: str) -> datetime | str:
+    """An ISO 8601 timestamp as an aware time (naive ones read as UTC), anything else as its stripped text."""
+    text = stamp.strip()
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError:
+        return text
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+
+
+def _retimed(before: str, after: str) -> bool:
+    """Both listings give a time for the memory, and not the same one."""
+    if not before.strip() or not after.strip():
+        return False
+    a, b = _instant(before), _instant(after)
+    return type(a) is not type(b) or a != b
