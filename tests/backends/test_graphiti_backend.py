@@ -266,9 +266,10 @@ def test_direct_mode_builds_the_edge_fts_index_its_bm25_search_uses(tmp_path):
         b.close()
 
 
-def test_minilm_is_the_shared_model_on_one_torch_thread(tmp_path):
-    # one torch thread (UFUZZ_TORCH_THREADS unset): two spinning threads made every single-text encode many
-    # times slower on a busy 2-core machine. A fresh process: the model and the thread count are per process.
+def test_graphiti_embeds_through_the_shared_model_on_one_torch_thread(tmp_path):
+    # Graphiti's embedder client encodes through the process-wide model of ufuzz.backends.embedding, one text
+    # per call; one torch thread (UFUZZ_TORCH_THREADS unset): two spinning threads made every single-text encode
+    # many times slower on a busy 2-core machine. A fresh process: the model and the thread count are per process.
     import os
     import subprocess
     import sys
@@ -277,9 +278,16 @@ def test_minilm_is_the_shared_model_on_one_torch_thread(tmp_path):
             "from pathlib import Path\n"
             "from ufuzz.backends import embedding, graphiti\n"
             "from ufuzz.backends.conformance import tiny_checkpoint\n"
+            "model, seen = embedding.load_model(), []\n"
+            "encode = model.encode\n"
+            "model.encode = lambda texts, **kw: (seen.append(list(texts)), encode(texts, **kw))[1]\n"
             "b = graphiti.GraphitiBackend(Path(sys.argv[1]))\n"
             "b.retrieve(b.build(tiny_checkpoint()), 'Where does Lena live?', 3)\n"
-            "assert graphiti._minilm() is embedding.load_model()\n"
+            "assert seen and all(len(batch) == 1 for batch in seen), seen\n"
+            "assert ['Where does Lena live?'] in seen and ['Pip\\'s vet is Dr. Harrow.'] in seen, seen\n"
+            "seen.clear()\n"
+            "graphiti._encode(['a zanzibarite lamp', 'a second text'])\n"
+            "assert seen == [['a zanzibarite lamp'], ['a second text']], seen\n"
             "print(torch.get_num_threads())\n"
             "b.close()\n")
     env = {k: v for k, v in os.environ.items() if k != "UFUZZ_TORCH_THREADS"}

@@ -33,9 +33,11 @@ TS = "2024-02-01T10:00:00"
 class LLM:
     server: Any
     responder: GraphitiResponder
+    cache: str  # this module's LLM call cache: a prompt answered in an earlier run is not asked again
 
     def options(self, **extra: Any) -> dict[str, Any]:
-        return {"write_mode": "episode", "llm_base_url": self.server.base_url, "llm_model": MODEL, **extra}
+        return {"write_mode": "episode", "llm_base_url": self.server.base_url, "llm_model": MODEL,
+                "llm_cache": self.cache, **extra}
 
 
 @dataclass
@@ -49,10 +51,10 @@ class Built:
 
 
 @pytest.fixture(scope="module")
-def llm():
+def llm(tmp_path_factory):
     responder = GraphitiResponder()
     with start_llm_server(responder, model=MODEL) as srv:
-        yield LLM(srv, responder)
+        yield LLM(srv, responder, str(tmp_path_factory.mktemp("graphiti-llm") / "calls.sqlite"))
 
 
 @pytest.fixture(autouse=True)
@@ -224,9 +226,10 @@ def test_llm_failure_is_a_backend_error(tmp_path):
         return RawReply(400, '{"error": {"message": "model overloaded", "type": "invalid_request_error"}}')
 
     with start_llm_server(refuse, model=MODEL) as srv:
-        b = GraphitiBackend(tmp_path, {"write_mode": "episode", "llm_base_url": srv.base_url, "llm_model": MODEL})
+        b = GraphitiBackend(tmp_path, {"write_mode": "episode", "llm_base_url": srv.base_url, "llm_model": MODEL,
+                                       "llm_cache": str(tmp_path / "calls.sqlite")})
         try:
-            with pytest.raises(BackendError, match=r"graphiti build: BadRequestError"):
+            with pytest.raises(BackendError, match=r"graphiti build: LLMError: .*HTTP 400.*model overloaded"):
                 b.build(tiny_checkpoint())
             assert srv.count == 1  # a 400 is not retried
             assert not any(b.root.iterdir()), "the half-built state is released"
@@ -252,3 +255,17 @@ def test_short_campaign_in_episode_mode(llm, tmp_path):
     assert "paraphrase" in valid and valid & {"update", "delete"}, valid
     print(f"graphiti episode campaign: {s['unique_failures']} unique failures {s['failures_by_kind']}, "
           f"{llm.server.count - before} LLM requests")
+    # a replay and a corpus check rebuild the same states from the same episodes: every prompt is the one the
+    # campaign sent, answered from the call cache
+    from ufuzz.corpus.regression import export_campaign
+    from ufuzz.engine.regression import check_corpus
+    from ufuzz.engine.replay import replay_campaign
+
+    assert s["unique_failures"] > 0, "nothing to replay"
+    calls = llm.server.count
+    out = tmp_path / "graphiti-episode"
+    report = replay_campaign(out, keys=sorted(s["failures"])[:1])
+    assert report.reproduced == report.total == 1, [r.reason for r in report.results]
+    checked = check_corpus(export_campaign(out, tmp_path / "corpus.jsonl", max_records=1).path)
+    assert checked.results and all(r.status != "error" for r in checked.results), checked.results
+    assert llm.server.count == calls, "replay and corpus check made no new LLM call"

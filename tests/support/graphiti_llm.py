@@ -285,6 +285,21 @@ def schema_errors(value: Any, schema: dict[str, Any], defs: dict[str, Any], path
 
 # -- the responder ----------------------------------------------------------------------------------------
 
+#: the response models of the prompts add_episode and remove_episode send (graphiti-core 0.31.2)
+MODELS = ("ExtractedEntities", "NodeResolutions", "ExtractedEdges", "EdgeDuplicate", "EdgeTimestamps",
+          "SummarizedEntities")
+
+
+def _schema_name(request: dict[str, Any]) -> str | None:
+    fmt = request.get("response_format") or {}
+    return (fmt.get("json_schema") or {}).get("name") if fmt.get("type") == "json_schema" else None
+
+
+def handles(request: dict[str, Any]) -> bool:
+    """Whether ``request`` is one of Graphiti's structured prompts (its json_schema names a Graphiti model)."""
+    return _schema_name(request) in MODELS
+
+
 class GraphitiResponder:
     """Answers graphiti-core's structured prompts by rule; counts them by response model."""
 
@@ -311,7 +326,7 @@ class GraphitiResponder:
     def __call__(self, request: dict[str, Any]) -> dict[str, Any] | RawReply:
         fmt = request.get("response_format") or {}
         spec = fmt.get("json_schema") or {}
-        name = spec.get("name") if fmt.get("type") == "json_schema" else None
+        name = _schema_name(request)
         user = "\n".join(m["content"] for m in request["messages"] if m.get("role") == "user")
         handler = self._handlers.get(name or "")
         try:
@@ -413,4 +428,4 @@ class GraphitiResponder:
         return {"summaries": out}
 
 
-__all__ = ["GraphitiResponder", "Triple", "entities", "schema_errors", "sentences", "triple", "triples"]
+__all__ = ["MODELS", "GraphitiResponder", "Triple", "handles", "entities", "schema_errors", "sentences", "triple", "triples"]

