@@ -5,8 +5,9 @@
 #   1. `ufuzz corpus check` replays the committed baseline corpus of known failures: each one still fails (known),
 #      no longer fails (fixed: good news), or fails differently / fails again after a fix (a regression);
 #   2. `ufuzz run --baseline --match-baseline` runs the baseline's own campaign again (its seed, budget, strategy
-#      and k, read from the corpus header) for a bounded time and marks each failure it finds known or new: on an
-#      unchanged product it finds only known failures, so the night stays green;
+#      and k, read from the corpus header) for a bounded time and matches what it finds with the baseline by
+#      behaviour (docs/ci.md): a known bug met on another fact, wording or seed is known, so an unchanged product
+#      stays green; a new behaviour, a known one met far more often, or a fixed one back fails the night;
 #   3. `ufuzz report` writes one self-contained HTML file to keep as an artefact.
 #
 # Environment (all optional):
@@ -16,13 +17,14 @@
 #   UFUZZ_BASE_URL   the product's URL when it differs from the TOML's (e.g. a service container)
 #   UFUZZ_BUDGET     executions of the fresh campaign (default: the baseline campaign's budget)
 #   UFUZZ_SEED       its random seed (default: the baseline campaign's seed); another seed or budget explores
-#                    differently, so a known bug can show under new keys and fail the night
+#                    differently: known bugs stay known, and a behaviour the baseline lacks fails the night only
+#                    once met more often than the baseline's campaign could have missed by chance
 #   UFUZZ_MAX_TIME   its time limit (default: 20m)
 #   UFUZZ_OUT        where the JUnit files (corpus-check.xml, campaign.xml), JSON reports, campaign and HTML
 #                    report go (default: ufuzz-out)
 #
 # Exit status: 0 nothing regressed and nothing new, 1 a known failure regressed or changed, or the campaign found
-# a new failure, 2 bad usage (a malformed corpus, an unknown option), 3 the product is unreachable.
+# a new, worse or regressed behaviour, 2 bad usage (a malformed corpus, an unknown option), 3 the product is unreachable.
 set -uo pipefail
 
 read -r -a ufuzz <<< "${UFUZZ:-ufuzz}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -106,7 +107,12 @@ def test_known_failures_reproduce_exit_0_from_any_folder(team, buggy, tmp_path, 
     assert "OK: every record still reproduces" in r.output
     suite = _junit(tmp_path / "junit.xml")
     n = len(_records(corpus))
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == (str(n), "0", "0")
+    cases = suite.findall("testcase")  # one per behaviour: the soft-delete bug is one test, however many records
+    assert (suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("0", "0", str(len(cases)))
+    deleted = [c for c in cases if c.get("name").startswith("deleted-still-retrieved ")]
+    n_deleted = sum(1 for r in _records(corpus) if r["expected"]["kind"] == "deleted_evidence_retrieved")
+    assert len(deleted) == 1 and f"({n_deleted} of {n_deleted} records" in deleted[0].find("skipped").get("message")
+    assert sum(len(re.findall(r"^line \d+: KNOWN ", c.findtext("system-out") or "", re.M)) for c in cases) == n
     data = json.loads((tmp_path / "check.json").read_text())
     assert data["exit_code"] == 0 and data["outcomes"]["known"] == n
 
@@ -123,10 +129,13 @@ def test_fix_passes_accept_keeps_guards_and_a_regression_fails_naming_it(team, b
     data = json.loads((tmp_path / "fixed.json").read_text())
     fixed = {x["failure_key"] for x in data["results"] if x["outcome"] == "fixed"}
     assert set(deletes) <= fixed
-    outs = [c.findtext("system-out") or "" for c in _junit(tmp_path / "fixed.xml").iter("testcase")]
-    assert sum("FIXED" in o for o in outs) == len(fixed)
-    known = [c for c in _junit(tmp_path / "fixed.xml").iter("testcase") if c.find("skipped") is not None]
-    assert len(known) == data["outcomes"]["known"]  # known failures are skipped (with a message), not green
+    xml = list(_junit(tmp_path / "fixed.xml").iter("testcase"))
+    gone = next(c for c in xml if c.get("name").startswith("deleted-still-retrieved "))
+    assert not len(gone.findall("skipped")) and not len(gone.findall("failure"))  # the fixed behaviour passes
+    assert f"FIXED: {len(deletes)} of {len(deletes)} records no longer reproduce" in gone.findtext("system-out")
+    known = [c for c in xml if c.find("skipped") is not None]  # known failures are skipped (with a message)
+    listed = sum((c.findtext("system-out") or "").count("KNOWN ") for c in known)
+    assert listed == data["outcomes"]["known"]
 
     accepted = corpus.with_name("accepted.jsonl")  # beside the TOML, so the relative config still holds
     r = invoke("corpus", "accept", corpus, "--from", tmp_path / "fixed.json", "-o", accepted)
@@ -143,12 +152,11 @@ def test_fix_passes_accept_keeps_guards_and_a_regression_fails_naming_it(team, b
     assert "REGRESSION" in r.output and "REGRESSED" in r.output
     suite = _junit(tmp_path / "regressed.xml")
     failed = [c for c in suite.iter("testcase") if c.find("failure") is not None]
-    assert int(suite.get("failures")) == len(failed) == len(guards)
-    for c in failed:
-        assert c.find("failure").get("type") == "regressed"
-        assert "deleted_evidence_retrieved" in c.get("name") or c.get("classname") != "ufuzz.delete"
-    named = " ".join(c.get("name") for c in failed)
-    assert all(k[:12] in named for k in guards)
+    assert int(suite.get("failures")) == len(failed) == 1  # one behaviour came back
+    fail = failed[0].find("failure")
+    assert failed[0].get("name").startswith("deleted-still-retrieved ") and fail.get("type") == "regressed"
+    assert fail.get("message").startswith(f"REGRESSED: {len(guards)} regressed of {len(guards)} records")
+    assert all(f"REGRESSED {k}" in fail.text for k in guards)  # every guard named in full
 
 
 def test_a_product_that_is_down_exits_3(team, tmp_path):
@@ -160,7 +168,10 @@ def test_a_product_that_is_down_exits_3(team, tmp_path):
     suite = _junit(tmp_path / "down.xml")
     err = next(c for c in suite.iter("testcase") if c.get("name") == "backend reachable").find("error")
     assert err.get("type") == "unreachable"
-    assert int(suite.get("skipped")) == len(_records(corpus))
+    skipped = [c for c in suite.iter("testcase") if c.find("skipped") is not None]  # one per behaviour, not run
+    assert int(suite.get("skipped")) == len(skipped) == len(list(suite.iter("testcase"))) - 1
+    assert all(c.find("skipped").get("message").startswith("not run: ") for c in skipped)
+    assert sum((c.findtext("system-out") or "").count(": NOT_RUN ") for c in skipped) == len(_records(corpus))
     r = invoke("run", "--backend", "http", "--config", cfg, "--opt", f"base_url={down}", "--budget", 20,
                "--out", tmp_path / "c", "--quiet")
     assert r.exit_code == 3 and "unreachable" in r.output
@@ -188,8 +199,8 @@ def test_a_fresh_campaign_against_the_baseline_marks_known_and_new(team, buggy, 
                "--baseline", corpus, "--quiet")
     s = json.loads((tmp_path / "other" / "summary.json").read_text())
     b = s["baseline"]
-    assert b["known"] + b["new"] + b["regressed"] == s["unique_failures"]
-    assert r.exit_code == (1 if b["new"] else 0), r.output
+    assert sum(b[st] for st in ("known", "new", "worse", "unconfirmed", "regressed")) == s["unique_failures"]
+    assert r.exit_code == (1 if b["failed"] else 0), r.output  # the exit code agrees with the verdict
     listed = invoke("failures", "list", tmp_path / "other", "--json")
     marks = {row["key"]: row["baseline"] for row in json.loads(listed.output)}
     assert sorted(k for k, v in marks.items() if v == "new") == sorted(b["new_keys"])

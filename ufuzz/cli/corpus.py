@@ -117,8 +117,9 @@ def _with_check_options(fn):
 @click.option("--json", "json_out", is_flag=False, flag_value="-", default=None, metavar="FILE",
               help="Write the machine-readable report to FILE ('-' or no value: standard output, instead of text).")
 @click.option("--junit", "junit_out", default=None, type=click.Path(dir_okay=False),
-              help="Write a JUnit XML report for the CI's test view: one timed test case per record (a regression is a "
-                   "failure, a known failure that still reproduces is skipped with a message, a fixed one passes).")
+              help="Write a JUnit XML report for the CI's test view: one timed test case per behaviour, its records "
+                   "listed (one that regressed or changed: a failure; known failures that still reproduce: skipped "
+                   "with a message; all fixed: passes).")
 @click.option("--changed-only", is_flag=True, help="List only the records that did not behave as recorded.")
 def corpus_check(file: str, backend: str | None, cross_backend: bool, opts: tuple[str, ...],
                  config_file: str | None, json_out: str | None, junit_out: str | None, changed_only: bool) -> None:
@@ -133,9 +134,9 @@ def corpus_check(file: str, backend: str | None, cross_backend: bool, opts: tupl
     from ufuzz.reports.regression import render_check
 
     options = _check_options(opts, config_file)
-    _rc, report = _run_check(file, backend, options, cross_backend)
+    rc, report = _run_check(file, backend, options, cross_backend)
     if junit_out:
-        write_junit(report, junit_out)
+        write_junit(report, junit_out, rc)
     data = json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str)
     if json_out == "-":
         click.echo(data)

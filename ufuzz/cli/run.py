@@ -5,8 +5,8 @@
 Exit status (:mod:`ufuzz.engine.ending`): the campaign's end reason — 0 budget spent, 4 exhausted (nothing left
 to try), 5 time limit (``--max-time``), 6 LLM token budget spent (``--max-llm-tokens``), 3 error (a failed
 preflight, ``--max-consecutive-errors`` backend errors in a row, every execution a backend error, a corpus that cannot be written, a crash), 130 interrupted (Ctrl-C or
-SIGTERM) — except that 1 is returned for failures ``--fail-on`` counts (``new``: not in the ``--baseline``
-corpus; ``any``: any unique failure) when the campaign did not end in error or interruption. Before a campaign
+SIGTERM) — except that 1 is returned for failures ``--fail-on`` counts (``new``: a behaviour the ``--baseline``
+corpus lacks or had fixed; ``any``: any unique failure) when the campaign did not end in error or interruption. Before a campaign
 starts (:mod:`ufuzz.cli.errors`): 2 is bad input (an option, a seed file named as ``file:line``, a corpus that
 is not one), 3 an environment that cannot be used (a backend that does not start, a database locked or not
 answering, a directory in use by a live campaign: :mod:`ufuzz.engine.dirlock`), 130 an interrupt.
@@ -121,16 +121,18 @@ from ufuzz.engine.ending import EXIT_CODES
               help="Stop cleanly after this wall time (600, 90s, 30m, 2h); the campaign's status is then time_limit.")
 @click.option("--baseline", type=click.Path(dir_okay=False), default=None,
               help="A regression corpus of known failures (`ufuzz corpus export`): each failure found is marked "
-                   "known or new.")
+                   "known, new or regressed by its behaviour (class, and whether it returns a memory the system "
+                   "no longer holds), not by key: a known bug on another fact, wording or seed is known.")
 @click.option("--fail-on", type=click.Choice(["new", "any", "never"]), default=None,
-              help="Exit 1 when the campaign found new failures (not in --baseline), any failure, or never "
+              help="Exit 1 when the campaign found new behaviours (new or regressed against --baseline), any "
+                   "failure, or never "
                    "[default: new with --baseline, else never].")
 @click.option("--match-baseline", is_flag=True,
               help="Take --seed, --budget, --strategy and --k from the --baseline corpus's campaign (unless given): "
-                   "the same campaign on an unchanged product finds only known failures.")
+                   "what examples/ci/nightly.sh does.")
 @click.option("--junit", "junit_out", default=None, type=click.Path(dir_okay=False),
-              help="Write a JUnit XML report: one test case per cause (new or regressed: a failure; known in "
-                   "--baseline: skipped, with a message), with times.")
+              help="Write a JUnit XML report: one test case per behaviour (new or regressed against --baseline: "
+                   "a failure; known: skipped, with a message; a baseline behaviour not met: skipped), with times.")
 @click.option("--progress-every", type=click.IntRange(min=0, max=10**9), default=0, show_default=True,
               help="Without a terminal: also print a progress line every N executions (besides every 10 s).")
 @click.option("--max-consecutive-errors", type=click.IntRange(min=0, max=10**9), default=20, show_default=True,
@@ -255,7 +257,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
     if known is not None and summary["status"] != "error":
         verdict = _mark_baseline(out_dir, db, summary, known, mismatch)
     if junit_out:
-        _write_junit(out_dir, db, summary, verdict, known, junit_out)
+        _write_junit(out_dir, db, summary, verdict, junit_out)
     _end(summary, out_dir, fail_on=fail_on or ("new" if verdict is not None else "never"), verdict=verdict)
 
 
@@ -481,17 +483,18 @@ def _baseline_mismatch(corpus: Any, cfg: Any, strategy: str) -> list[str]:
                               backend=cfg.backend, judging=Judging.of(cfg).to_dict())
     if diffs:
         click.echo(f"note: this campaign differs from the one baseline {corpus.path} was exported from: "
-                   f"{'; '.join(diffs)}. Known bugs can then show under new keys and count as new; "
-                   "--match-baseline runs the baseline's seed, budget, strategy and k", err=True)
+                   f"{'; '.join(diffs)}. Failures are matched by behaviour, so known bugs met on other facts stay "
+                   "known; but this campaign may reach behaviours the baseline's never did (they count as new), "
+                   "and other judging decides failures differently. --match-baseline runs the baseline's seed, "
+                   "budget, strategy and k", err=True)
     return diffs
 
 
-def _write_junit(out_dir: Path, db: str | None, summary: dict[str, Any], verdict: Any, corpus: Any,
-                 path: str) -> None:
+def _write_junit(out_dir: Path, db: str | None, summary: dict[str, Any], verdict: Any, path: str) -> None:
     from ufuzz.reports.junit import write_campaign_junit
 
     try:
-        write_campaign_junit(out_dir, db, summary, verdict, corpus, path)
+        write_campaign_junit(out_dir, db, summary, verdict, path)
     except OSError as exc:
         click.echo(f"error: cannot write --junit {path}: {exc.strerror or exc}", err=True)
 
@@ -504,7 +507,8 @@ def _mark_baseline(out_dir: Path, db: str | None, summary: dict[str, Any], corpu
     from ufuzz.engine.ending import write_summary
 
     data = load_campaign(out_dir, db, campaign_id=summary["campaign"])
-    verdict = compare_with_baseline(data.failures, corpus)
+    verdict = compare_with_baseline(data.failures, corpus, {c: m.ops for c, m in data.mutants.items()},
+                                    executions=summary.get("executions"), exact=not mismatch)
     verdict.mismatch = list(mismatch or [])
     summary["baseline"] = verdict.to_dict()
     from ufuzz.engine.dirlock import DirectoryLock, DirectoryLocked
@@ -517,21 +521,41 @@ def _mark_baseline(out_dir: Path, db: str | None, summary: dict[str, Any], corpu
     return verdict
 
 
-def _print_baseline(v: Any, shown: int = 20) -> None:
-    click.echo(f"against baseline {v.corpus}: {len(v.known)} known, {len(v.new)} new, "
-               f"{len(v.regressed)} regressed (fixed before, failing again); "
-               f"{len(v.unseen)} known failures of the baseline not met by this campaign"
-               + (" (`ufuzz corpus check` replays them)" if v.unseen else ""))
+def _print_baseline(v: Any) -> None:
+    """The night's verdict by behaviour: counts, then every behaviour that is not plainly known (never capped:
+    there are at most two per behaviour class) with its operators, level:kind, size and an example key."""
+    from ufuzz.corpus.baseline import STATUSES
+
+    n = v.behaviour_counts()
+    keys = ", ".join(f"{len(getattr(v, st))} {st}" for st in STATUSES if getattr(v, st))
+    how = ("this is the baseline's own campaign: any behaviour it lacks is new" if v.exact else
+           "another campaign than the baseline's: a behaviour it lacks is new once met more often than chance "
+           "allows")
+    click.echo(f"against baseline {v.corpus} (matched by behaviour; {how}): behaviours "
+               + ", ".join(f"{n[st]} {st}" for st in STATUSES) + f" — unique failures {keys or 'none'}"
+               + (f"; {n['unseen']} behaviours of the baseline not met by this campaign (`ufuzz corpus check` "
+                  "replays their records)" if n["unseen"] else ""))
     if v.mismatch:
         click.echo(f"  note: this campaign is not the baseline's ({'; '.join(v.mismatch)})")
-    bad = [*v.regressed, *v.new]
-    for key in bad[:shown]:
-        a = v.about.get(key, {})
-        click.echo(f"  {'REGRESSED' if key in v.regressed else 'NEW':9s} {key}  {a.get('operator') or '-'} "
-                   f"{a.get('stage', '')}:{a.get('kind', '')}")
-    if len(bad) > shown:
-        click.echo(f"  ... and {len(bad) - shown} more (all in summary.json 'baseline'; "
-                   "`ufuzz failures list DIR` marks each failure known or new)")
+    for status in STATUSES[:-1]:
+        for b in v.behaviours_by(status):
+            click.echo(f"  {status.upper():11s} {b['id']}: {b['title']}")
+            click.echo(f"              {b['unique']} unique failures, {b['causes']} causes "
+                       f"({b['baseline_causes']} in the baseline){_chance_words(b, v.exact)}; {', '.join(b['operators'])} "
+                       f"{', '.join(b['kinds'])}; e.g. {b['example']}")
+    if v.failed:
+        click.echo("  (each failure's mark: `ufuzz failures list DIR`; every key in summary.json 'baseline')")
+
+
+def _chance_words(b: dict[str, Any], exact: bool) -> str:
+    """How likely chance alone made the difference (not said where chance plays no part)."""
+    if b["status"] not in ("worse", "unconfirmed", "new") or b.get("chance") is None or (exact and
+                                                                                        b["status"] == "new"):
+        return ""
+    if b["status"] == "unconfirmed":
+        return (f"; the baseline's campaign may have missed it by chance ({b['chance']:.0%}): it does not fail "
+                "the night")
+    return f"; by chance: {b['chance']:.2%}"
 
 
 def _exit_code(fail_on: str, summary: dict[str, Any], verdict: Any) -> int:
@@ -541,7 +565,7 @@ def _exit_code(fail_on: str, summary: dict[str, Any], verdict: Any) -> int:
         return 1 if summary["unique_failures"] else 0
     if verdict is None:  # --fail-on new without a baseline: every failure is new
         return 1 if summary["unique_failures"] else 0
-    return 1 if verdict.new or verdict.regressed else 0
+    return 1 if verdict.failed else 0
 
 
 def _set_aside(out_dir: Path) -> Path:

@@ -10,8 +10,10 @@ and one class: the unit a developer fixes is the class.
 
 A class is a pure function of a failure's operator, level and kind (:func:`class_of`), so it needs nothing
 stored and old corpora get classes too. Every cause belongs to exactly one class (a cause key includes the
-operator, kind and level), which is what lets a nightly baseline match findings by (class, cause) instead of
-by unique-failure key. The ids are part of that contract: an id keeps its meaning; a new behaviour gets a new id.
+operator, kind and level). A nightly baseline (``ufuzz run --baseline``) matches findings by
+:func:`behaviour_of` — the class, split once by whether the memory at fault is one the state no longer holds —
+instead of by unique-failure key or cause, whose ids and facts change with the seed and budget. The ids are
+part of that contract: an id keeps its meaning; a new behaviour gets a new id.
 
 One behaviour seen through two operators is one class: a deleted memory that search still returns is the same
 defect whether the queried fact's evidence or an unrelated memory was deleted. Operators this table does not
@@ -21,9 +23,13 @@ the kind, so nothing is ever left without one.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["BehaviourClass", "class_of", "summarise"]
+from ufuzz.model import StateOp
+from ufuzz.model.execution import OVERWRITTEN
+
+__all__ = ["BehaviourClass", "Behaviour", "class_of", "behaviour_of", "removed_by", "summarise"]
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,55 @@ def class_of(operator: str | None, level: str, kind: str) -> BehaviourClass:
     if level in ("selection", "response") and kind in _BY_KIND:
         return _BY_KIND[kind](op)
     return _c(f"{op}:{level}:{kind}", f"after {op}, {level} fails: {kind.replace('_', ' ')}")
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What a nightly baseline matches on (``ufuzz run --baseline``): a behaviour class, split once by whether
+    the memories at fault are ones the state no longer holds.
+
+    ``id`` is the class id, or the class id with :data:`REMOVED_SUFFIX` when some offending memory is one the
+    case's own recipe deleted or a version an in-place update overwrote (``m3@overwritten``) while the class
+    does not already say so. A correct memory system never returns a memory it no longer holds, whereas any
+    system with imperfect ranking ranks *existing* memories wrongly now and then: the two are different
+    defects even when the symptom (say, the new value not retrieved after an update) is the same. Nothing else
+    about the offending memories (which fact, which person, which ids, which wording) is part of a behaviour,
+    so one defect seen on other facts, wordings or seeds is the same behaviour."""
+
+    id: str
+    title: str
+    cls: BehaviourClass
+    removed: bool = False  # the offending memories include one the state no longer holds
+
+
+#: what a behaviour id gets when its offending memories include one the state no longer holds
+REMOVED_SUFFIX = "+removed-memory"
+#: the classes whose title already says that the memory at fault was removed
+_REMOVED_CLASSES = frozenset({DELETED_RETRIEVED.id})
+
+
+def removed_by(ops: Iterable[StateOp]) -> frozenset[str]:
+    """The memory ids a state recipe leaves deleted (deleted and not written again afterwards)."""
+    gone: set[str] = set()
+    for op in ops:
+        if op.op == "delete" and op.target:
+            gone.add(op.target)
+        elif op.memory is not None:
+            gone.discard(op.memory.id)
+    return frozenset(gone)
+
+
+def behaviour_of(operator: str | None, level: str, kind: str, offending: Iterable[str] = (),
+                 ops: Iterable[StateOp] = ()) -> Behaviour:
+    """The behaviour of a failure: its class (:func:`class_of`) and whether an offending memory is one the
+    mutant's state recipe ``ops`` deleted or an overwritten version (see :class:`Behaviour`)."""
+    c = class_of(operator, level, kind)
+    gone = removed_by(ops)
+    removed = any(str(i).endswith(OVERWRITTEN) or str(i) in gone for i in offending)
+    if not removed or c.id in _REMOVED_CLASSES:
+        return Behaviour(c.id, c.title, c, removed)
+    return Behaviour(c.id + REMOVED_SUFFIX, f"{c.title}, and a memory the system no longer holds (deleted or "
+                     "overwritten) is returned", c, True)
 
 
 def summarise(groups: list[dict]) -> list[dict]:

@@ -22,6 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ufuzz.corpus.baseline import STATUSES
 from ufuzz.corpus.campaign import CampaignData, load_campaign
 from ufuzz.corpus.store import CorpusStore
 from ufuzz.engine.plotdata import read_plot_data
@@ -48,7 +49,7 @@ font-size:.92em}details{border:1px solid #ddd;border-radius:4px;margin:4px 0;pad
 details[open]{background:#fcfcfd}summary{cursor:pointer}.tag{display:inline-block;border-radius:3px;padding:0 5px;
 font-size:.8em;margin-left:3px;background:#eee}.t-supporting{background:#d8f3dc}.t-invalidated{background:#ffe5b4}
 .t-deleted{background:#ffd6d6}.t-offending{background:#ff9b9b;font-weight:bold}.t-new{background:#ffd6d6}
-.t-known{background:#e6e6e6}.t-regressed{background:#ff9b9b}.side{display:grid;grid-template-columns:1fr 1fr;
+.t-known{background:#e6e6e6}.t-unconfirmed{background:#fff1c2}.t-worse{background:#ff9b9b}.t-regressed{background:#ff9b9b}.side{display:grid;grid-template-columns:1fr 1fr;
 gap:12px}.box{border-left:3px solid #ccc;padding-left:8px}.filters input,.filters select{margin-right:8px}
 .kv td:first-child{color:#555;white-space:nowrap}.chart{margin:8px 0}.wide svg{width:100%}
 .facts .facts{margin:0}h3{font-size:1.05em;margin:16px 0 6px}pre{white-space:pre-wrap;word-break:break-word;margin:2px 0}
@@ -440,7 +441,7 @@ def _failure_html(v: dict[str, Any]) -> str:
 
 def _baseline_select(views: list[dict[str, Any]]) -> str:
     """The known/new/regressed filter (the marks of ``ufuzz run --baseline``); disabled without a baseline."""
-    marks = [m for m in ("new", "regressed", "known") if any(v.get("baseline") == m for v in views)]
+    marks = [m for m in STATUSES if any(v.get("baseline") == m for v in views)]
     if not any(v.get("baseline") for v in views):
         return ("baseline <select id='f-baseline' disabled title='the campaign ran without --baseline'>"
                 "<option value=''>no baseline</option></select>")
@@ -524,11 +525,15 @@ def build_report(campaign_dir: Path, *, db: str | None = None, max_failures: int
     nav = " · ".join(f"<a href='#{a}'>{t}</a>" for a, t in sections)
     base = ""
     if baseline is not None:
-        base = (f"<p>against baseline <code>{esc(baseline.corpus)}</code>: {len(baseline.known)} known, "
-                f"{len(baseline.new)} new, {len(baseline.regressed)} regressed</p>")
+        n = baseline.behaviour_counts()
+        base = (f"<p>against baseline <code>{esc(baseline.corpus)}</code>, matched by behaviour: "
+                + ", ".join(f"{n[m]} {m}" for m in STATUSES) + " behaviours ("
+                + ", ".join(f"{len(getattr(baseline, m))} {m}" for m in STATUSES)
+                + f" unique failures); the night {'fails' if baseline.failed else 'passes'}</p>")
         if baseline.mismatch:
-            base += (f"<p><b>Not the baseline's campaign</b> ({esc('; '.join(baseline.mismatch))}): known bugs "
-                     "can show under new keys and count as new.</p>")
+            base += (f"<p><b>Not the baseline's campaign</b> ({esc('; '.join(baseline.mismatch))}): a behaviour "
+                     "the baseline lacks counts as new only once met more often than the baseline's campaign could "
+                     "have missed by chance (else: unconfirmed).</p>")
     body = "".join([
         f"<h1>{esc(title)}</h1><p class='muted'>{esc(len(rows))} unique failures, {causes} causes, {classes} behaviour "
         f"classes · generated {esc(time.strftime('%Y-%m-%d %H:%M:%S'))} · {nav}</p>{base}",

@@ -3,41 +3,38 @@
 
 The rule is the same for both, so that the test view agrees with the exit code: what fails the night is a
 ``<failure>``, a known failure that still fails is ``<skipped>`` with a message saying it is known (a CI shows
-it apart, neither green nor red), and what passes is a passing test case.
+it apart, neither green nor red), and what passes is a passing test case. Both have one ``<testcase>`` per
+**behaviour** (:func:`ufuzz.oracles.classes.behaviour_of`, what ``--baseline`` matches on): one product bug is
+one test, however many facts, records or causes show it; the case's text lists them.
 
-**corpus check**: one ``<testcase>`` per corpus record, named by operator, failure kind and key. Known failures
-that still reproduce are skipped ("known failure, still reproduces"); fixed ones pass (their ``system-out`` says
-so: good news); guards of fixed failures that still pass, pass; changed, regressed (a guard failing again) and
-parent-broken records are ``<failure>``s, backend faults ``<error>``s, and records not run because the backend
-was unreachable are ``<skipped>`` beside one ``<error>`` case that says the backend could not be reached. Each
-case's ``time`` is the seconds its replay took.
+**corpus check**: a behaviour's records are replayed one by one. If any got worse — changed, regressed (a guard
+failing again), parent broken — the case is a ``<failure>`` naming them; else a backend fault is an
+``<error>``; else records not run because the backend was unreachable make it ``<skipped>`` (beside one
+``<error>`` case that says the backend could not be reached); else known failures that still reproduce make
+it ``<skipped>`` ("known failure, still reproduces", with how many of its records no longer do); else it passes
+(every record fixed — good news, in ``system-out`` — or a guard that still passes). Its ``time`` is the
+seconds its records' replays took.
 
-**run**: one ``<testcase>`` per cause (one bug, however many unique failures show it). With ``--baseline``: a
-new cause is a ``<failure>``, a cause the baseline holds as failing is ``<skipped>`` ("known"), one it holds as
-fixed (its guard fails again) is a ``<failure>`` (regressed); the baseline's failing records this campaign did
-not meet are skipped cases too ("not met tonight"). Without a baseline every cause is a ``<failure>``. Each
-case's ``time`` is the seconds the failure's example took to execute (the mutant's and its parent's
-executions); its ``system-out`` says when it was first found (execution and seconds into the campaign).
+**run**: with ``--baseline`` (statuses: :mod:`ufuzz.corpus.baseline`), a new, worse or regressed behaviour is
+a ``<failure>``, a known one ``<skipped>`` ("known"), an unconfirmed one ``<skipped>`` ("NEW but unconfirmed");
+the baseline's behaviours this campaign did not meet are skipped cases too ("not met by this campaign"). Without a baseline every behaviour is a ``<failure>``.
+A case's ``time`` is the seconds its causes' examples took to execute (each mutant's and its parent's
+executions); its text lists the causes with when each was first found (execution and seconds into the campaign).
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_to_junit", "write_junit", "campaign_to_junit", "write_campaign_junit"]
+__all__ = ["check_to_junit", "write_junit", "campaign_to_junit", "write_campaign_junit", "KNOWN_MESSAGE"]
 
-_MESSAGES = {
-    "fixed": "FIXED: the known failure no longer reproduces (run `ufuzz corpus accept` to keep it as a guard)",
-    "passes": "fixed before, still passes",
-}
 KNOWN_MESSAGE = "known failure, still reproduces"
-
-
-def _name(r: Any) -> str:
-    return f"{r.operator} {r.stage}:{r.kind} {r.failure_key[:12]} ({r.case_id}, line {r.line})"
+#: the outcomes that make a behaviour's corpus-check case a <failure>, worst first
+_BAD = ("regressed", "changed", "parent_broken")
 
 
 def _suite(suites: ET.Element, name: str, cases: list[ET.Element], seconds: float,
@@ -57,36 +54,90 @@ def _case(classname: str, name: str, seconds: float, **attrs: str) -> ET.Element
     return ET.Element("testcase", {"classname": classname, "name": name, **attrs, "time": f"{seconds:.3f}"})
 
 
-def check_to_junit(report: Any) -> ET.ElementTree:
-    """The JUnit tree of a :class:`ufuzz.engine.regression.CheckReport`."""
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+# ====================================================================== a corpus check
+
+
+def _record_line(r: Any) -> str:
+    now = f"{r.got_stage}:{r.got_kind}" if r.got_kind else ""
+    got = f" (now {now})" if now and now not in r.reason else ""
+    return (f"line {r.line}: {r.outcome.upper()} {r.failure_key} ({r.operator} {r.stage}:{r.kind}, case "
+            f"{r.case_id}, recorded as {r.expected_status}): {r.reason}{got}")
+
+
+def _behaviour_groups(report: Any, corpus: Any) -> list[tuple[Any, list[Any]]]:
+    """The check's results grouped by the behaviour of their records, in corpus order."""
+    from ufuzz.corpus.baseline import record_behaviour
+    from ufuzz.oracles.classes import behaviour_of
+
+    by_line = {r.line: r for r in corpus.records} if corpus is not None else {}
+    groups: dict[str, tuple[Any, list[Any]]] = {}
+    for res in report.results:
+        rec = by_line.get(res.line)
+        b = record_behaviour(rec) if rec is not None else behaviour_of(res.operator, res.stage, res.kind)
+        groups.setdefault(b.id, (b, []))[1].append(res)
+    return list(groups.values())
+
+
+def _check_case(report: Any, b: Any, results: list[Any]) -> ET.Element:
+    n = len(results)
+    seconds = sum(float(getattr(r, "seconds", 0.0) or 0.0) for r in results)
+    ops = sorted({r.operator or "-" for r in results})
+    case = _case(f"ufuzz.{b.cls.id}", f"{b.id} ({_n(n, 'record')}, {', '.join(ops)})", seconds, file=report.path,
+                 line=str(results[0].line))
+    by = {o: [r for r in results if r.outcome == o] for o in
+          ("known", "fixed", "passes", "error", "not_run", *_BAD)}
+    listing = "\n".join(_record_line(r) for r in results)
+    bad = [r for o in _BAD for r in by[o]]
+    if bad:
+        worst = next(o for o in _BAD if by[o])
+        parts = ", ".join(f"{len(by[o])} {o.replace('_', ' ')}" for o in _BAD if by[o])
+        ET.SubElement(case, "failure", {"type": worst, "message": f"{worst.upper()}: {parts} of {_n(n, 'record')} "
+                                                                  f"— {b.title}"}).text = (
+            f"{listing}\ninspect: ufuzz corpus check {report.path} --json -")
+    elif by["error"]:
+        ET.SubElement(case, "error", {"type": "backend_error", "message": f"{len(by['error'])} of "
+                                      f"{_n(n, 'record')} ended in a backend error: {by['error'][0].reason}"}
+                      ).text = listing
+    elif by["not_run"]:
+        ET.SubElement(case, "skipped", {"message": f"not run: {by['not_run'][0].reason}"})
+        ET.SubElement(case, "system-out").text = listing
+    elif by["known"]:
+        fixed = f"; {len(by['fixed'])} no longer reproduce (FIXED: good news)" if by["fixed"] else ""
+        ET.SubElement(case, "skipped", {"message": f"{KNOWN_MESSAGE}: {b.title} ({len(by['known'])} of "
+                                                   f"{_n(n, 'record')}{fixed})"})
+        ET.SubElement(case, "system-out").text = listing
+    else:
+        words = []
+        if by["fixed"]:
+            words.append(f"FIXED: {len(by['fixed'])} of {_n(n, 'record')} no longer reproduce (good news; run "
+                         "`ufuzz corpus accept` to keep them as guards)")
+        if by["passes"]:
+            words.append(f"{len(by['passes'])} of {_n(n, 'record')}: fixed before, still pass")
+        ET.SubElement(case, "system-out").text = "; ".join(words) + "\n" + listing
+    return case
+
+
+def check_to_junit(report: Any, corpus: Any = None) -> ET.ElementTree:
+    """The JUnit tree of a :class:`ufuzz.engine.regression.CheckReport` of ``corpus`` (its
+    :class:`~ufuzz.corpus.regression.RegressionCorpus`, which says each record's behaviour; without it records
+    are grouped by class)."""
     cases = []
     if report.unreachable:
         case = _case("ufuzz.backend", "backend reachable", 0.0)
         ET.SubElement(case, "error", {"type": "unreachable", "message": report.unreachable}).text = (
             f"the {report.backend} backend could not be reached: {report.unreachable}")
         cases.append(case)
-    for r in report.results:
-        case = _case(f"ufuzz.{r.operator or 'mutant'}", _name(r), float(getattr(r, "seconds", 0.0) or 0.0),
-                     file=report.path, line=str(r.line))
-        if r.outcome in ("changed", "regressed", "parent_broken"):
-            now = f"{r.got_stage}:{r.got_kind}"
-            got = f" (now {now})" if r.got_kind and now not in r.reason else ""
-            ET.SubElement(case, "failure", {"type": r.outcome, "message": f"{r.outcome}: {r.reason}{got}"}).text = (
-                f"failure {r.failure_key} ({r.operator}, expected {r.stage}:{r.kind}, recorded as "
-                f"{r.expected_status}) {r.outcome}: {r.reason}{got}\n"
-                f"inspect: ufuzz corpus check {report.path} --json -")
-        elif r.outcome == "error":
-            ET.SubElement(case, "error", {"type": "backend_error", "message": r.reason})
-        elif r.outcome == "not_run":
-            ET.SubElement(case, "skipped", {"message": r.reason})
-        elif r.outcome == "known":
-            ET.SubElement(case, "skipped", {"message": f"{KNOWN_MESSAGE}: {r.stage}:{r.kind}"})
-        else:
-            ET.SubElement(case, "system-out").text = _MESSAGES.get(r.outcome, r.reason)
-        cases.append(case)
+    cases += [_check_case(report, b, results) for b, results in _behaviour_groups(report, corpus)]
     suites = ET.Element("testsuites")
-    props = [("file", report.path), ("backend", report.backend), ("backend_options", repr(report.backend_options)),
-             ("exit_code", report.exit_code), *((f"note{i}", n) for i, n in enumerate(report.notes))]
+    oc = report.outcomes()
+    props = [("file", report.path), ("backend", report.backend),
+             ("backend_options", json.dumps(report.backend_options, sort_keys=True, default=str)),
+             ("exit_code", report.exit_code), ("records", len(report.results)),
+             *((o, oc[o]) for o in oc if oc[o]), *((f"note{i}", n) for i, n in enumerate(report.notes))]
     _suite(suites, f"ufuzz corpus check {Path(report.path).name}", cases, report.seconds, props)
     ET.indent(suites)
     return ET.ElementTree(suites)
@@ -99,8 +150,8 @@ def _write(tree: ET.ElementTree, path: str | Path) -> Path:
     return p
 
 
-def write_junit(report: Any, path: str | Path) -> Path:
-    return _write(check_to_junit(report), path)
+def write_junit(report: Any, path: str | Path, corpus: Any = None) -> Path:
+    return _write(check_to_junit(report, corpus), path)
 
 
 # ====================================================================== a campaign
@@ -123,85 +174,111 @@ def _case_seconds(view: dict[str, Any]) -> float:
     return total
 
 
-def _cause_status(keys: list[str], verdict: Any) -> str:
+def _campaign_behaviours(data: Any, rows: list[dict[str, Any]]) -> list[tuple[Any, list[dict[str, Any]]]]:
+    """The campaign's failure rows grouped by behaviour, in order of first discovery."""
+    from ufuzz.oracles.classes import behaviour_of
+
+    groups: dict[str, tuple[Any, list[dict[str, Any]]]] = {}
+    for r in rows:
+        m = data.mutants.get(r["case"])
+        b = behaviour_of(r["operator"], r["stage"], r["kind"], r["offending"], m.ops if m is not None else ())
+        groups.setdefault(b.id, (b, []))[1].append(r)
+    return list(groups.values())
+
+
+def _cause_lines(causes: list[dict[str, Any]], examples: dict[str, dict[str, Any]], plot: list[dict[str, float]],
+                 campaign_dir: str | Path) -> str:
+    lines = []
+    for g in causes:
+        at = _found_at(plot, g["first_seq"])
+        offending = f" on {','.join(g['offending'])}" if g["offending"] else ""
+        lines.append(f"cause {g['cause'][:12]}: {g['operator'] or '-'} {g['stage']}:{g['kind']}{offending}; "
+                     f"{_n(g['unique'], 'unique failure')}, seen {g['occurrences']}x, first found at execution "
+                     f"{g['first_seq']}" + (f" ({at:.1f} s into the campaign)" if at is not None else "")
+                     + f"; example {g['example']}: {(examples.get(g['example']) or {}).get('mutation') or ''}")
+    first = causes[0]["example"][:12]
+    lines.append(f"inspect: ufuzz failures show {campaign_dir} {first} --format md")
+    return "\n".join(lines)
+
+
+def _status(b: Any, verdict: Any) -> str:
     if verdict is None:
-        return "new"
-    marks = {verdict.status_of(k) for k in keys}
-    if "regressed" in marks:
-        return "regressed"
-    if "new" in marks:
-        return "new"
-    return "known"
+        return "failure"
+    row = verdict.behaviours.get(b.id)
+    return row["status"] if row is not None else "new"
 
 
 def campaign_to_junit(data: Any, summary: dict[str, Any], verdict: Any = None, *,
-                      campaign_dir: str | Path = ".", baseline: Any = None) -> ET.ElementTree:
+                      campaign_dir: str | Path = ".") -> ET.ElementTree:
     """The JUnit tree of a finished campaign (``data``: its :class:`~ufuzz.corpus.campaign.CampaignData`;
-    ``verdict``: its :class:`~ufuzz.corpus.baseline.BaselineVerdict` when it ran with ``--baseline``, whose
-    corpus is ``baseline``)."""
+    ``verdict``: its :class:`~ufuzz.corpus.baseline.BaselineVerdict` when it ran with ``--baseline``)."""
+    from ufuzz.corpus.baseline import STATUSES
     from ufuzz.engine.plotdata import read_plot_data
     from ufuzz.reports.failures import failure_rows, failure_views, group_by_cause
 
-    groups = group_by_cause(failure_rows(data, baseline=verdict))
-    examples = {v["key"]: v for v in failure_views(data, [g["example"] for g in groups],
-                                                   campaign_dir=campaign_dir)} if groups else {}
+    behaviours = _campaign_behaviours(data, failure_rows(data, baseline=verdict))
+    causes = {b.id: group_by_cause(rows) for b, rows in behaviours}
+    wanted = [g["example"] for gs in causes.values() for g in gs]
+    examples = {v["key"]: v for v in failure_views(data, wanted, campaign_dir=campaign_dir)} if wanted else {}
     plot = read_plot_data(Path(campaign_dir) / "plot_data.csv")
     cases = []
     if summary.get("status") == "error":
         case = _case("ufuzz.campaign", "campaign ran", 0.0)
         ET.SubElement(case, "error", {"type": "campaign_error", "message": str(summary.get("message") or "")})
         cases.append(case)
-    for g in groups:
-        status = _cause_status(g["keys"], verdict)
-        view = examples.get(g["example"], {})
-        offending = f" {','.join(g['offending'])}" if g["offending"] else ""
-        case = _case(f"ufuzz.{g['operator'] or 'mutant'}",
-                     f"{g['operator']} {g['stage']}:{g['kind']}{offending} (cause {g['cause'][:12]})",
-                     _case_seconds(view))
-        at = _found_at(plot, g["first_seq"])
-        found = (f"first found at execution {g['first_seq']}" + (f" ({at:.1f} s into the campaign)" if at is not None
-                                                                 else ""))
-        detail = (f"{g['unique']} unique failure(s), seen {g['occurrences']} time(s), {found}; example "
-                  f"{g['example']}: {view.get('mutation') or ''}\n"
-                  f"inspect: ufuzz failures show {campaign_dir} {g['example'][:12]} --format md")
-        if status == "known":
-            ET.SubElement(case, "skipped", {"message": f"known failure (in the baseline {verdict.corpus}), still "
-                                                       f"fails: {g['stage']}:{g['kind']}"})
-            ET.SubElement(case, "system-out").text = detail
+    for b, rows in behaviours:
+        gs = causes[b.id]
+        status = _status(b, verdict)
+        ops = sorted({r["operator"] or "-" for r in rows})
+        case = _case(f"ufuzz.{b.cls.id}", f"{b.id} ({', '.join(ops)})",
+                     sum(_case_seconds(examples.get(g["example"], {})) for g in gs))
+        size = f"{_n(len(rows), 'unique failure')}, {_n(len(gs), 'cause')}"
+        text = _cause_lines(gs, examples, plot, campaign_dir)
+        row = verdict.behaviours.get(b.id, {}) if verdict is not None else {}
+        if status in ("known", "unconfirmed"):
+            message = (f"known failure (a behaviour of the baseline {verdict.corpus}), still fails" if status == "known"
+                       else "NEW but unconfirmed: a behaviour the baseline lacks, met so seldom that the baseline's "
+                            f"campaign may have missed it by chance ({row.get('chance') or 0:.0%}); it does not fail "
+                            "the night")
+            ET.SubElement(case, "skipped", {"message": f"{message}: {b.title} ({size})"})
+            ET.SubElement(case, "system-out").text = text
         else:
-            message = ("REGRESSED: fixed before (a guard in the baseline), fails again" if status == "regressed"
-                       else "NEW failure (not in the baseline)" if verdict is not None
-                       else "failure (no --baseline: every failure is reported)")
-            ET.SubElement(case, "failure", {"type": status, "message": f"{message}: {g['stage']}:{g['kind']}"}).text \
-                = detail
+            message = {"regressed": "REGRESSED: fixed before (a guard of the baseline), fails again",
+                       "new": "NEW behaviour (not in the baseline)",
+                       "worse": f"WORSE: a known behaviour met far more often than in the baseline "
+                                f"({row.get('causes')} causes against {row.get('baseline_causes')}; by chance: "
+                                f"{row.get('chance') or 0:.2%})",
+                       "failure": "failure (no --baseline: every behaviour is reported)"}[status]
+            ET.SubElement(case, "failure", {"type": status, "message": f"{message}: {b.title} ({size})"}).text = text
         cases.append(case)
-    if verdict is not None and baseline is not None:
-        unseen = set(verdict.unseen)
-        for r in baseline.records:
-            if r.failure_key in unseen:
-                case = _case(f"ufuzz.{r.operator or 'mutant'}", f"{r.operator} {r.stage}:{r.kind} "
-                             f"{r.failure_key[:12]} (baseline line {r.line})", 0.0)
-                ET.SubElement(case, "skipped", {"message": "known failure of the baseline, not met by this campaign "
-                                                           "(`ufuzz corpus check` replays it)"})
-                cases.append(case)
+    if verdict is not None:
+        for bid in verdict.unseen:
+            row = verdict.baseline_behaviours.get(bid, {})
+            case = _case(f"ufuzz.{row.get('class', bid)}", f"{bid} (baseline)", 0.0)
+            ET.SubElement(case, "skipped", {
+                "message": f"known failure of the baseline, not met by this campaign: {row.get('title', bid)} "
+                           f"(`ufuzz corpus check` replays its {_n(int(row.get('records', 0)), 'record')})"})
+            cases.append(case)
     seconds = plot[-1]["elapsed_s"] if plot else 0.0
     props = [("campaign", summary.get("campaign")), ("backend", data.backend), ("seed", data.config.get("seed")),
              ("budget", data.config.get("budget")), ("executions", summary.get("executions")),
              ("status", summary.get("status")), ("unique_failures", summary.get("unique_failures")),
-             ("causes", len(groups))]
+             ("behaviours", len(behaviours)), ("causes", sum(len(g) for g in causes.values()))]
     if verdict is not None:
-        props += [("baseline", verdict.corpus), ("known", len(verdict.known)), ("new", len(verdict.new)),
-                  ("regressed", len(verdict.regressed))]
+        n = verdict.behaviour_counts()
+        props += [("baseline", verdict.corpus), ("matching", "behaviour"),
+                  *((f"{k}_behaviours", v) for k, v in n.items()),
+                  *((k, len(getattr(verdict, k))) for k in STATUSES)]
     suites = ET.Element("testsuites")
     _suite(suites, f"ufuzz run {summary.get('campaign')}", cases, seconds, props)
     ET.indent(suites)
     return ET.ElementTree(suites)
 
 
-def write_campaign_junit(out_dir: str | Path, db: str | None, summary: dict[str, Any], verdict: Any, baseline: Any,
+def write_campaign_junit(out_dir: str | Path, db: str | None, summary: dict[str, Any], verdict: Any,
                          path: str | Path) -> Path:
     """Load the campaign in ``out_dir`` and write its JUnit file to ``path``."""
     from ufuzz.corpus.campaign import load_campaign
 
     data = load_campaign(Path(out_dir), db, campaign_id=summary["campaign"])
-    return _write(campaign_to_junit(data, summary, verdict, campaign_dir=out_dir, baseline=baseline), path)
+    return _write(campaign_to_junit(data, summary, verdict, campaign_dir=out_dir), path)
