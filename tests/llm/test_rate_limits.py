@@ -87,8 +87,18 @@ def test_retry_after_reads_seconds_and_http_dates():
 
 
 def _client(srv, waits: list | None = None, **kw) -> LLMClient:
+    """A client whose sleeps are recorded in ``waits`` and pass on a clock of their own: a pause the server asked
+    for is over once it is slept, without the test spinning through it in real time."""
     c = LLMClient(LLMConfig(base_url=srv.base_url, model="rule-model", timeout=5, **kw))
-    c._sleep = waits.append if waits is not None else (lambda s: None)
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+        if waits is not None:
+            waits.append(seconds)
+
+    c._sleep = sleep
+    c.limit = RateLimit(c.config.rpm, c.config.tpm, clock=lambda: now[0], sleep=sleep)
     return c
 
 
