@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from ufuzz.model import FuzzCase, MutationDescriptor, Provenance, Reference, UndefinedReference
+from ufuzz.model import FuzzCase, MutationDescriptor, Provenance, QueryFields, Reference, UndefinedReference
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.paraphrase import unwrap, wrap
 from ufuzz.operators.requery import fields_match, requery
@@ -110,23 +110,19 @@ class TargetChange(Operator):
         if not ok:
             return Verdict.reject(why)
         prov = case.provenance
-        try:
-            expected = prov.reference_for(mutation.query.id, child)
-        except UndefinedReference as exc:
-            return Verdict.reject(f"no right answer for the new target: {exc}")
-        if expected.abstain:
-            return Verdict.reject("provenance has no supported value for the new target")
+        expected, why = _derived_reference(prov, mutation, child, "the new target")
+        if why:
+            return Verdict.reject(why)
         if changed == ["entity"]:
             t_old, t_new = prov.entity_type(parent.entity), prov.entity_type(child.entity)
             if t_old and t_new and t_old != t_new:
                 return Verdict.reject(f"entity type {t_new} is not compatible with {t_old}")
-        if expected != mutation.reference:
-            return Verdict.reject("reference is not the one provenance derives")
+        why = _disagreement(prov, mutation, expected)
+        if why:
+            return Verdict.reject(why)
         if changed == ["attribute"] and (mutation.descriptor is None or set(mutation.descriptor.value_pool)
                                          - set(values_of(prov, child.attribute))):
             return Verdict.reject(f"the value pool is not of {child.attribute!r}")
-        if not set(mutation.reference.supporting) <= prov.memory_ids:
-            return Verdict.reject("supporting evidence is not in the state")
         return Verdict.accept("one field changed", "fields re-extracted", "provenance supports target")
 
     def _validate_sibling(self, case: FuzzCase, mutation: Mutation) -> Verdict:
@@ -149,18 +145,34 @@ class TargetChange(Operator):
         ok, why = fields_match(case, mutation.query, fields)
         if not ok:
             return Verdict.reject(why)
-        try:
-            expected = prov.reference_for(mutation.query.id, fields)
-        except UndefinedReference as exc:
-            return Verdict.reject(f"no right answer for the new target: {exc}")
-        if expected.abstain:
-            return Verdict.reject("provenance has no supported value for the sibling question")
-        if expected != mutation.reference:
-            return Verdict.reject("reference is not the one provenance derives")
-        if not set(expected.supporting) <= prov.memory_ids:
-            return Verdict.reject("supporting evidence is not in the state")
+        expected, why = _derived_reference(prov, mutation, fields, "the sibling question")
+        why = why or _disagreement(prov, mutation, expected)
+        if why:
+            return Verdict.reject(why)
         return Verdict.accept("sibling question of the same person", "fields re-read from its words",
                               "provenance supports target")
+
+
+def _derived_reference(prov: Provenance, mutation: Mutation, fields: QueryFields,
+                       target: str) -> tuple[Reference | None, str | None]:
+    """The reference provenance derives for the mutant's ``fields``, or why there is none: a changed target is
+    only a test when the parent's state answers it (an abstention would be the unsupported operator's)."""
+    try:
+        expected = prov.reference_for(mutation.query.id, fields)
+    except UndefinedReference as exc:
+        return None, f"no right answer for the new target: {exc}"
+    if expected.abstain:
+        return None, f"provenance has no supported value for {target}"
+    return expected, None
+
+
+def _disagreement(prov: Provenance, mutation: Mutation, expected: Reference | None) -> str | None:
+    """Why the mutant's reference is not the derived one, or its evidence not in the state (None: it is)."""
+    if expected != mutation.reference:
+        return "reference is not the one provenance derives"
+    if not set(expected.supporting) <= prov.memory_ids:
+        return "supporting evidence is not in the state"
+    return None
 
 
 def _parts(text: str) -> tuple[str, str, str]:
