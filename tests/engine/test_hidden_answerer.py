@@ -97,5 +97,5 @@ def test_library_as_an_agent_visible_and_hidden(backend, module, tmp_path, llm):
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{backend} extra not installed")
     small = synthesize(personas=1, seed=3, queries_per_persona=6)
-    check_pair(campaign(tmp_path, small, llm, "auto", backend=backend, budget=40),
-               campaign(tmp_path, small, llm, "hidden", backend=backend, budget=40))
+    check_pair(campaign(tmp_path, small, llm, "auto", backend=backend, budget=24),
+               campaign(tmp_path, small, llm, "hidden", backend=backend, budget=24))
