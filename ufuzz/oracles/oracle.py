@@ -6,9 +6,9 @@ failure key (for live counts) — the scheduler module cannot import this packag
 
 Verdicts come from :mod:`ufuzz.oracles.verdict`, the functions ``replay`` and ``corpus check`` use too. A
 seed that fails its own reference is a **baseline failure**, recorded once per seed. A mutant's failure is
-reported only at a level where its parent passes; and a query mutant that asks, on the checkpoint's own
-state, exactly a seed's question (same answer-affecting fields) and fails as that seed fails is that seed's
-baseline failure, not one the mutation caused.
+reported only at a level where its parent passes; and a query mutant that asks exactly a seed's question (same
+answer-affecting fields) on its parent's state — the checkpoint's own, or one its ancestors changed — and fails as
+that seed fails on the checkpoint's own state is that seed's baseline failure, not one the mutation caused.
 """
 
 from __future__ import annotations
@@ -158,8 +158,11 @@ class Oracle:
         return could_fail(mutant, reference, responds, self.context)
 
     def _twin(self, mutant: FuzzCase, parent: FuzzCase) -> FuzzCase | None:
-        """The seed asking ``mutant``'s question on the same unmutated state, if any (and not its parent)."""
-        if mutant.ops:
+        """The seed asking ``mutant``'s question on its checkpoint's unmutated state, if any (and not its parent),
+        for a mutant whose mutation changed only the question. Its state may carry its ancestors' operations: a
+        question that fails the same way on the unmutated state fails whatever they did, so the failure is that
+        seed's own (its baseline), not news of this mutation — one bug, reported once."""
+        if mutant.ops != parent.ops:
             return None
         f = mutant.query.fields
         sid = self._twins.get((mutant.checkpoint_id, f.entity, f.attribute, f.scope, f.answerable))

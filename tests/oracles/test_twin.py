@@ -1,0 +1,84 @@
+"""A question mutant that asks another seed's question is news only where that seed's question does not already
+fail the same way on the unmutated state — also when the mutant's state carries its ancestors' operations (a
+sibling question asked after an unrelated update is the sibling seed's baseline failure, reported once)."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import pytest
+
+from ufuzz.model import FuzzCase, Memory, Obligation
+from ufuzz.model.case import StateOp
+from ufuzz.model.execution import Execution
+from ufuzz.oracles.oracle import Oracle
+
+
+def _pair(suite):
+    """Two answerable seeds of one checkpoint asking different facts with disjoint evidence, and a memory of
+    the checkpoint that is evidence for neither (the ancestor's unrelated update)."""
+    for a, b in combinations(suite.seeds, 2):
+        ra, rb = suite.reference_of(a), suite.reference_of(b)
+        if a.checkpoint_id != b.checkpoint_id or ra.abstain or rb.abstain or a.query.fields == b.query.fields:
+            continue
+        if not ra.supporting or not rb.supporting or set(ra.supporting) & set(rb.supporting):
+            continue
+        ck = suite.checkpoints[a.checkpoint_id]
+        other = next((m for m in ck.memories if m.id not in set(ra.supporting) | set(rb.supporting)), None)
+        if other is not None:
+            return a, b, ck, other
+    raise AssertionError("the default suite has two such seeds")
+
+
+def _run(case: FuzzCase, top: list[str]) -> Execution:
+    return Execution(case_id=case.id, state_key=case.state_key, query=case.query.text, top_ids=top,
+                     top_scores=[1.0 - i / 10 for i in range(len(top))])
+
+
+@pytest.mark.parametrize("twin_fails", [True, False], ids=["twin-fails", "twin-passes"])
+def test_a_sibling_question_after_an_ancestors_update_is_judged_against_the_sibling_seed(default_suite,
+                                                                                         twin_fails):
+    a, b, ck, other = _pair(default_suite)
+    ra, rb = default_suite.reference_of(a), default_suite.reference_of(b)
+    sunk = []
+    oracle = Oracle(lambda f, _ref: sunk.append(f))
+    seed_a, seed_b = FuzzCase.from_seed(a, ck), FuzzCase.from_seed(b, ck)
+    oracle.add_seed(seed_a, ra)
+    oracle.add_seed(seed_b, rb)
+    edit = StateOp("update", other.id, Memory(other.id + "~u1", other.text + " Noted again.", other.timestamp))
+    parent = seed_a.child("p1", operator="update", ops=(edit,), obligation=Obligation(a.id, "update", other.id))
+    oracle.register(parent.id, ra)
+    mutant = parent.child("m1", operator="target_change", query=b.query,
+                          obligation=Obligation(a.id, "target_change", "question=" + b.query.text))
+    oracle.register(mutant.id, rb.with_(query_id=mutant.id))
+    assert mutant.ops == parent.ops and mutant.ops  # the mutation changed the question only, on a changed state
+
+    parent_ex = _run(parent, list(ra.supporting))  # the parent finds its evidence
+    mutant_ex = _run(mutant, [other.id])  # the sibling question misses its evidence
+    twin_ex = _run(seed_b, [other.id] if twin_fails else list(rb.supporting))
+    ran = []
+    key = oracle.check(mutant, mutant_ex, parent, parent_ex, run_seed=lambda sid: ran.append(sid) or twin_ex)
+
+    assert ran == [b.id], "the sibling seed's own execution decides"
+    mutant_failures = [f for f in sunk if f.origin == "mutant"]
+    if twin_fails:
+        assert key is None and not mutant_failures
+        assert [f.seed_id for f in sunk if f.origin == "baseline"] == [b.id]  # reported once, as the seed's
+    else:
+        assert key is not None and [f.operator for f in mutant_failures] == ["target_change"]
+
+
+def test_a_state_mutant_is_never_judged_against_a_twin(default_suite):
+    """A mutation that changes the state (its ops are not its parent's) is judged against its parent alone."""
+    a, b, ck, other = _pair(default_suite)
+    ra = default_suite.reference_of(a)
+    oracle = Oracle(lambda f, _ref: None)
+    seed_a = FuzzCase.from_seed(a, ck)
+    oracle.add_seed(seed_a, ra)
+    oracle.add_seed(FuzzCase.from_seed(b, ck), default_suite.reference_of(b))
+    edit = StateOp("update", other.id, Memory(other.id + "~u1", other.text + " Noted again.", other.timestamp))
+    mutant = seed_a.child("m1", operator="update", ops=(edit,), obligation=Obligation(a.id, "update", other.id))
+    oracle.register(mutant.id, ra.with_(query_id=mutant.id))
+    key = oracle.check(mutant, _run(mutant, [other.id]), seed_a, _run(seed_a, list(ra.supporting)),
+                       run_seed=lambda sid: pytest.fail(f"asked for seed {sid}'s execution"))
+    assert key is not None
