@@ -43,6 +43,9 @@ def test_missing_evidence_and_stale_ranked_above_valid():
     assert (o.passed, o.kind, o.level) == (False, "missing_evidence", "selection")
     o = selection(REF, ex(["m0", "m1"]))
     assert (o.kind, o.offending) == ("stale_ranked_above_valid", ("m0",))
+    # the invalidated memory retrieved and the evidence beyond the top-k: it outranks the evidence all the same
+    o = selection(REF, ex(["m5", "m0"]))
+    assert (o.kind, o.offending) == ("stale_ranked_above_valid", ("m0",))
 
 
 def test_deleted_evidence_retrieved_whatever_the_reference():
@@ -62,7 +65,9 @@ def test_abstention_is_judged_at_selection_only_against_the_backends_own_thresho
 
 def test_below_threshold_results_are_not_retrieved():
     o = selection(REF, ex(["m1", "m0"], scores=[0.3, 0.9]), threshold=0.5)
-    assert o.kind == "missing_evidence" and o.detail["selected"] == ["m0"]
+    assert o.kind == "stale_ranked_above_valid" and o.offending == ("m0",) and o.detail["selected"] == ["m0"]
+    o = selection(REF, ex(["m1", "m5"], scores=[0.3, 0.9]), threshold=0.5)
+    assert o.kind == "missing_evidence" and o.detail["selected"] == ["m5"]
 
 
 # ---------------------------------------------------------------- response level

@@ -7,9 +7,9 @@ the same for every operator and depend only on the level:
 
 * **selection** (judged whenever retrieval is visible: the ranked top-k ids):
   ``deleted_evidence_retrieved`` — a memory the case deleted is among the results;
-  ``missing_evidence`` — no supporting memory among them (answerable reference);
+  ``missing_evidence`` — no supporting memory among them, and no invalidated one (answerable reference);
   ``stale_ranked_above_valid`` — an invalidated (superseded, deleted, decoy) memory ranked above every
-  supporting one (a result is the memory its text is, whatever id it came under: :mod:`ufuzz.engine.identify`;
+  supporting one, also when no supporting one made the top-k (a result is the memory its text is, whatever id it came under: :mod:`ufuzz.engine.identify`;
   a version an in-place update overwrote counts as invalidated); ``unsupported_retrieved`` — for an abstaining reference, an invalidated memory returned at
   or above the backend's *own* relevance threshold. Only where the backend declares such a threshold does this
   last check apply, and then only results scored at or above it count as retrieved at all.
@@ -78,9 +78,12 @@ def selection(ref: Reference, ex: Execution, deleted: tuple[str, ...] = (),
     invalid = set(ref.invalidated) | _overwritten(top, ref)
     if not ref.abstain:
         support = [r for r, i in enumerate(top) if i in set(ref.supporting)]
-        if not support:
-            return fail("missing_evidence", [i for i in top if i in invalid])
-        above = [i for i in top[:support[0]] if i in invalid]
+        # an invalidated memory retrieved while no supporting one is outranks every supporting memory: the
+        # same defect as one ranked just above it (an update's stale copy at rank 3 with its replacement at rank
+        # 5 or at rank 6), so the same kind, cause and class; missing_evidence is evidence not found at all
+        above = [i for i in (top[:support[0]] if support else top) if i in invalid]
+        if not support and not above:
+            return fail("missing_evidence", [])
         if above:
             return fail("stale_ranked_above_valid", above)
     elif threshold is not None and any(i in invalid for i in top):
