@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from ufuzz.model import QueryFields
 from ufuzz.seeds import siblings
 from ufuzz.seeds.importers.fields import (
+    FREQUENCY_OVERLAPS,
     FREQUENCY_SCALES,
     RELATIVE_TIME,
     rewrite_time,
@@ -65,7 +66,8 @@ def test_siblings_never_offer_the_question_itself_or_another_person(rest, name):
 
 def test_frequency_pool_stays_on_its_scale_and_is_never_a_synonym():
     pool = value_pool("once or twice a year", "text", set(), ())
-    assert pool == ("yearly",)
+    assert pool == ("every other year", "three times a year")  # "yearly" and "twice a year" it already covers
+    assert "once or twice a year" not in value_pool("yearly", "text", set(), ())
     weekly = value_pool("Weekly", "text", set(), ())
     assert "Every week" not in weekly and "Once a week" not in weekly and "Every other week" in weekly
 
@@ -75,8 +77,9 @@ def test_every_frequency_has_other_rates_of_its_own_scale(rate):
     scale = next(s for s in FREQUENCY_SCALES if any(rate in rates for rates in s))
     mine = next(rates for rates in scale if rate in rates)
     pool = set(value_pool(rate, "text", set(), ()))
-    assert not pool & set(mine)
+    assert pool and not pool & set(mine)
     assert pool <= {rates[0] for rates in scale}
+    assert not any(frozenset({mine[0], other}) in FREQUENCY_OVERLAPS for other in pool)
 
 
 def test_relative_dates_are_dated_and_rewritten_as_told():

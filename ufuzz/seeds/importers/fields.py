@@ -409,7 +409,8 @@ TEXT_CLASSES: dict[str, tuple[str, ...]] = {
     "season": ("spring", "summer", "autumn", "winter"),
     "frequency": ("daily", "weekly", "monthly", "yearly", "every day", "every week", "every other week",
                   "twice a week", "once a week", "once a month", "twice a month", "once or twice a year",
-                  "every weekend", "once a year", "twice a day", "every other day"),
+                  "every weekend", "once a year", "twice a day", "every other day", "twice a year",
+                  "every other year", "three times a year"),
     "relationship status": ("single", "married", "engaged", "divorced", "widowed"),
     "dance style": ("contemporary", "ballet", "hip-hop", "salsa", "tango", "jazz", "tap", "ballroom", "swing",
                     "breakdancing", "flamenco"),
@@ -449,8 +450,14 @@ FREQUENCY_SCALES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (("daily", "every day"), ("twice a day",), ("every other day",)),
     (("weekly", "every week", "once a week"), ("every other week",), ("twice a week",), ("every weekend",)),
     (("monthly", "once a month"), ("twice a month",)),
-    (("yearly", "once a year"), ("once or twice a year",)),
+    (("yearly", "once a year"), ("once or twice a year",), ("twice a year",), ("every other year",),
+     ("three times a year",)),
 )
+#: rates one habit can have both of: "once or twice a year" is true of a yearly habit and of a twice-yearly one,
+#: so neither is a new value of it (a reader who was given the old sentence would still answer right)
+FREQUENCY_OVERLAPS: frozenset[frozenset[str]] = frozenset({
+    frozenset({"once or twice a year", "yearly"}), frozenset({"once or twice a year", "twice a year"}),
+})
 
 
 def text_class(value: str) -> str | None:
@@ -488,12 +495,13 @@ def _class_pool(value: str) -> list[str]:
 
 def _frequencies(value: str) -> list[str]:
     """Other rates on ``value``'s scale (:data:`FREQUENCY_SCALES`), one wording each, in ``value``'s case: never a
-    synonym of it ("once a week" is no new value of "weekly")."""
+    synonym of it ("once a week" is no new value of "weekly"), nor a rate it overlaps (:data:`FREQUENCY_OVERLAPS`)."""
     low = value.lower()
     for scale in FREQUENCY_SCALES:
         mine = next((rate for rate in scale if low in rate), None)
         if mine is not None:
-            out = [rate[0] for rate in scale if rate is not mine]
+            out = [rate[0] for rate in scale
+                   if rate is not mine and frozenset({rate[0], mine[0]}) not in FREQUENCY_OVERLAPS]
             return [w[0].upper() + w[1:] for w in out] if value[:1].isupper() else out
     return []
 
