@@ -22,7 +22,7 @@ import pytest
 from tests.engine.test_resume import _corpus
 
 ROOT = Path(__file__).resolve().parents[2]
-BUDGET = 200
+BUDGET = 120
 SEED = 3
 
 _CHILD = r"""
