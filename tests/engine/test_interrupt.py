@@ -25,10 +25,12 @@ def test_signal_writes_summary_and_exits_130(tmp_path, sig, code):
         if log.exists() and log.read_text().count('"event": "started"') and (out / "corpus.sqlite").exists():
             break
         time.sleep(0.5)
-    time.sleep(3)
     from ufuzz.reports.status import campaign_status
 
     live = campaign_status(Path(out))  # another process reads it while it runs
+    while time.time() < deadline and not live.get("executions"):  # interrupt it once it has executed something
+        time.sleep(0.2)
+        live = campaign_status(Path(out))
     assert live["status"] == "running" and live["alive"] is True and live["pid"] == proc.pid
     proc.send_signal(sig)
     output, _ = proc.communicate(timeout=300)
