@@ -4,6 +4,7 @@ sibling question asked after an unrelated update is the sibling seed's baseline 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import combinations
 
 import pytest
@@ -82,3 +83,29 @@ def test_a_state_mutant_is_never_judged_against_a_twin(default_suite):
     key = oracle.check(mutant, _run(mutant, [other.id]), seed_a, _run(seed_a, list(ra.supporting)),
                        run_seed=lambda sid: pytest.fail(f"asked for seed {sid}'s execution"))
     assert key is not None
+
+
+def test_a_rewording_of_an_update_mutant_has_its_parent_as_control_not_its_seed(default_suite):
+    """A paraphrase of an update mutant asks its seed's fields about other evidence (the new value): the seed
+    failing on the unmutated state says nothing of it — the parent, same state and fields, passed."""
+    b = next(s for s in default_suite.seeds
+             if not default_suite.reference_of(s).abstain and len(default_suite.reference_of(s).supporting) == 1)
+    rb = default_suite.reference_of(b)
+    ck = default_suite.checkpoints[b.checkpoint_id]
+    ev = next(m for m in ck.memories if m.id == rb.supporting[0])
+    sunk = []
+    oracle = Oracle(lambda f, _ref: sunk.append(f))
+    seed = FuzzCase.from_seed(b, ck)
+    oracle.add_seed(seed, rb)
+    new = Memory(ev.id + "~u1", ev.text + " Changed since.", ev.timestamp)
+    parent = seed.child("p1", operator="update", ops=(StateOp("update", ev.id, new),),
+                        obligation=Obligation(b.id, "update", ev.id))
+    updated = rb.with_(query_id="p1", supporting=(new.id,), invalidated=(ev.id,))
+    oracle.register(parent.id, updated)
+    reworded = replace(b.query, id=b.query.id + "~p1", text="Put differently: " + b.query.text)
+    mutant = parent.child("m1", operator="paraphrase", query=reworded, obligation=Obligation(b.id, "paraphrase", "x"))
+    oracle.register(mutant.id, updated.with_(query_id="m1"))
+    others = [m.id for m in ck.memories if m.id not in (ev.id, new.id)][:2]
+    key = oracle.check(mutant, _run(mutant, others), parent, _run(parent, [new.id]),
+                       run_seed=lambda sid: _run(seed, others))  # the seed misses its own (old) evidence too
+    assert key is not None and [f.operator for f in sunk if f.origin == "mutant"] == ["paraphrase"]

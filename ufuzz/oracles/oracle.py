@@ -159,14 +159,26 @@ class Oracle:
 
     def _twin(self, mutant: FuzzCase, parent: FuzzCase) -> FuzzCase | None:
         """The seed asking ``mutant``'s question on its checkpoint's unmutated state, if any (and not its parent),
-        for a mutant whose mutation changed only the question. Its state may carry its ancestors' operations: a
-        question that fails the same way on the unmutated state fails whatever they did, so the failure is that
-        seed's own (its baseline), not news of this mutation — one bug, reported once."""
+        for a mutant whose mutation changed only the question.
+
+        Its state may carry its ancestors' operations (a sibling question asked after an unrelated update): then
+        the seed is its twin only when the mutation changed the question's fields (a rewording of its parent has
+        the parent as its control) and both references name the same evidence — the same question about the
+        same memories fails the same way on the unmutated state whatever the operations did, so the failure is
+        that seed's own (its baseline), one bug reported once; about other memories (the new value of an
+        update) it is another test."""
         if mutant.ops != parent.ops:
             return None
         f = mutant.query.fields
         sid = self._twins.get((mutant.checkpoint_id, f.entity, f.attribute, f.scope, f.answerable))
-        return self._seeds[sid] if sid is not None and sid != parent.id else None
+        if sid is None or sid == parent.id:
+            return None
+        if mutant.ops:
+            mine, theirs = self._refs[mutant.id], self._refs[sid]
+            if f == parent.query.fields or (set(mine.supporting), set(mine.invalidated)) != \
+                    (set(theirs.supporting), set(theirs.invalidated)):
+                return None
+        return self._seeds[sid]
 
     def state_failure(self, mutant: FuzzCase, parent: FuzzCase, finding: Any,
                       parent_ex: Execution | None = None) -> str:
