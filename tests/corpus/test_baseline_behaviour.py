@@ -53,16 +53,28 @@ def delete(mid: str) -> StateOp:
 
 
 def test_a_behaviour_is_the_class_unless_a_removed_memory_is_at_fault():
-    plain = behaviour_of("update", "selection", "missing_evidence", ("p1-m4",), (StateOp("update", "p1-m3"),))
+    plain = behaviour_of("update", "selection", "missing_evidence", (), (StateOp("update", "p1-m3"),))
     assert plain.id == class_of("update", "selection", "missing_evidence").id == "replacement-not-retrieved"
-    shadow = behaviour_of("update", "selection", "missing_evidence", ("p1-m3@overwritten",))
-    assert shadow.id == "replacement-not-retrieved" + REMOVED_SUFFIX and shadow.removed
+    shadow = behaviour_of("update", "selection", "stale_ranked_above_valid", ("p1-m3@overwritten",))
+    assert shadow.id == "superseded-outranks-replacement" + REMOVED_SUFFIX and shadow.removed
     assert "no longer holds" in shadow.title
     ghost = behaviour_of("paraphrase", "selection", "stale_ranked_above_valid", ("p2-m9",), (delete("p2-m9"),))
     assert ghost.id.endswith(REMOVED_SUFFIX)
     # the class already says it: no second id for a deleted memory that is retrieved
     assert behaviour_of("delete", "selection", "deleted_evidence_retrieved", ("p1-m3",),
                         (delete("p1-m3"),)).id == "deleted-still-retrieved"
+
+
+def test_a_kind_recorded_under_its_old_name_is_the_behaviour_it_is_now():
+    """Before 2026-12-06 a superseded memory retrieved while its replacement was not was recorded as
+    missing_evidence with that memory offending; a baseline written then matches what it is now."""
+    old = behaviour_of("update", "selection", "missing_evidence", ("p1-m3",), (StateOp("update", "p1-m3"),))
+    assert old.id == behaviour_of("update", "selection", "stale_ranked_above_valid", ("p1-m3",)).id \
+        == "superseded-outranks-replacement"
+    assert record_behaviour(record("k", "update", "missing_evidence", ("p1-m3@overwritten",))).id == \
+        "superseded-outranks-replacement" + REMOVED_SUFFIX
+    assert behaviour_of("update", "response", "missing_evidence", ("m1",)).id == class_of(
+        "update", "response", "missing_evidence").id  # only the selection kind was renamed
 
 
 def test_a_memory_written_again_after_its_delete_is_not_removed():
@@ -94,13 +106,13 @@ def test_a_known_bug_on_another_fact_seed_or_operator_of_its_class_is_known():
 def test_on_the_baselines_own_campaign_a_new_class_or_a_removed_memory_is_new():
     base = corpus(record("a", "update", "missing_evidence"), record("b", "paraphrase", "missing_evidence"))
     night = [failure("k", "update", "missing_evidence"),
-             failure("n1", "update", "missing_evidence", ("p1-m3@overwritten",)),  # a shadow copy now
+             failure("n1", "update", "stale_ranked_above_valid", ("p1-m3@overwritten",)),  # a shadow copy now
              failure("n2", "delete", "deleted_evidence_retrieved", ("p1-m5",)),
-             failure("n3", "update", "missing_evidence", ("p4-m2@overwritten",))]
+             failure("n3", "update", "stale_ranked_above_valid", ("p4-m2@overwritten",))]
     v = compare_with_baseline(night, base, {"c-n2": (delete("p1-m5"),)}, exact=True)
     assert v.known == ["k"] and v.new == ["n1", "n2", "n3"] and v.failed
     new = v.behaviours_by("new")
-    assert [(b["id"], b["unique"]) for b in new] == [("replacement-not-retrieved" + REMOVED_SUFFIX, 2),
+    assert [(b["id"], b["unique"]) for b in new] == [("superseded-outranks-replacement" + REMOVED_SUFFIX, 2),
                                                       ("deleted-still-retrieved", 1)]
     assert v.unseen == ["evidence-lost-under-rewording"]
     assert v.about["n2"] == {"operator": "delete", "kind": "deleted_evidence_retrieved", "stage": "selection",

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from ufuzz.model import StateOp
 from ufuzz.model.execution import OVERWRITTEN
+from ufuzz.oracles.expectations import current_kind
 
 __all__ = ["BehaviourClass", "Behaviour", "class_of", "behaviour_of", "removed_by", "summarise"]
 
@@ -169,8 +170,11 @@ def removed_by(ops: Iterable[StateOp]) -> frozenset[str]:
 def behaviour_of(operator: str | None, level: str, kind: str, offending: Iterable[str] = (),
                  ops: Iterable[StateOp] = ()) -> Behaviour:
     """The behaviour of a failure: its class (:func:`class_of`) and whether an offending memory is one the
-    mutant's state recipe ``ops`` deleted or an overwritten version (see :class:`Behaviour`)."""
-    c = class_of(operator, level, kind)
+    mutant's state recipe ``ops`` deleted or an overwritten version (see :class:`Behaviour`). A kind recorded
+    under an older name is read as what it is now (:func:`~ufuzz.oracles.expectations.current_kind`), so a
+    baseline written before keeps matching the same behaviour."""
+    offending = tuple(offending)
+    c = class_of(operator, level, current_kind(level, kind, offending))
     gone = removed_by(ops)
     removed = any(str(i).endswith(OVERWRITTEN) or str(i) in gone for i in offending)
     if not removed or c.id in _REMOVED_CLASSES:

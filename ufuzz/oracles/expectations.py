@@ -21,7 +21,7 @@ the same for every operator and depend only on the level:
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +89,16 @@ def selection(ref: Reference, ex: Execution, deleted: tuple[str, ...] = (),
     elif threshold is not None and any(i in invalid for i in top):
         return fail("unsupported_retrieved", [i for i in top if i in invalid])
     return Outcome(True, SELECTION, detail=info)
+
+
+def current_kind(level: str, kind: str, offending: Iterable[str] = ()) -> str:
+    """``kind`` as this version names it. Before 2026-12-06 an invalidated memory retrieved while no supporting one
+    was, was recorded as ``missing_evidence`` with that memory as offending; it is ``stale_ranked_above_valid`` now
+    (this version's ``missing_evidence`` never has an offending memory), so a corpus or baseline written before
+    is matched by what its failure is, not by its old name."""
+    if level == SELECTION and kind == "missing_evidence" and any(True for _ in offending):
+        return "stale_ranked_above_valid"
+    return kind
 
 
 def _overwritten(top: list[str], ref: Reference) -> set[str]:
