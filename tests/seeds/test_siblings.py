@@ -12,6 +12,7 @@ from ufuzz.seeds.importers.fields import (
     FREQUENCY_SCALES,
     RELATIVE_TIME,
     rewrite_time,
+    same_or_overlapping_rate,
     value_pool,
     value_type_of,
 )
@@ -68,6 +69,9 @@ def test_frequency_pool_stays_on_its_scale_and_is_never_a_synonym():
     pool = value_pool("once or twice a year", "text", set(), ())
     assert pool == ("every other year", "three times a year")  # "yearly" and "twice a year" it already covers
     assert "once or twice a year" not in value_pool("yearly", "text", set(), ())
+    assert "every weekend" not in value_pool("weekly", "text", set(), ())
+    assert same_or_overlapping_rate("Weekly", "every week") and same_or_overlapping_rate("yearly", "once or twice a year")
+    assert not same_or_overlapping_rate("weekly", "every other week") and not same_or_overlapping_rate("pizza", "pizza")
     weekly = value_pool("Weekly", "text", set(), ())
     assert "Every week" not in weekly and "Once a week" not in weekly and "Every other week" in weekly
 
@@ -80,6 +84,7 @@ def test_every_frequency_has_other_rates_of_its_own_scale(rate):
     assert pool and not pool & set(mine)
     assert pool <= {rates[0] for rates in scale}
     assert not any(frozenset({mine[0], other}) in FREQUENCY_OVERLAPS for other in pool)
+    assert not any(same_or_overlapping_rate(rate, other) for other in pool)  # what the update validator rejects
 
 
 def test_relative_dates_are_dated_and_rewritten_as_told():

@@ -26,7 +26,7 @@ from ufuzz.operators.statewrite import (
     uncarried_evidence,
     written_in_evidence,
 )
-from ufuzz.seeds.importers.fields import date_of
+from ufuzz.seeds.importers.fields import date_of, same_or_overlapping_rate
 
 
 class Update(Operator):
@@ -99,7 +99,7 @@ class Update(Operator):
         value = new_fact.value if new_fact is not None else None
         if not res.ok or res.op != "update" or not res.written or value is None:
             return Verdict.reject("backend did not report a successful update")
-        if old_fact is not None and value == old_fact.value:
+        if old_fact is not None and (value == old_fact.value or same_or_overlapping_rate(old_fact.value, value)):
             return Verdict.reject("the update does not record a new value")
         if old_fact is not None and f.scope != "any" and uncarried_evidence(case.provenance, old_fact):
             return Verdict.reject("superseded evidence that does not state the old value")

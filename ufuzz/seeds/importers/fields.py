@@ -457,7 +457,27 @@ FREQUENCY_SCALES: tuple[tuple[tuple[str, ...], ...], ...] = (
 #: so neither is a new value of it (a reader who was given the old sentence would still answer right)
 FREQUENCY_OVERLAPS: frozenset[frozenset[str]] = frozenset({
     frozenset({"once or twice a year", "yearly"}), frozenset({"once or twice a year", "twice a year"}),
+    frozenset({"weekly", "every weekend"}),
 })
+
+
+def _rate(value: str) -> tuple[int, tuple[str, ...]] | None:
+    """``value``'s scale (its index) and rate (its synonyms) in :data:`FREQUENCY_SCALES`, if it is a frequency."""
+    low = value.strip().lower()
+    for n, scale in enumerate(FREQUENCY_SCALES):
+        for rate in scale:
+            if low in rate:
+                return n, rate
+    return None
+
+
+def same_or_overlapping_rate(old: str, new: str) -> bool:
+    """Whether ``new`` is no new value of the frequency ``old``: a synonym of it or a rate it overlaps (an update
+    from "weekly" to "every week" or "every weekend" changes nothing a reader would answer)."""
+    a, b = _rate(old), _rate(new)
+    if a is None or b is None or a[0] != b[0]:
+        return False
+    return a[1] is b[1] or frozenset({a[1][0], b[1][0]}) in FREQUENCY_OVERLAPS
 
 
 def text_class(value: str) -> str | None:
