@@ -9,8 +9,8 @@ from functools import lru_cache
 from ufuzz.operators.base import StateView
 from ufuzz.seeds.importers.fields import DATED, RELATIVE_TIME, rewrite_time, text_class, value_forms
 
-__all__ = ["later_timestamp", "latest_evidence", "mentions_value", "natural_key", "rewritable_evidence",
-           "rewrite_value", "substitute", "uncarried_evidence", "value_forms", "written_in_evidence"]
+__all__ = ["later_timestamp", "latest_evidence", "mentions_value", "natural_key", "own_voice", "rewritable_evidence",
+           "rewrite_value", "speaker_of", "substitute", "uncarried_evidence", "value_forms", "written_in_evidence"]
 
 
 def later_timestamp(view: StateView, days: int = 1) -> str:
@@ -98,20 +98,41 @@ def uncarried_evidence(prov, fact) -> list[str]:
     return out
 
 
+def speaker_of(text: str, names: dict[str, str]) -> str | None:
+    """The speaker a conversation turn is written as (``"Caroline: …"``, ``"User: …"``), when the name before its
+    first colon is one of ``names`` (lower-cased name -> name); None for text that is no one's turn."""
+    head, sep, _ = text.partition(":")
+    return names.get(head.strip().lower()) if sep and len(head) <= 40 else None
+
+
+def own_voice(prov, fact, ids) -> list[str]:
+    """Those of ``ids`` that are ``fact``'s person speaking: in a conversation between named speakers, an update
+    rewrites what the person said — never another speaker's echo of it ("Wow, 20 dozen eggs is a lot!"), which
+    would leave the person's own statement of the old value standing beside a "new" value nobody stated.
+    Memories that are no one's turn (notes, first-person texts) are all kept."""
+    names = {e.name.lower(): e.name for e in prov.entities}
+    texts = dict(prov.memory_texts)
+    spoken = {m: speaker_of(texts.get(m, ""), names) for m in ids}
+    if not any(spoken.values()):
+        return list(ids)
+    return [m for m in ids if spoken[m] is not None and spoken[m].lower() == fact.entity.lower()]
+
+
 def rewritable_evidence(prov, fact, view: StateView | None) -> str | None:
-    """The evidence memory an update of ``fact`` rewrites: the latest that writes the value (whole words), else
-    — for a date told by one relative time — the one evidence memory that tells it so; None when neither."""
+    """The evidence memory an update of ``fact`` rewrites: the latest of the person's own (:func:`own_voice`) that
+    writes the value (whole words), else — for a date told by one relative time — the one evidence memory that
+    tells it so; None when neither."""
     if not fact.evidence:
         return None
     texts = dict(prov.memory_texts)
-    writing = [m for m in fact.evidence if mentions_value(texts.get(m, ""), fact.value)]
+    writing = own_voice(prov, fact, [m for m in fact.evidence if mentions_value(texts.get(m, ""), fact.value)])
     if writing:
         return latest_evidence(view, writing)
     if fact.value_type not in DATED:
         return None
     # the one evidence memory telling the event by one relative time (two: which one dates it cannot be told)
-    telling = [m for m in fact.evidence if RELATIVE_TIME.search(texts.get(m, "")) is not None
-               and rewrite_time(texts.get(m, ""), fact.value) is not None]
+    telling = own_voice(prov, fact, [m for m in fact.evidence if RELATIVE_TIME.search(texts.get(m, "")) is not None
+                                     and rewrite_time(texts.get(m, ""), fact.value) is not None])
     return telling[0] if len(telling) == 1 else None
 
 

@@ -19,7 +19,6 @@ from ufuzz.model import FuzzCase, Memory, Reference, StateOp, UndefinedReference
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.statewrite import (
     later_timestamp,
-    latest_evidence,
     mentions_value,
     rewritable_evidence,
     rewrite_value,
@@ -27,6 +26,22 @@ from ufuzz.operators.statewrite import (
     written_in_evidence,
 )
 from ufuzz.seeds.importers.fields import date_of, same_or_overlapping_rate
+
+
+def _stated_before(case: FuzzCase, fact, value: str) -> bool:
+    """Whether ``value`` is one ``fact``'s entity and attribute had before in the case's state (or have now): a
+    value of their history, or one written in the evidence of an earlier value (an importer may know that a
+    later session superseded an earlier one without reading the earlier value: "[value stated in …]"). An
+    update back to it would make the memories that told it — stale in the reference — state the new value
+    ("7:00 pm" said in a first session, superseded by "6:00 pm", then "updated" to "7:00 pm")."""
+    prov = case.provenance
+    texts = dict(prov.memory_texts)
+    for x in prov.facts_for(fact.entity, fact.attribute):
+        if x.value == value:
+            return True
+        if x is not fact and any(mentions_value(texts.get(m, ""), value) for m in x.evidence):
+            return True
+    return False
 
 
 class Update(Operator):
@@ -46,7 +61,7 @@ class Update(Operator):
             # ("Can't wait!" for "excited") never found the memory the update rewrites (only a question over
             # every value, which still accepts the old one, keeps it as support)
             return []
-        return [f"value={v}" for v in case.descriptor.value_pool if v != fact.value][:3]
+        return [f"value={v}" for v in case.descriptor.value_pool if not _stated_before(case, fact, v)][:3]
 
     def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
                view: StateView | None = None) -> Mutation:
@@ -59,7 +74,9 @@ class Update(Operator):
             raise Rejected("no active fact to update")
         if f.scope != "any" and uncarried_evidence(case.provenance, fact):
             raise Rejected("evidence that does not state the value would be superseded with it")
-        old_id = rewritable_evidence(case.provenance, fact, view) or latest_evidence(view, fact.evidence)
+        old_id = rewritable_evidence(case.provenance, fact, view)
+        if old_id is None:
+            raise Rejected(f"the value {fact.value!r} is not written in evidence of {f.entity}'s own")
         old_text = view.get(old_id)
         if old_text is None:
             raise Rejected(f"evidence {old_id} not stored")
@@ -101,6 +118,8 @@ class Update(Operator):
             return Verdict.reject("backend did not report a successful update")
         if old_fact is not None and (value == old_fact.value or same_or_overlapping_rate(old_fact.value, value)):
             return Verdict.reject("the update does not record a new value")
+        if old_fact is not None and _stated_before(case, old_fact, value):
+            return Verdict.reject("the update writes back a value the fact had before")
         if old_fact is not None and f.scope != "any" and uncarried_evidence(case.provenance, old_fact):
             return Verdict.reject("superseded evidence that does not state the old value")
         if value not in case.descriptor.value_pool:  # e.g. a pool left over from another attribute
