@@ -30,7 +30,7 @@ def test_the_persons_own_turn_is_rewritten_not_the_later_echo_of_it():
     fact = Fact("user", "dozen eggs", "20", ("s:2", "s:3"), value_type="number")
     case = _case(mems, [fact], ["21", "23"])
     assert rewritable_evidence(case.provenance, fact, None) == "s:2"  # the echo is the later one
-    assert own_voice(case.provenance, fact, ["s:2", "s:3"]) == ["s:2"]
+    assert own_voice(case.provenance, fact, ["s:2", "s:3"], dict(case.provenance.memory_texts)) == ["s:2"]
     assert Update().targets(case) == ["value=21", "value=23"]
 
 

@@ -105,13 +105,12 @@ def speaker_of(text: str, names: dict[str, str]) -> str | None:
     return names.get(head.strip().lower()) if sep and len(head) <= 40 else None
 
 
-def own_voice(prov, fact, ids) -> list[str]:
+def own_voice(prov, fact, ids, texts: dict[str, str]) -> list[str]:
     """Those of ``ids`` that are ``fact``'s person speaking: in a conversation between named speakers, an update
     rewrites what the person said — never another speaker's echo of it ("Wow, 20 dozen eggs is a lot!"), which
     would leave the person's own statement of the old value standing beside a "new" value nobody stated.
-    Memories that are no one's turn (notes, first-person texts) are all kept."""
+    Memories that are no one's turn (notes, first-person texts) are all kept. ``texts``: memory id -> text."""
     names = {e.name.lower(): e.name for e in prov.entities}
-    texts = dict(prov.memory_texts)
     spoken = {m: speaker_of(texts.get(m, ""), names) for m in ids}
     if not any(spoken.values()):
         return list(ids)
@@ -125,14 +124,15 @@ def rewritable_evidence(prov, fact, view: StateView | None) -> str | None:
     if not fact.evidence:
         return None
     texts = dict(prov.memory_texts)
-    writing = own_voice(prov, fact, [m for m in fact.evidence if mentions_value(texts.get(m, ""), fact.value)])
+    writing = own_voice(prov, fact, [m for m in fact.evidence if mentions_value(texts.get(m, ""), fact.value)],
+                        texts)
     if writing:
         return latest_evidence(view, writing)
     if fact.value_type not in DATED:
         return None
     # the one evidence memory telling the event by one relative time (two: which one dates it cannot be told)
     telling = own_voice(prov, fact, [m for m in fact.evidence if RELATIVE_TIME.search(texts.get(m, "")) is not None
-                                     and rewrite_time(texts.get(m, ""), fact.value) is not None])
+                                     and rewrite_time(texts.get(m, ""), fact.value) is not None], texts)
     return telling[0] if len(telling) == 1 else None
 
 

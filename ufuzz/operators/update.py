@@ -28,20 +28,18 @@ from ufuzz.operators.statewrite import (
 from ufuzz.seeds.importers.fields import date_of, same_or_overlapping_rate
 
 
-def _stated_before(case: FuzzCase, fact, value: str) -> bool:
-    """Whether ``value`` is one ``fact``'s entity and attribute had before in the case's state (or have now): a
+def _stated_before(case: FuzzCase, fact, values) -> set[str]:
+    """Those of ``values`` that ``fact``'s entity and attribute had before in the case's state (or have now): a
     value of their history, or one written in the evidence of an earlier value (an importer may know that a
     later session superseded an earlier one without reading the earlier value: "[value stated in …]"). An
-    update back to it would make the memories that told it — stale in the reference — state the new value
+    update back to one would make the memories that told it — stale in the reference — state the new value
     ("7:00 pm" said in a first session, superseded by "6:00 pm", then "updated" to "7:00 pm")."""
     prov = case.provenance
+    history = prov.facts_for(fact.entity, fact.attribute)
+    had = {x.value for x in history}
     texts = dict(prov.memory_texts)
-    for x in prov.facts_for(fact.entity, fact.attribute):
-        if x.value == value:
-            return True
-        if x is not fact and any(mentions_value(texts.get(m, ""), value) for m in x.evidence):
-            return True
-    return False
+    told = [texts.get(m, "") for x in history if x is not fact for m in x.evidence]
+    return {v for v in values if v in had or any(mentions_value(t, v) for t in told)}
 
 
 class Update(Operator):
@@ -61,7 +59,9 @@ class Update(Operator):
             # ("Can't wait!" for "excited") never found the memory the update rewrites (only a question over
             # every value, which still accepts the old one, keeps it as support)
             return []
-        return [f"value={v}" for v in case.descriptor.value_pool if not _stated_before(case, fact, v)][:3]
+        pool = case.descriptor.value_pool
+        had = _stated_before(case, fact, pool)
+        return [f"value={v}" for v in pool if v not in had][:3]
 
     def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
                view: StateView | None = None) -> Mutation:
@@ -118,7 +118,7 @@ class Update(Operator):
             return Verdict.reject("backend did not report a successful update")
         if old_fact is not None and (value == old_fact.value or same_or_overlapping_rate(old_fact.value, value)):
             return Verdict.reject("the update does not record a new value")
-        if old_fact is not None and _stated_before(case, old_fact, value):
+        if old_fact is not None and _stated_before(case, old_fact, (value,)):
             return Verdict.reject("the update writes back a value the fact had before")
         if old_fact is not None and f.scope != "any" and uncarried_evidence(case.provenance, old_fact):
             return Verdict.reject("superseded evidence that does not state the old value")

@@ -96,7 +96,7 @@ def current_kind(level: str, kind: str, offending: Iterable[str] = ()) -> str:
     was, was recorded as ``missing_evidence`` with that memory as offending; it is ``stale_ranked_above_valid`` now
     (this version's ``missing_evidence`` never has an offending memory), so a corpus or baseline written before
     is matched by what its failure is, not by its old name."""
-    if level == SELECTION and kind == "missing_evidence" and any(True for _ in offending):
+    if level == SELECTION and kind == "missing_evidence" and tuple(offending):
         return "stale_ranked_above_valid"
     return kind
 

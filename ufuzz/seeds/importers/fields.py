@@ -516,14 +516,11 @@ def _class_pool(value: str) -> list[str]:
 def _frequencies(value: str) -> list[str]:
     """Other rates on ``value``'s scale (:data:`FREQUENCY_SCALES`), one wording each, in ``value``'s case: never a
     synonym of it ("once a week" is no new value of "weekly"), nor a rate it overlaps (:data:`FREQUENCY_OVERLAPS`)."""
-    low = value.lower()
-    for scale in FREQUENCY_SCALES:
-        mine = next((rate for rate in scale if low in rate), None)
-        if mine is not None:
-            out = [rate[0] for rate in scale
-                   if rate is not mine and frozenset({rate[0], mine[0]}) not in FREQUENCY_OVERLAPS]
-            return [w[0].upper() + w[1:] for w in out] if value[:1].isupper() else out
-    return []
+    found = _rate(value)
+    if found is None:
+        return []
+    out = [rate[0] for rate in FREQUENCY_SCALES[found[0]] if not same_or_overlapping_rate(value, rate[0])]
+    return [w[0].upper() + w[1:] for w in out] if value[:1].isupper() else out
 
 
 def value_pool(value: str, value_type: str, existing: set[str], absent_names: Sequence[str]) -> tuple[str, ...]:
