@@ -4,8 +4,8 @@
 #
 #   1. `ufuzz corpus check` replays the committed baseline corpus of known failures: each one still fails (known),
 #      no longer fails (fixed: good news), or fails differently / fails again after a fix (a regression);
-#   2. `ufuzz run --baseline --match-baseline` runs the baseline's own campaign again (its seed, budget, strategy
-#      and k, read from the corpus header) for a bounded time and matches what it finds with the baseline by
+#   2. `ufuzz run --baseline --match-baseline` runs the baseline's own campaign again (its seed, budget, strategy,
+#      k and batch, read from the corpus header) for a bounded time and matches what it finds with the baseline by
 #      behaviour (docs/ci.md): a known bug met on another fact, wording or seed is known, so an unchanged product
 #      stays green; a new behaviour, a known one met far more often, or a fixed one back fails the night;
 #   3. `ufuzz report` writes one self-contained HTML file to keep as an artefact.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -100,11 +101,11 @@ def test_consecutive_backend_errors_stop_the_campaign_then_it_resumes(tmp_path):
                  "--opt", "fail_after=1", "--budget", "200", "--max-consecutive-errors", "7", "--out", str(out),
                  "--quiet")
     assert run.returncode == 3, run.stderr
-    assert "7 backend errors in a row (--max-consecutive-errors 7); the last: BackendError: injected fault in " \
+    assert "backend errors in a row (--max-consecutive-errors 7); the last: BackendError: injected fault in " \
            "retrieve" in run.stderr
     assert "Traceback" not in run.stdout + run.stderr
     status = _ufuzz("status", str(out))
-    assert "ended in error: 7 backend errors in a row" in status.stdout
+    assert re.search(r"ended in error: \d+ backend errors in a row", status.stdout)  # 7 or more: checked per batch
     # the backend is fixed: the same campaign goes on to its budget
     again = _ufuzz("run", "--resume", str(out), "--opt", "fail_op=none", "--quiet")
     assert again.returncode == 0, again.stderr

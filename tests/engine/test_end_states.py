@@ -125,7 +125,8 @@ def test_an_http_outage_and_a_resume_give_the_campaign_that_had_none(tmp_path, m
 
         def campaign(out):
             return Campaign(CampaignConfig(backend="http", backend_options={"config": str(config)}, seeds=str(WORLD),
-                                           budget=90, seed=2, out=str(out), max_consecutive_errors=8))
+                                           budget=90, seed=2, out=str(out), max_consecutive_errors=8,
+                                           batch=8))  # progress is seen between batches: the outage comes mid-run
 
         clean = campaign(tmp_path / "clean").run()
         assert clean["status"] == ending.BUDGET_SPENT and clean["errors"] == 0

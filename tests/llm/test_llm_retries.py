@@ -136,7 +136,8 @@ def test_a_failing_llm_judge_is_an_error_record_never_a_failure_or_a_crash(tmp_p
                              search="walk")  # 96 seeds > budget 40 would spread: every step a parent here
         c = Campaign(cfg)
         summary = c.run()
-    assert summary["status"] == "error" and summary["errors"] == 5 and summary["executions"] < 40
-    assert "5 backend errors in a row" in summary["message"] and "judge" in summary["message"]
+    # the run of errors is checked between batches: the batch in which it reached 5 is finished first
+    assert summary["status"] == "error" and summary["errors"] >= 5 and summary["executions"] < 40
+    assert "backend errors in a row (--max-consecutive-errors 5)" in summary["message"] and "judge" in summary["message"]
     assert summary["unique_failures"] == 0 and summary["reader_failures"] == 0
     assert any(e.operation == "judge" for e in c.store.errors(c.campaign_id))

@@ -148,7 +148,8 @@ def test_rate_and_last_find_read_the_plot_data():
 def test_the_progress_line_says_coverage_is_hidden(tmp_path):
     with start_agent_server(DEFECTS) as srv:
         r = invoke("run", "--backend", "http", "--config", ROOT / "examples" / "agent.toml", "--opt",
-                   f"base_url={srv.base_url}", "--budget", 40, "--out", tmp_path / "c", "--progress-every", 10)
+                   f"base_url={srv.base_url}", "--budget", 40, "--out", tmp_path / "c", "--progress-every", 10,
+                   "--batch", 8)  # a line comes between batches: several within the budget
     assert r.exit_code == 0, r.output
     lines = [x for x in r.stderr.splitlines() if x.startswith("[ufuzz] execs")]
     assert len(lines) >= 2 and all("coverage hidden" in x for x in lines[1:]) and "coverage 0/" not in r.stderr

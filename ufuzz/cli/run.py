@@ -26,6 +26,7 @@ import click
 
 from ufuzz.cli.errors import BadInput, Unavailable
 from ufuzz.cli.options import BUDGET, COUNT, SEED, Finite, parse_opts
+from ufuzz.engine.batching import DEFAULT_BATCH
 from ufuzz.engine.ending import EXIT_CODES
 
 
@@ -91,16 +92,20 @@ from ufuzz.engine.ending import EXIT_CODES
 @click.option("--worker-timeout", type=Finite(min=0, max=86400, min_open=True), default=600, show_default=True,
               help="Seconds one backend call may take before the worker is killed (an error record).")
 @click.option("--workers", type=click.IntRange(min=1, max=4096), default=1, show_default=True,
-              help="Run N lanes at once, each with its own backend (batches of N tasks, applied in task order: the "
-                   "same --seed and N give the same campaign).")
+              help="Run N lanes at once, each with its own backend (results applied in task order: the campaign "
+                   "is that of --workers 1, faster).")
 @click.option("--max-concurrency", "--concurrency", "max_concurrency", type=click.IntRange(min=1, max=1024), default=1,
               show_default=True,
               help="Keep up to N LLM requests (answer, judge, paraphrase) and N backend calls in flight from this "
                    "process (thread lanes over one backend; promptfoo's --max-concurrency, Inspect's "
                    "max_connections). Backends whose calls wait on the network (http) overlap them; others run one "
-                   "call at a time while the LLM requests overlap. With --workers W: W processes of N. Batches of "
-                   "W x N lanes, applied in task order: the same --seed and lanes give the same campaign; 1 is the "
-                   "step-by-step one.")
+                   "call at a time while the LLM requests overlap. With --workers W: W processes of N. Results are "
+                   "applied in task order: any N gives the campaign of N = 1, faster (up to 2 x --batch calls are "
+                   "in flight).")
+@click.option("--batch", type=click.IntRange(min=1, max=4096), default=DEFAULT_BATCH, show_default=True,
+              help="Tasks the scheduler draws before it sees their results. Part of the campaign, like --seed: the "
+                   "same --seed and --batch give the same campaign at any --workers/--max-concurrency; two batches "
+                   "are in flight at most, so raise it with concurrency above 2 x batch (1: step by step).")
 @click.option("--llm-rpm", type=Finite(min=0, max=1e9, min_open=True), default=None,
               help="Client-side limit: LLM requests per minute (spaced evenly; split among process lanes).")
 @click.option("--llm-tpm", type=Finite(min=0, max=1e12, min_open=True), default=None,
@@ -128,15 +133,16 @@ from ufuzz.engine.ending import EXIT_CODES
                    "failure, or never "
                    "[default: new with --baseline, else never].")
 @click.option("--match-baseline", is_flag=True,
-              help="Take --seed, --budget, --strategy and --k from the --baseline corpus's campaign (unless given): "
-                   "what examples/ci/nightly.sh does.")
+              help="Take --seed, --budget, --strategy, --k and --batch from the --baseline corpus's campaign (unless "
+                   "given): what examples/ci/nightly.sh does.")
 @click.option("--junit", "junit_out", default=None, type=click.Path(dir_okay=False),
               help="Write a JUnit XML report: one test case per behaviour (new or regressed against --baseline: "
                    "a failure; known: skipped, with a message; a baseline behaviour not met: skipped), with times.")
 @click.option("--progress-every", type=click.IntRange(min=0, max=10**9), default=0, show_default=True,
               help="Without a terminal: also print a progress line every N executions (besides every 10 s).")
 @click.option("--max-consecutive-errors", type=click.IntRange(min=0, max=10**9), default=20, show_default=True,
-              help="End the campaign (reason error, exit 3) after this many backend errors in a row; 0 = never.")
+              help="End the campaign (reason error, exit 3) after this many backend errors in a row (checked "
+                   "between batches: the batch that reached it finishes first); 0 = never.")
 @click.option("--preflight/--no-preflight", default=True, show_default=True,
               help="A round trip through the backend (build, add, search, get, list, delete) and the LLM "
                    "endpoint before the campaign: an unreachable backend fails at once (exit 3), nothing written.")
@@ -153,7 +159,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
         reader_threshold: float | None, llm_timeout: float, llm_retries: int, prompts_dir: str | None, retrieval: str,
         explore_share: float, search: str, isolation: str,
         worker_max_rss_mb: float | None, worker_recycle: int, worker_timeout: float, workers: int,
-        max_concurrency: int, llm_rpm: float | None, llm_tpm: float | None, llm_rate_limit_wait: float,
+        max_concurrency: int, batch: int, llm_rpm: float | None, llm_tpm: float | None, llm_rate_limit_wait: float,
         llm_price: str | None, max_llm_tokens: int | None,
         ray_address: str | None, max_time: str | None,
         baseline: str | None, fail_on: str | None, match_baseline: bool, junit_out: str | None,
@@ -195,7 +201,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
         raise click.BadParameter(str(exc), param_hint="'--max-time'") from None
     known = _load_baseline(baseline)
     if match_baseline:
-        rng_seed, budget, strategy, k = _match_baseline(ctx, known, rng_seed, budget, strategy, k)
+        rng_seed, budget, strategy, k, batch = _match_baseline(ctx, known, rng_seed, budget, strategy, k, batch)
     price = _parse_price(llm_price)
     prompts = None
     if prompts_dir is not None:
@@ -214,7 +220,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
                              explore_share=explore_share, search=search, isolation=isolation,
                              worker_max_rss_mb=worker_max_rss_mb, worker_recycle=worker_recycle,
                              worker_timeout=worker_timeout, workers=workers, ray_address=ray_address,
-                             max_time=seconds, max_concurrency=max_concurrency, llm_rpm=llm_rpm, llm_tpm=llm_tpm,
+                             max_time=seconds, max_concurrency=max_concurrency, batch=batch, llm_rpm=llm_rpm, llm_tpm=llm_tpm,
                              llm_rate_limit_wait=llm_rate_limit_wait, llm_price=price,
                              max_llm_tokens=max_llm_tokens,
                              max_consecutive_errors=max_consecutive_errors, preflight=preflight)
@@ -456,20 +462,22 @@ def _load_baseline(path: str | None) -> Any:
         raise click.BadParameter(str(exc), param_hint="'--baseline'") from None
 
 
-def _match_baseline(ctx: click.Context, corpus: Any, seed: int, budget: int, strategy: str, k: int) -> tuple:
-    """``--match-baseline``: the baseline campaign's seed, budget, strategy and k where not given."""
+def _match_baseline(ctx: click.Context, corpus: Any, seed: int, budget: int, strategy: str, k: int,
+                    batch: int) -> tuple:
+    """``--match-baseline``: the baseline campaign's seed, budget, strategy, k and batch where not given."""
     from ufuzz.corpus.baseline import baseline_source
 
     if corpus is None:
         raise click.UsageError("--match-baseline needs --baseline CORPUS")
     src = baseline_source(corpus)
-    given = {n for n in ("rng_seed", "budget", "strategy", "k")
+    given = {n for n in ("rng_seed", "budget", "strategy", "k", "batch")
              if ctx.get_parameter_source(n) is click.core.ParameterSource.COMMANDLINE}
-    pick = {"rng_seed": seed, "budget": budget, "strategy": strategy, "k": k}
-    for name, field in (("rng_seed", "seed"), ("budget", "budget"), ("strategy", "strategy"), ("k", "k")):
+    pick = {"rng_seed": seed, "budget": budget, "strategy": strategy, "k": k, "batch": batch}
+    for name, field in (("rng_seed", "seed"), ("budget", "budget"), ("strategy", "strategy"), ("k", "k"),
+                        ("batch", "batch")):
         if name not in given and src[field] is not None:
             pick[name] = src[field]
-    return int(pick["rng_seed"]), int(pick["budget"]), str(pick["strategy"]), int(pick["k"])
+    return int(pick["rng_seed"]), int(pick["budget"]), str(pick["strategy"]), int(pick["k"]), int(pick["batch"])
 
 
 def _baseline_mismatch(corpus: Any, cfg: Any, strategy: str) -> list[str]:
@@ -480,13 +488,13 @@ def _baseline_mismatch(corpus: Any, cfg: Any, strategy: str) -> list[str]:
     from ufuzz.oracles.judging import Judging
 
     diffs = baseline_mismatch(corpus, seed=cfg.seed, budget=cfg.budget, strategy=strategy, k=cfg.k,
-                              backend=cfg.backend, judging=Judging.of(cfg).to_dict())
+                              backend=cfg.backend, judging=Judging.of(cfg).to_dict(), batch=cfg.batch)
     if diffs:
         click.echo(f"note: this campaign differs from the one baseline {corpus.path} was exported from: "
                    f"{'; '.join(diffs)}. Failures are matched by behaviour, so known bugs met on other facts stay "
                    "known; but this campaign may reach behaviours the baseline's never did (they count as new), "
                    "and other judging decides failures differently. --match-baseline runs the baseline's seed, "
-                   "budget, strategy and k", err=True)
+                   "budget, strategy, k and batch", err=True)
     return diffs
 
 

@@ -236,24 +236,27 @@ def compare_with_baseline(failures: list[Any], corpus: RegressionCorpus,
 
 
 def baseline_source(corpus: RegressionCorpus) -> dict[str, Any]:
-    """How the baseline's campaign ran, from its header (``source``: seed, budget, strategy; ``k``; backend)."""
+    """How the baseline's campaign ran, from its header (``source``: seed, budget, strategy, batch; ``k``;
+    backend). A baseline exported before batches were recorded has none (its campaign's is not known)."""
     src = dict(corpus.header.get("source") or {})
     return {"seed": src.get("seed"), "budget": src.get("budget"), "strategy": src.get("strategy"),
+            "batch": src.get("batch"),
             "k": corpus.header.get("k"), "backend": corpus.header.get("backend"),
             "judging": dict(corpus.header.get("judging") or {})}
 
 
 def baseline_mismatch(corpus: RegressionCorpus, *, seed: int, budget: int, strategy: str, k: int, backend: str,
-                      judging: dict[str, Any]) -> list[str]:
+                      judging: dict[str, Any], batch: int | None = None) -> list[str]:
     """What differs between the campaign about to run and the one the baseline was exported from. Failures are
     matched by behaviour, so a known bug met on other facts stays known whatever the seed or budget; but another
     campaign can reach behaviours the baseline's never did (they count as new), and other judging or another
     backend decides failures differently: said before the campaign starts, and kept in summary.json."""
     src = baseline_source(corpus)
     out = []
-    for name, now in (("backend", backend), ("seed", seed), ("budget", budget), ("strategy", strategy), ("k", k)):
+    for name, now in (("backend", backend), ("seed", seed), ("budget", budget), ("strategy", strategy), ("k", k),
+                      ("batch", batch)):
         was = src[name]
-        if was is not None and was != now:
+        if was is not None and now is not None and was != now:
             out.append(f"{name} {now} (the baseline's campaign: {was})")
     was_j = src["judging"]
     for name in _JUDGING_KEYS:

@@ -294,7 +294,7 @@ def campaign_header(data: Any, output: str | Path, records: int, generator: str)
         "source_campaign": data.campaign_id,
         "backend_info": data.backend_info,
         "source": {"budget": data.config.get("budget"), "seed": data.config.get("seed"),
-                   "strategy": data.config.get("strategy"),
+                   "strategy": data.config.get("strategy"), "batch": data.config.get("batch"),
                    "seeds": Path(str(seeds_cfg)).name if seeds_cfg else "default"},
         "generator": f"{generator} (ufuzz {_version()})",
         "records": records,

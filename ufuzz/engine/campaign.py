@@ -204,11 +204,14 @@ class Campaign:
         return True
 
     # -- run ---------------------------------------------------------------------------------------------
-    def run(self, on_progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
+    def run(self, on_progress: Callable[[Progress], None] | None = None,
+            on_step: Callable[[Progress], None] | None = None) -> dict[str, Any]:
         """Run (or, made by :meth:`resume`, continue) the campaign; returns its summary. Bad input or a failed
-        preflight raises before anything is recorded; from then on the campaign always ends with a reason."""
+        preflight raises before anything is recorded; from then on the campaign always ends with a reason.
+        ``on_progress`` gets the counters after each batch, ``on_step`` after each step (a curve by executions)."""
         self.budget.start()
         self.monitor.on_progress = on_progress
+        self.monitor.on_step = on_step
         self._open()
         self.session.catch_signals()
         try:
@@ -232,16 +235,15 @@ class Campaign:
         return self._finish()
 
     def _loop(self) -> End:
-        """Batches of tasks (:func:`ufuzz.engine.lanes.batch_size`; one task with one lane), each drawn and
-        queued to the lanes before the previous one is applied, so that the lanes work on batch k+1 while this
-        process applies batch k in task order. Which tasks a batch holds is fixed by the seed and the number of
-        lanes alone. Between batches is the place to stop, to commit and to snapshot (the batch in flight is
+        """Batches of tasks (``--batch``: :mod:`ufuzz.engine.batching`), each drawn and queued to the
+        lanes before the previous one is applied, so that the lanes work on batch k+1 while this process applies
+        batch k in task order. Which tasks a batch holds is fixed by the seed and the batch alone, whatever the
+        lanes. Between batches is the place to stop, to commit and to snapshot (the batch in flight is
         part of the snapshot, and a resumed campaign queues it again)."""
-        from ufuzz.engine.lanes import batch_size
-        from ufuzz.engine.lanesetup import lane_count
+        from ufuzz.engine.batching import batch_size
 
         s, journal = self.state.search, self.journal
-        size = batch_size(lane_count(self.config))
+        size = batch_size(self.config)
         if s.inflight is not None:
             self.steps.requeue(s.inflight)
         while True:
@@ -258,7 +260,7 @@ class Campaign:
                 journal.at_boundary = True  # the batch in flight is part of the snapshot
                 if size > 1:  # the pipeline fills: the next batch is drawn before this one is applied
                     continue
-                nxt = None  # one lane: step by step
+                nxt = None  # --batch 1: step by step
             current, s.inflight = s.inflight, nxt
             journal.at_boundary = False
             self.steps.apply(current, lambda: self.monitor.count(self.state))

@@ -52,19 +52,11 @@ from ufuzz.engine.scheduler import Task
 from ufuzz.lru import LRU
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference
 
-__all__ = ["LaneCore", "LaneDied", "LaneJob", "LanePool", "LaneResult", "LaneSpec", "ProcessLane", "batch_size", "home_lane"]
+__all__ = ["LaneCore", "LaneDied", "LaneJob", "LanePool", "LaneResult", "LaneSpec", "ProcessLane", "home_lane"]
 
-#: tasks in a parallel campaign's batch per lane: more evens out jobs of unequal length (a state mutant's writes
-#: beside a query mutant's one call), fewer applies feedback sooner. Part of the schedule: changing it changes
-#: which tasks are drawn before which results are known, so it is fixed
+#: the lanes' dispatch window per lane: tasks a pool hands out ahead so that jobs of unequal length (a state
+#: mutant's writes beside a query mutant's one call) even out; only how fast, never what a campaign does
 TASKS_PER_LANE = 4
-
-
-def batch_size(workers: int) -> int:
-    """Tasks per batch for ``workers`` lanes (process, Ray or thread lanes alike: ``--workers`` ×
-    ``--max-concurrency``): one with one lane (the campaign of ``--workers 1``, step by step), else
-    :data:`TASKS_PER_LANE` per lane."""
-    return 1 if workers <= 1 else workers * TASKS_PER_LANE
 
 
 def llm_share(cfg: Any) -> int:

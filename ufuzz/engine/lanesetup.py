@@ -11,8 +11,9 @@ settings                               lanes
 ``--ray-address A --workers N``        N :class:`~ufuzz.engine.raylanes.RayLane` actors, a backend each
 =====================================  ==========================================================================
 
-Every kind runs the same jobs (:class:`ufuzz.engine.lanes.LaneCore`) from the same pool, so the same seed and
-the same number of lanes give the same campaign.
+Every kind runs the same jobs (:class:`ufuzz.engine.lanes.LaneCore`) from the same pool, and the batches are
+``--batch`` tasks whatever the lanes (:mod:`ufuzz.engine.batching`), so the same seed and batch give the same
+campaign with any of them.
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ class Monitor:
         self.plot: Any = None  # PlotData
         self.on_setup: Callable[[str], None] | None = None
         self.on_progress: Callable[[Progress], None] | None = None
+        self.on_step: Callable[[Progress], None] | None = None  # the counters after every applied step
         self._heartbeat_stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
 
@@ -103,6 +104,8 @@ class Monitor:
         p.reader_failures = len(f.tally.reader)
         if self.plot is not None:
             self.plot.record(p)
+        if self.on_step is not None:
+            self.on_step(p)
 
     def progressed(self, progress: Progress) -> None:
         if self.on_progress is not None:

@@ -3,7 +3,7 @@
 Each lane is an actor holding a :class:`ufuzz.engine.lanes.LaneCore` (one backend instance), placed by Ray with
 one CPU each and spread over the cluster's nodes. The campaign drives them exactly as it drives local lanes —
 the same batches, the same queue of jobs, results applied in task order — so a Ray run gives the
-same campaign and the same failures as ``--workers N`` on one machine with the same seed and N.
+same campaign and the same failures as one machine with the same seed and ``--batch``.
 
 Only the campaign's own process writes the corpus. A campaign whose lanes run on other machines keeps it in
 PostgreSQL (``--db postgresql://…``): a team looks at it from anywhere, and the machine that coordinates is not

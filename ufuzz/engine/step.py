@@ -70,14 +70,13 @@ class Steps:
     # -- drawing -------------------------------------------------------------------------------------------
     def draw(self, size: int) -> Batch | None:
         """The next batch: up to ``size`` tasks from the scheduler, their jobs made and queued to the lanes.
-        With thread lanes (``--max-concurrency``), no more tasks than the budget has executions left beyond the
-        batch in flight (each task spends at least one): near the end, tasks that could not be applied would
-        still pay for their LLM calls."""
+        No more tasks than the budget has executions left beyond the batch in flight (each task spends at least
+        one): near the end, tasks that could not be applied would still pay for their calls. (Whatever the lanes,
+        so that they never change the schedule.)"""
         from ufuzz.engine.lanes import LaneJob
 
         s = self.search
-        if self.config.max_concurrency > 1:
-            size = min(size, self.budget.left(s.progress, len(s.inflight.tasks) if s.inflight else 0))
+        size = min(size, self.budget.left(s.progress, len(s.inflight.tasks) if s.inflight else 0))
         tasks: list[tuple[Task, int]] = []
         while len(tasks) < size:
             task = s.scheduler.next()
@@ -151,10 +150,12 @@ class Steps:
             else:
                 s.step = counter
                 errors_before = s.progress.errors
-                for operation, message in self._apply_job(job, lane, res, parents):  # e.g. a failed release
+                faults, tried = self._apply_job(job, lane, res, parents)
+                for operation, message in faults:  # e.g. a failed release
                     self.error(task.case_id, operation, message)
-                if s.progress.errors == errors_before:  # a step without a fault (e.g. a mutant rejected after
-                    s.errors.count = 0  # a fork that worked) breaks a run of errors, executed or not
+                if tried and s.progress.errors == errors_before:  # a step that made its mutant without a fault
+                    s.errors.count = 0  # (e.g. one rejected after a fork that worked) breaks a run of errors;
+                    # a task with no parent to work on (its parent's run failed) did nothing, and breaks nothing
                 s.progress.phase = task.phase
                 count()
             if res.holds and not res.proposal.adopted:
@@ -164,10 +165,11 @@ class Steps:
         for k, v in (delta or {}).items():
             self.lane_llm[k] = self.lane_llm.get(k, 0) + v
 
-    def _apply_job(self, job: Any, lane: int, res: Any, parents: dict[tuple[str, str], Any]) -> list[tuple[str, str]]:
+    def _apply_job(self, job: Any, lane: int, res: Any,
+                   parents: dict[tuple[str, str], Any]) -> tuple[list[tuple[str, str]], bool]:
         """One task's job (and its parent's job, when that ran in this batch) applied: every path reports to the
         scheduler exactly once. Returns the backend faults nothing waited for (the parent's job's first), for the
-        step's error records."""
+        step's error records, and whether the task came to its mutant (a parent was there to work on)."""
         task, parent = job.task, job.parent
         faults: list[tuple[str, str]] = []
         parent_ex = self.executor.cached(parent)
@@ -179,7 +181,7 @@ class Steps:
                 if ran is not None:
                     self.error(parent.id, "lane", ran.lost)
                 self.search.scheduler.report(task, NO_MUTANT)
-                return faults + res.faults
+                return faults + res.faults, False
             faults = list(ran.faults)
             parent_ex = ran.parent_ex
             self._parent_ran(parent, parent_ex)
@@ -187,13 +189,13 @@ class Steps:
             self.error(parent.id, "lane", res.lost)
             outcome = NO_MUTANT
         elif not self._parent_ready(task, parent, parent_ex):
-            return faults + res.faults
+            return faults + res.faults, parent_ex.error is None
         elif res.skipped:  # the lane judged the parent untestable and this process did not: no mutant this time
             outcome = NO_MUTANT
         else:
             outcome = self._apply(task, res.proposal, parent, parent_ex, res.ex, lane)
         self.search.scheduler.report(task, outcome)
-        return faults + res.faults
+        return faults + res.faults, True
 
     def _parent_ran(self, parent: FuzzCase, ex: Execution) -> None:
         """A parent's execution, recorded; a successful one is fed back and cached (it is not run again)."""

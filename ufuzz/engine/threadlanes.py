@@ -6,7 +6,7 @@ compute. A :class:`ThreadLane` runs a :class:`ufuzz.engine.lanes.LaneCore` in a 
 states, over the *one* backend and the *one* LLM client of the campaign, so N lanes cost N threads, not N
 interpreters each loading a backend (and torch). The :class:`~ufuzz.engine.lanes.LanePool` drives them exactly
 as it drives process lanes — the same batches, the same queue, results applied in task order — so the same seed
-and the same number of lanes (``--workers`` × ``--max-concurrency``) give the same campaign whatever the timing.
+and ``--batch`` give the same campaign whatever the lanes and the timing.
 
 A backend that may be called from several threads at once and gains from it (its calls wait on the network:
 ``MemoryBackend.concurrent_calls``, the HTTP adapter) is shared as it is. Any other backend is shared through

@@ -172,7 +172,7 @@ def _run_one(cfg: BenchConfig, strategy: str, run: int, suite: SeedSuite, backen
     total = sum(len(cp.memories) for cp in suite.checkpoints.values())
     curve: list[tuple[int, int, int]] = [(0, 0, 0)]  # (executions, unique failures, checkpoint memories reached)
 
-    def on_progress(p: Any) -> None:
+    def on_progress(p: Any) -> None:  # after every step: UF@b and Cov@b at any b, whatever the batch
         point = (p.executions, p.unique_failures, p.coverage)  # checkpoint memories reached (a running count)
         if point[1:] == curve[-1][1:]:
             return  # a step function: only changes are kept
@@ -182,7 +182,7 @@ def _run_one(cfg: BenchConfig, strategy: str, run: int, suite: SeedSuite, backen
             curve.append(point)
 
     t0 = time.perf_counter()
-    summary = campaign.run(on_progress=on_progress)
+    summary = campaign.run(on_step=on_progress)
     wall = time.perf_counter() - t0
     found = [n for n, _ in campaign.failure_log]
     by_class = _by_class(f for _, f in campaign.failure_log)
