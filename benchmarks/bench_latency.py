@@ -4,6 +4,7 @@ over HTTP, both local stand-ins that wait as remote ones do.
     python benchmarks/bench_latency.py [--targets llm,http] [--concurrency 1,4,16,64]
                                        [--llm-latency 0.3] [--llm-uses answer,judge] [--llm-budget 1000]
                                        [--serial-budget 100] [--http-delay 0.02] [--http-budget 300] [--seed 1]
+                                       [--batch N]
 
 Targets, each a whole campaign on the shipped suite, run as its own ``python -m ufuzz run`` process (so that
 its CPU time and peak RSS are its own, not the servers'):
@@ -14,7 +15,9 @@ its CPU time and peak RSS are its own, not the servers'):
 * ``http`` — the HTTP backend (examples/product.toml) against the tests' memory product on loopback, every
   request answered after ``--http-delay`` seconds.
 
-Concurrency 1 is the step-by-step campaign; at 300 ms a request it waits ~10 minutes per 1,000 executions, so
+Every run has the default ``--batch``, so every concurrency runs the same campaign: the ``found`` column (a
+fingerprint of the failures and where each was first seen) is the same for runs of one target and budget, and
+the last line says whether it was. Concurrency 1 runs one call at a time; at 300 ms a request it waits ~10 minutes per 1,000 executions, so
 it runs ``--serial-budget`` executions (its rate is what matters). Per run it prints wall seconds, the campaign
 process's CPU seconds and peak RSS, the LLM (or HTTP) requests the server answered, the *ideal* wall time
 (requests × latency ÷ concurrency: the waiting alone, perfectly overlapped) and wall ÷ (ideal + CPU), the
@@ -44,7 +47,7 @@ def run_campaign(args: list[str], out: Path, env: dict[str, str]) -> dict[str, A
     """One ``ufuzz run`` in a child process: its wall, CPU and peak RSS (from wait4) and its summary."""
     import json
 
-    cmd = [sys.executable, "-m", "ufuzz", "run", "--out", str(out), "--force", "--quiet", *args]
+    cmd = [sys.executable, "-m", "ufuzz", "run", "--out", str(out), "--force", "--quiet", *args, *BATCH]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     out_text = proc.stdout.read().decode("utf-8", "replace") if proc.stdout else ""
@@ -56,7 +59,19 @@ def run_campaign(args: list[str], out: Path, env: dict[str, str]) -> dict[str, A
     except (OSError, ValueError):
         raise SystemExit(f"campaign failed (exit {proc.returncode}):\n{out_text}") from None
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024,
-            "summary": summary, "exit": proc.returncode, "run_rate": _run_rate(out / "plot_data.csv")}
+            "summary": summary, "exit": proc.returncode, "run_rate": _run_rate(out / "plot_data.csv"),
+            "found": _found(out)}
+
+
+def _found(out: Path) -> str:
+    """A fingerprint of the campaign's failures (every recorded failure key, with the execution that first
+    showed it): equal fingerprints at two concurrencies are the same findings, found at the same points."""
+    import hashlib
+    import sqlite3
+
+    with sqlite3.connect(out / "corpus.sqlite") as db:
+        rows = sorted(db.execute("SELECT failure_key, first_seq FROM failures").fetchall())
+    return hashlib.sha1(repr(rows).encode()).hexdigest()[:10]
 
 
 def _run_rate(plot: Path) -> float:
@@ -111,7 +126,7 @@ def bench_http(a: argparse.Namespace, ns: list[int], tmp: Path, env: dict[str, s
 
 HEAD = (f"{'target':<6} {'N':>3} {'status':<13} {'execs':>6} {'wall s':>8} {'cpu s':>7} {'rss MB':>7} "
         f"{'requests':>8} {'ideal s':>8} {'wall/(ideal+cpu)':>16} {'execs/s':>8} {'run execs/s':>11} {'peak':>5} "
-        f"{'failures':>8} {'errors':>6}")
+        f"{'failures':>8} {'errors':>6} {'found':>10}")
 
 
 def _row(target: str, n: int, r: dict[str, Any], requests: int, latency: float, peak: int | None) -> float:
@@ -121,8 +136,16 @@ def _row(target: str, n: int, r: dict[str, Any], requests: int, latency: float, 
     rate = s["executions"] / r["wall"]
     print(f"{target:<6} {n:>3} {s['status']:<13} {s['executions']:>6} {r['wall']:>8.1f} {r['cpu']:>7.1f} "
           f"{r['rss_mb']:>7.0f} {requests:>8} {ideal:>8.1f} {ratio:>16.2f} {rate:>8.2f} {r['run_rate']:>11.2f} "
-          f"{'' if peak is None else peak:>5} {s['unique_failures']:>8} {s['errors']:>6}", flush=True)
+          f"{'' if peak is None else peak:>5} {s['unique_failures']:>8} {s['errors']:>6} {r['found']:>10}", flush=True)
+    FOUND.setdefault((target, s["executions"]), set()).add(r["found"])
     return r["run_rate"]
+
+
+#: the --batch given to every run (empty: ufuzz's default)
+BATCH: list[str] = []
+
+#: the failure fingerprints by (target, executions): one per pair when concurrency changes no finding
+FOUND: dict[tuple[str, int], set[str]] = {}
 
 
 def _speedups(rates: dict[int, float]) -> None:
@@ -143,7 +166,10 @@ def main() -> None:
     ap.add_argument("--http-delay", type=float, default=0.02)
     ap.add_argument("--http-budget", type=int, default=400)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=None, help="--batch of every run (default: ufuzz's)")
     a = ap.parse_args()
+    if a.batch is not None:
+        BATCH[:] = ["--batch", str(a.batch)]
     ns = [int(x) for x in a.concurrency.split(",")]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
@@ -157,6 +183,10 @@ def main() -> None:
                 bench_http(a, ns, Path(tmp), env)
             else:
                 raise SystemExit(f"unknown target {target!r}: llm or http")
+    for (target, execs), prints in sorted(FOUND.items()):
+        print(f"{target}, {execs} executions: "
+              + ("the same failures at every concurrency" if len(prints) == 1 else
+                 f"{len(prints)} different sets of failures ({', '.join(sorted(prints))})"))
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 

@@ -125,7 +125,7 @@ def test_another_seed_or_budget_is_said_up_front(fixed_team, tmp_path):
     r = invoke("run", "--backend", "http", "--config", cfg, "--budget", 120, "--out", tmp_path / "c",
                "--baseline", corpus, "--batch", 4, "--max-concurrency", 2, "--quiet")
     assert "differs from the one baseline" in r.output and f"seed 0 (the baseline's campaign: {SEED})" in r.output
-    assert "batch 4 (the baseline's campaign: 32)" in r.output  # a schedule of its own; concurrency is none
+    assert "batch 4 (the baseline's campaign: 64)" in r.output  # a schedule of its own; concurrency is none
     assert "concurrency" not in r.output.split("differs from the one baseline")[1].split(". Failures")[0]
     assert f"budget 120 (the baseline's campaign: {BUDGET})" in r.output and "--match-baseline" in r.output
     s = json.loads((tmp_path / "c" / "summary.json").read_text())

@@ -31,7 +31,7 @@ def _config(out: Path, **kw) -> CampaignConfig:
     # step by step (--batch 1): a fault's error record and the stop after N in a row come at the step they
     # belong to (with batches the run of errors is checked between batches; test_end_states covers that)
     base = {"backend": "embedded", "backend_options": {"retrieval": "bm25"}, "budget": BUDGET, "seed": 4,
-            "out": str(out), "batch": 1}
+            "out": str(out), "batch": 1, "search": "walk"}  # every operation of every seed's obligations is met
     return CampaignConfig(**{**base, **kw})
 
 

@@ -8,9 +8,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ufuzz.engine.feedback import Ablation, Feedback, FeedbackState, normalize_response, response_hash
+from ufuzz.backends.protocol import OpResult
+from ufuzz.engine.feedback import (
+    Ablation,
+    Feedback,
+    FeedbackState,
+    expected_top,
+    normalize_response,
+    response_hash,
+)
 from ufuzz.engine.rbo import rbo_ext
-from ufuzz.model import Checkpoint, Execution, Memory
+from ufuzz.engine.scheduler import StepOutcome
+from ufuzz.model import Checkpoint, Execution, Memory, StateOp
 
 
 def ex(top: list[str], response: str | None = "ok", *, error: str | None = None, abstained: bool = False,
@@ -62,6 +71,36 @@ def test_divergence_is_one_minus_rbo_ext_against_parent() -> None:
     same = fs.observe("s1", "cp", ex(["m2", "m1", "m4"]), ex(["m2", "m1", "m4"]), False, 0.8)
     assert same.divergence == pytest.approx(0.0, abs=1e-12)
     assert not same.retained  # divergence never retains on its own
+
+
+def test_a_state_mutant_diverges_only_from_what_its_operation_predicts() -> None:
+    """A delete that removes the memory it deleted (the rest moving up) changes nothing unexpected; an update whose
+    old version keeps its place, or stays above the new one, does; so does an edit whose memory enters the top-k."""
+    parent = ["a", "e", "b", "c", "d"]
+    delete = (StateOp("delete", "e"),), (OpResult("delete", True, "e", removed=("e",)),)
+    assert expected_top(parent, *delete) == ["a", "b", "c", "d"]
+    fs = FeedbackState()
+    moved_up = fs.observe("s", "cp", ex(["a", "b", "c", "d", "f"]), ex(parent), expected=expected_top(parent, *delete))
+    assert moved_up.divergence == pytest.approx(0.0, abs=1e-12)
+    assert fs.observe("s", "cp", ex(["a", "b", "c", "d", "f"]), ex(parent)).divergence > 0  # from the parent's
+    update = (StateOp("update", "e"),), (OpResult("update", True, "e", written=("e2",), superseded=("e",)),)
+    assert expected_top(parent, *update) == ["a", "e2", "b", "c", "d"]
+    in_place = fs.observe("s", "cp", ex(["a", "e2", "b", "c", "d"]), ex(parent), expected=expected_top(parent, *update))
+    stale_above = fs.observe("s", "cp", ex(["a", "e", "e2", "b", "c"]), ex(parent),
+                             expected=expected_top(parent, *update))
+    assert in_place.divergence == pytest.approx(0.0, abs=1e-12) and stale_above.divergence > 0
+    add = (StateOp("add"),), (OpResult("add", True, written=("x",)),)
+    assert expected_top(parent, *add) == parent
+    entered = fs.observe("s", "cp", ex(["a", "x", "e", "b", "c"]), ex(parent), expected=expected_top(parent, *add))
+    assert entered.divergence > 0
+
+
+def test_an_effect_is_what_the_mutation_did_not_say_it_would_do() -> None:
+    """A target change's new ranking is its design: only memories reached for the first time count for it."""
+    assert StepOutcome(valid=True, divergence=0.4).effect
+    assert not StepOutcome(valid=True, divergence=0.0, retained=True).effect
+    assert not StepOutcome(valid=True, divergence=0.9, asks_anew=True).effect
+    assert StepOutcome(valid=True, divergence=0.9, coverage_gain=2, asks_anew=True).effect
 
 
 def test_divergence_none_without_parent_errored_parent_or_hidden() -> None:

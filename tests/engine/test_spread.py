@@ -196,6 +196,21 @@ def test_after_the_first_round_visits_go_where_rewordings_move_the_ranking():
     assert sum(later.values()) == 100
 
 
+def test_auto_decides_at_seal_by_obligations_against_the_budget():
+    moves = [[("paraphrase", "a"), ("update", "b")], [("delete", "c")], [("paraphrase", "d")]]  # 4 obligations
+    for budget, spreads in ((3, True), (4, False), (None, False)):
+        s = Scheduler(random.Random(0), SchedulerConfig(spread=None))
+        for i, m in enumerate(moves):
+            s.add_seed(f"s{i}", f"s{i}", m)
+        s.seal(budget=budget)
+        assert s.config.spread is spreads, budget
+        seen = set()
+        while (t := s.next()) is not None and t.phase == 1 and len(seen) < 4:
+            seen.add(t.obligation.key)
+            s.report(t, StepOutcome(valid=True))
+        assert len(seen) == 4  # either way every obligation is handed out
+
+
 # -- in a campaign -------------------------------------------------------------------------------------------
 def _campaign(tmp_path, name: str, budget: int, search: str, strategy: str = "full"):
     from ufuzz.engine.campaign import Campaign, CampaignConfig
@@ -209,19 +224,20 @@ def _campaign(tmp_path, name: str, budget: int, search: str, strategy: str = "fu
     return c, summary, parents
 
 
-def test_auto_spreads_only_when_the_suite_has_more_seeds_than_budget(tmp_path):
-    # the shipped suite has 96 seeds: a budget of 150 walks, and walks exactly as --search walk does
+def test_auto_spreads_when_the_obligations_are_more_than_the_budget(tmp_path):
+    # the shipped suite has 96 seeds and some 2,000 obligations: a budget of 150 spreads under auto, exactly as
+    # --search spread does
     auto, a, _ = _campaign(tmp_path, "auto", 150, "auto")
-    walk, w, _ = _campaign(tmp_path, "walk", 150, "walk")
-    assert not auto.spreads() and a["failures"] == w["failures"] and a["coverage"] == w["coverage"]
-    assert a["search"] == w["search"] == "walk"
+    spread, s, _ = _campaign(tmp_path, "spread", 150, "spread")
+    assert auto.spreads() is None and a["search"] == s["search"] == "spread"
+    assert a["failures"] == s["failures"] and a["coverage"] == s["coverage"]
     assert [(m.case_id, m.valid) for m in auto.store.mutants(auto.campaign_id)] == \
-        [(m.case_id, m.valid) for m in walk.store.mutants(walk.campaign_id)]
-    # a budget of 80 spreads, and starts far more seeds than the walk in the same budget
+        [(m.case_id, m.valid) for m in spread.store.mutants(spread.campaign_id)]
+    # spreading starts far more seeds than the walk in the same budget
     small, sm, spread_parents = _campaign(tmp_path, "small", 80, "auto")
     assert sm["search"] == "spread"
     _, _, walk_parents = _campaign(tmp_path, "small-walk", 80, "walk")
-    assert small.spreads() and spread_parents >= 2 * walk_parents
+    assert spread_parents >= 2 * walk_parents
     # the random baseline draws no phase 1: --search changes nothing in it
     _, r1, _ = _campaign(tmp_path, "r1", 80, "spread", "random")
     _, r2, _ = _campaign(tmp_path, "r2", 80, "walk", "random")

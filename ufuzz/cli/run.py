@@ -80,7 +80,7 @@ from ufuzz.engine.ending import EXIT_CODES
 @click.option("--search", type=click.Choice(["auto", "walk", "spread"]), default="auto", show_default=True,
               help="Phase 1: walk the seeds one by one, or spread over them (greedy cover of the memories their "
                    "evidence names, operators by what their mutants change in retrieval); auto: spread when the "
-                   "suite has more seeds than the budget.")
+                   "seeds' obligations (seed x operator x target) are more than the budget.")
 @click.option("--isolation", type=click.Choice(["auto", "process", "none"]), default="auto", show_default=True,
               help="Run the backend in a recyclable worker process: auto = for native libraries "
                    "(mem0, graphiti, a-mem), process = always, none = in the fuzzer's process.")

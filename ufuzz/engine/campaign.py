@@ -115,10 +115,10 @@ class Campaign:
     def on_setup(self, tell: Callable[[str], None] | None) -> None:
         self.monitor.on_setup = tell
 
-    def spreads(self) -> bool:
-        """Whether phase 1 spreads over the seeds (``--search``; auto: more seeds than budget)."""
-        cfg = self.config
-        return cfg.search == "spread" or (cfg.search == "auto" and len(self.suite.seeds) > cfg.budget)
+    def spreads(self) -> bool | None:
+        """Whether phase 1 spreads over the seeds (``--search``); None for auto: the scheduler spreads when the
+        seeds' obligations are more than the budget (:meth:`ufuzz.engine.scheduler.Scheduler.seal`)."""
+        return {"spread": True, "walk": False}.get(self.config.search)
 
     # -- resume --------------------------------------------------------------------------------------------
     @classmethod

@@ -44,8 +44,8 @@ class CampaignConfig:
     obligation_first: bool = True
     explore_share: float = 0.0  # chance of a retained-mutant pick while obligations remain (see scheduler)
     # phase 1: "walk" the seeds one by one, "spread" over them by greedy cover and operator yield (the search for
-    # suites larger than the budget: ufuzz.engine.scheduler), "auto": spread when the suite has more seeds than
-    # the budget has executions
+    # suites larger than the budget: ufuzz.engine.scheduler), "auto": spread when the seeds' obligations are more
+    # than the budget has executions
     search: str = "auto"
     # Query mutants write nothing. None (auto): they get their own fork where forking is cheap (copy-on-write,
     # the embedded backend) and run on the parent's state otherwise (mem0, Graphiti: a fork is a file copy,

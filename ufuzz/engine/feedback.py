@@ -11,7 +11,10 @@ Per campaign, a :class:`FeedbackState` tracks:
 
 A mutant is *retained* when it gained coverage or showed a new signature (for hidden retrieval: a new
 response). Rank-biased-overlap divergence from the parent's top-k is reported to prioritise retained
-mutants; it never retains by itself.
+mutants; it never retains by itself. For a mutant that changed the memory state, the divergence is from the
+parent's top-k *as its own operation predicts it* (:func:`expected_top`: what it deleted gone, what it updated in
+its old place): a delete that removes what it removed changes nothing unexpected, an update whose old version
+stays where its new one should be does.
 
 Coverage is also kept as a running count of checkpoint memories reached (:meth:`FeedbackState.reached`, once
 :meth:`FeedbackState.track` named the checkpoints), so a campaign reads it per step without rescanning.
@@ -28,13 +31,40 @@ import re
 import threading
 import unicodedata
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ufuzz.engine.rbo import rbo_divergence
 from ufuzz.model import Checkpoint, Execution
 
-__all__ = ["Ablation", "Coverage", "Feedback", "FeedbackState", "normalize_response", "response_hash"]
+__all__ = ["Ablation", "Coverage", "Feedback", "FeedbackState", "expected_top", "normalize_response",
+           "response_hash"]
+
+
+def expected_top(parent_top: Sequence[str], ops: Sequence[Any], results: Sequence[Any]) -> list[str]:
+    """The parent's top-k as a mutant's own state operations predict it, from what the backend reported of them
+    (``results``: :class:`~ufuzz.backends.protocol.OpResult`): a memory deleted, removed or marked superseded is
+    gone, and the memory an update wrote takes its old version's place; anything else keeps its rank. Nothing
+    here looks at a reference: it is the operation's own claim about the state."""
+    moved: dict[str, str] = {}
+    gone: set[str] = set()
+    for op, res in zip(ops, results, strict=False):
+        target = getattr(op, "target", None)
+        written = tuple(getattr(res, "written", ()) or ())
+        gone |= set(getattr(res, "removed", ()) or ()) | set(getattr(res, "superseded", ()) or ())
+        if op.op == "delete" and target:
+            gone.add(target)
+        elif op.op == "update" and target and written and target not in written:
+            moved[target] = written[0]
+    out: list[str] = []
+    for i in parent_top:
+        new = moved.get(i)
+        if new is not None and new not in out:
+            out.append(new)
+        elif i not in gone and i not in out:
+            out.append(i)
+    return out
 
 
 @dataclass(frozen=True)
@@ -152,12 +182,13 @@ class FeedbackState:
 
     def observe(self, seed_id: str, checkpoint_id: str, execution: Execution,
                 parent_execution: Execution | None = None, hidden: bool = False,
-                p: float | None = None) -> Feedback:
+                p: float | None = None, expected: Sequence[str] | None = None) -> Feedback:
         """Fold one execution into the state and say what it contributed.
 
         ``hidden`` means the backend does not expose its top-k: only response novelty applies, and
         coverage, signatures and divergence are not computed. ``p`` is the RBO persistence for the
-        divergence (default: the state's ``p``). An execution with ``error`` set gives no feedback and
+        divergence (default: the state's ``p``); ``expected``: the parent's top-k as the mutant's own state
+        operations predict it (:func:`expected_top`), the ranking the divergence is measured from. An execution with ``error`` set gives no feedback and
         leaves the state unchanged.
         """
         p = self.p if p is None else p
@@ -171,7 +202,7 @@ class FeedbackState:
             if hidden:
                 fb = self._observe_hidden(seed_id, execution)
             else:
-                fb = self._observe_visible(seed_id, checkpoint_id, execution, parent_execution, p)
+                fb = self._observe_visible(seed_id, checkpoint_id, execution, parent_execution, p, expected)
             self._retained += fb.retained
             return fb
 
@@ -184,7 +215,7 @@ class FeedbackState:
         return Feedback(new_response=new_response, retained=new_response)
 
     def _observe_visible(self, seed_id: str, checkpoint_id: str, execution: Execution,
-                         parent: Execution | None, p: float) -> Feedback:
+                         parent: Execution | None, p: float, expected: Sequence[str] | None = None) -> Feedback:
         covered = self._covered[checkpoint_id]
         before = len(covered)
         own = self._members.get(checkpoint_id)
@@ -203,7 +234,7 @@ class FeedbackState:
 
         divergence = None
         if self.ablate.use_divergence and parent is not None and parent.error is None:
-            divergence = rbo_divergence(parent.top_ids, execution.top_ids, p)
+            divergence = rbo_divergence(parent.top_ids if expected is None else expected, execution.top_ids, p)
         return Feedback(coverage_gain=gain, new_signature=new_sig, divergence=divergence,
                         retained=gain > 0 or new_sig)
 

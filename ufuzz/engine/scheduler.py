@@ -19,16 +19,17 @@ mutants could be judged); the scheduler is told only the id, never why.
 Phase 2 picks a pool entry (retained mutants, and the seeds themselves) with probability proportional to
 its energy — 1 + coverage gain + (for meaning-preserving mutants) ``divergence_weight`` × RBO divergence —
 divided by (1 + times picked), then an (operator, target) available on it, drawn in proportion to the
-operator's effect rate (how often its mutants changed the ranking or reached new memories; see
-:meth:`Scheduler.effect_rate`) — an edit that never changes what the system does is drawn less.
+operator's effect rate (how often its mutants reached new memories or ranked them otherwise than the mutation
+predicts; see :meth:`Scheduler.effect_rate`) — an edit that never changes what the system does is drawn less.
 
 **Spread** (``SchedulerConfig.spread``, for suites larger than the budget can walk): phase 1 visits the seeds
 in a greedy cover order of the checkpoint memories they are expected to reach (:mod:`ufuzz.engine.cover`; the
 expected reach is a set of memory ids from the checkpoint's provenance, given with :meth:`Scheduler.add_seed`),
 round after round, giving each visit up to ``visit`` tasks. A visit's operator is drawn in proportion to the
-square of the operator's *yield* (:meth:`Scheduler.yield_rate`: how often its tasks changed what the system retrieved — new
-memories reached, a new ranking, a retained novelty — counting tries whose mutant could not be made or judged
-here as tries without effect), and a seed whose best remaining operator yields less than the best operator
+square of the operator's *yield* (:meth:`Scheduler.yield_rate`: how often its tasks changed what the system retrieved
+beyond what the mutation itself changes — new memories reached, a ranking other than the mutation predicts
+(:attr:`StepOutcome.effect`) — counting tries whose mutant could not be made or judged here as tries without
+effect), and a seed whose best remaining operator yields less than the best operator
 still open elsewhere is visited only with the ratio of the two as probability: an operator whose mutants never
 change anything, or can never be judged, stops eating the budget. Failures play no part: the scheduler never
 sees one.
@@ -81,6 +82,17 @@ class StepOutcome:
     coverage_gain: int = 0
     divergence: float | None = None
     meaning_preserving: bool = False
+    #: the mutant asks another question than its parent (a target change): a changed ranking is its design, not
+    #: an effect; only memories reached for the first time are
+    asks_anew: bool = False
+
+    @property
+    def effect(self) -> bool:
+        """Whether the mutant changed what the system retrieved beyond what the mutation itself says it changes:
+        memories reached for the first time, or a ranking other than its parent's as the mutation predicts it
+        (the divergence; for a state mutant from the parent's top-k with what it deleted gone and what it
+        updated in its old place — a delete that removes just what it removed does nothing unexpected)."""
+        return self.coverage_gain > 0 or (not self.asks_anew and (self.divergence or 0.0) > 0.0)
 
 
 #: A task that produced no valid, executed mutant (rejected, not produced, or a backend error).
@@ -115,8 +127,9 @@ class SchedulerConfig:
     #: seeds started plus the mutants executed, so follow-ups replace new seeds only where parents would cost
     #: more than this share of the executions
     parent_share: float = 0.2
-    #: phase 1 by greedy cover and operator yield (see the module docstring) instead of seed by seed
-    spread: bool = False
+    #: phase 1 by greedy cover and operator yield (see the module docstring) instead of seed by seed; None (auto):
+    #: decided by :meth:`Scheduler.seal` — spread when the seeds' obligations are more than the budget's executions
+    spread: bool | None = False
     visit: int = 2  # spread: phase-1 tasks per visit of a seed
 
     def __post_init__(self) -> None:
@@ -164,7 +177,7 @@ class Scheduler:
         self._uncovered = 0  # len(self._known - self._covered), kept as a count
         self.phase2_picks = 0
         self._retained = 0
-        self._pending_by_seed: list[dict[str, list[_Pending]]] = []
+        self._pending_by_seed: list[tuple[str, str, dict[str, list[_Pending]]]] = []
         self._retired: set[str] = set()
         self._entries: dict[str, PoolEntry] = {}  # pool entries by case id
         self._tries: Counter[str] = Counter()  # executed mutants per operator
@@ -212,7 +225,7 @@ class Scheduler:
             self._uncovered += ob.key not in self._covered
             by_op.setdefault(op, []).append(_Pending(case_id, ob))
         self._add_entry(PoolEntry(case_id, seed_id, moves, energy=1.0))
-        self._pending_by_seed.append((seed_id, case_id, by_op) if self.config.spread else by_op)
+        self._pending_by_seed.append((seed_id, case_id, by_op))
         self._burst_left[seed_id] = int(self.config.burst * sum(len(v) for v in by_op.values()))
 
     def _add_entry(self, entry: PoolEntry) -> None:
@@ -229,13 +242,18 @@ class Scheduler:
         pickable = entry.moves and entry.case_id not in self._retired
         self._weights[entry.slot] = entry.energy / (1.0 + entry.picks) if pickable else 0.0
 
-    def seal(self) -> None:
+    def seal(self, budget: int | None = None) -> None:
         """Fix the phase-1 order once all seeds are added: the seeds in shuffled order, each seed's obligations
-        together as a shuffled round-robin over its operators (spread: the seeds in greedy cover order)."""
+        together as a shuffled round-robin over its operators (spread: the seeds in greedy cover order). An auto
+        search (``spread`` None) spreads when the obligations are more than ``budget`` executions: walking the
+        seeds one by one would spend the budget on the first seeds' every obligation — an edit that changes
+        nothing included — before the feedback could say which operators change anything."""
+        if self.config.spread is None:
+            self.config.spread = budget is not None and len(self._known) > budget
         if self.config.spread:
             self._seal_spread()
             return
-        groups = list(self._pending_by_seed)
+        groups = [by_op for _, _, by_op in self._pending_by_seed]
         self.rng.shuffle(groups)
         order: list[_Pending] = []
         for by_op in groups:
@@ -497,7 +515,7 @@ class Scheduler:
             self._covered.add(key)
             self._executed += 1
             self._tries[task.operator] += 1
-            if outcome.retained or outcome.coverage_gain > 0 or (outcome.divergence or 0.0) > 0.0:
+            if outcome.effect:
                 self._effects[task.operator] += 1
         elif outcome.final:
             self._finals[task.operator] += 1
@@ -525,9 +543,9 @@ class Scheduler:
         self._retained += 1
 
     def effect_rate(self, operator: str) -> float:
-        """How often ``operator``'s executed mutants changed what the system did — a new ranking (divergence),
-        memories reached for the first time, or a retained novelty — smoothed so that an untried operator
-        starts at 1/2 and no operator ever drops to zero. A mutant that changes nothing cannot fail, so phase 2
+        """How often ``operator``'s executed mutants changed what the system did (:attr:`StepOutcome.effect`:
+        memories reached for the first time, or a ranking other than the mutation predicts) — smoothed so that
+        an untried operator starts at 1/2 and no operator ever drops to zero. A mutant that changes nothing cannot fail, so phase 2
         draws a pool entry's moves in proportion to it."""
         return (self._effects[operator] + 1.0) / (self._tries[operator] + 2.0)
 

@@ -22,11 +22,12 @@ from ufuzz.model import FuzzCase, SeedSuite
 __all__ = ["sow"]
 
 
-def sow(search: SearchState, suite: SeedSuite, config: Any, *, operators: dict[str, Any], spread: bool,
+def sow(search: SearchState, suite: SeedSuite, config: Any, *, operators: dict[str, Any], spread: bool | None,
         moves: Callable[[FuzzCase], list[tuple[str, str]]], oracle: Any, store: Any, campaign_id: str,
         setup: Callable[[str], None]) -> int:
     """Make ``search``'s feedback and scheduler and give them ``suite``'s seeds (recorded in ``store``, their
-    references given to ``oracle``); ``spread``: phase 1 spreads over the seeds. Returns how many seeds."""
+    references given to ``oracle``); ``spread``: phase 1 spreads over the seeds (None: when the obligations are more
+    than the budget). Returns how many seeds."""
     cfg = config
     ab = Ablation(**{k: bool(v) for k, v in cfg.ablation.items()})
     search.feedback = FeedbackState(ab, p=cfg.p)
@@ -34,7 +35,7 @@ def sow(search: SearchState, suite: SeedSuite, config: Any, *, operators: dict[s
     search.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
         attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
         use_divergence=ab.use_divergence, operators=tuple(operators), explore_share=cfg.explore_share,
-        use_effect=cfg.retain, spread=spread and cfg.obligation_first))
+        use_effect=cfg.retain, spread=spread if cfg.obligation_first else False))
     memories = sum(len(cp.memories) for cp in suite.checkpoints.values())
     setup(f"recording {len(suite.checkpoints)} checkpoints ({memories:,} memories) and {len(suite.seeds)} seeds")
     for cp in suite.checkpoints.values():
@@ -47,5 +48,5 @@ def sow(search: SearchState, suite: SeedSuite, config: Any, *, operators: dict[s
         oracle.add_seed(case, suite.reference_of(seed))
         store.record_seed(campaign_id, seed)
         search.scheduler.add_seed(case.id, seed.id, moves(case), reach=expected_reach(seed, cp), group=cp.id)
-    search.scheduler.seal()
+    search.scheduler.seal(budget=cfg.budget)
     return len(seeds)

@@ -19,6 +19,7 @@ from typing import Any
 
 from ufuzz.engine.budget import Budget
 from ufuzz.engine.executor import Executor
+from ufuzz.engine.feedback import expected_top
 from ufuzz.engine.proposal import Proposal, propose
 from ufuzz.engine.scheduler import NO_MUTANT, StepOutcome, Task
 from ufuzz.engine.state import Batch, CampaignState, FindingsState, Progress, SearchState
@@ -149,13 +150,10 @@ class Steps:
                 s.scheduler.report(task, NO_MUTANT)
             else:
                 s.step = counter
-                errors_before = s.progress.errors
-                faults, tried = self._apply_job(job, lane, res, parents)
-                for operation, message in faults:  # e.g. a failed release
+                # a run of backend errors is broken by a successful execution only (record_execution): a step that
+                # executed nothing — a rejected or unjudged mutant, a task whose parent's run failed — breaks none
+                for operation, message in self._apply_job(job, lane, res, parents):  # e.g. a failed release
                     self.error(task.case_id, operation, message)
-                if tried and s.progress.errors == errors_before:  # a step that made its mutant without a fault
-                    s.errors.count = 0  # (e.g. one rejected after a fork that worked) breaks a run of errors;
-                    # a task with no parent to work on (its parent's run failed) did nothing, and breaks nothing
                 s.progress.phase = task.phase
                 count()
             if res.holds and not res.proposal.adopted:
@@ -165,11 +163,10 @@ class Steps:
         for k, v in (delta or {}).items():
             self.lane_llm[k] = self.lane_llm.get(k, 0) + v
 
-    def _apply_job(self, job: Any, lane: int, res: Any,
-                   parents: dict[tuple[str, str], Any]) -> tuple[list[tuple[str, str]], bool]:
+    def _apply_job(self, job: Any, lane: int, res: Any, parents: dict[tuple[str, str], Any]) -> list[tuple[str, str]]:
         """One task's job (and its parent's job, when that ran in this batch) applied: every path reports to the
         scheduler exactly once. Returns the backend faults nothing waited for (the parent's job's first), for the
-        step's error records, and whether the task came to its mutant (a parent was there to work on)."""
+        step's error records."""
         task, parent = job.task, job.parent
         faults: list[tuple[str, str]] = []
         parent_ex = self.executor.cached(parent)
@@ -181,7 +178,7 @@ class Steps:
                 if ran is not None:
                     self.error(parent.id, "lane", ran.lost)
                 self.search.scheduler.report(task, NO_MUTANT)
-                return faults + res.faults, False
+                return faults + res.faults
             faults = list(ran.faults)
             parent_ex = ran.parent_ex
             self._parent_ran(parent, parent_ex)
@@ -189,13 +186,13 @@ class Steps:
             self.error(parent.id, "lane", res.lost)
             outcome = NO_MUTANT
         elif not self._parent_ready(task, parent, parent_ex):
-            return faults + res.faults, parent_ex.error is None
+            return faults + res.faults
         elif res.skipped:  # the lane judged the parent untestable and this process did not: no mutant this time
             outcome = NO_MUTANT
         else:
             outcome = self._apply(task, res.proposal, parent, parent_ex, res.ex, lane)
         self.search.scheduler.report(task, outcome)
-        return faults + res.faults, True
+        return faults + res.faults
 
     def _parent_ran(self, parent: FuzzCase, ex: Execution) -> None:
         """A parent's execution, recorded; a successful one is fed back and cached (it is not run again)."""
@@ -252,7 +249,10 @@ class Steps:
         if ex.error is not None:
             return NO_MUTANT
         self.oracle.register(mutant.id, mutation.reference)
-        fb = s.feedback.observe(mutant.seed_id, mutant.checkpoint_id, ex, parent_ex, hidden=self.hidden, p=cfg.p)
+        own = mutant.ops[len(parent.ops):]  # this mutation's own state operations: the divergence is from what
+        expected = expected_top(parent_ex.top_ids, own, mutation.results) if own else None  # they predict
+        fb = s.feedback.observe(mutant.seed_id, mutant.checkpoint_id, ex, parent_ex, hidden=self.hidden, p=cfg.p,
+                                expected=expected)
         # the record says whether the mutant was kept (feedback may ask for it past --max-depth or with retention
         # off): status and the summary count the same retained mutants
         kept = fb.retained and cfg.retain and mutant.depth < cfg.max_depth
@@ -266,7 +266,7 @@ class Steps:
         if not kept:
             self.oracle.forget(mutant.id)
             return StepOutcome(valid=True, coverage_gain=fb.coverage_gain, divergence=fb.divergence,
-                               meaning_preserving=op.meaning_preserving)
+                               meaning_preserving=op.meaning_preserving, asks_anew=_asks_anew(op))
         p.retained += 1
         s.cases.retain(mutant, parent)
         self.executor.remember(mutant, ex)
@@ -275,7 +275,7 @@ class Steps:
             proposal.adopted = True
         return StepOutcome(valid=True, retained=True, new_case_id=mutant.id, moves=tuple(self.moves(mutant)),
                            coverage_gain=fb.coverage_gain, divergence=fb.divergence,
-                           meaning_preserving=op.meaning_preserving)
+                           meaning_preserving=op.meaning_preserving, asks_anew=_asks_anew(op))
 
     def _seed_execution(self, seed_id: str) -> Execution | None:
         """A seed's execution for the oracle's baseline attribution (the cached one, else run now in a lane,
@@ -329,3 +329,10 @@ class Steps:
         elif failure.origin == "baseline":
             self.log.info("baseline_failure", seed=failure.seed_id, kind=failure.kind, level=failure.level,
                              responder=failure.responder)
+
+
+def _asks_anew(op: Any) -> bool:
+    """Whether the operator asks another question (a target change, an unsupported target, a swapped speaker):
+    its mutant's ranking differs from its parent's by design, so only memories reached for the first time say
+    it did something (see :meth:`ufuzz.engine.scheduler.Scheduler.report`)."""
+    return op.kind != "state" and not op.meaning_preserving
