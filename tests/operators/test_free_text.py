@@ -251,6 +251,31 @@ def test_a_class_word_is_updated_to_one_of_its_class_and_never_garbled():
     assert rewrite_value("Ana: These are for running.", fact, "Swimming") == "Ana: These are for swimming."
 
 
+def test_no_update_of_what_a_person_gathers_rather_than_swaps(tmp_path):
+    """A new pet is one more pet: "What pet does Caroline have?" gets no update (the guinea pig she told of stays
+    true, so its turn is no stale evidence), while a question for the one — favourite, current — still does."""
+    from ufuzz.seeds.importers.fields import accumulates
+
+    assert accumulates("guinea pig", "What pet does Caroline have?")
+    assert accumulates("a necklace", "What was grandma's gift to Caroline?")
+    assert not accumulates("guinea pig", "Which pet does Eamon keep currently?")
+    assert not accumulates("violin", "What is Jon's favourite instrument?")
+    assert not accumulates("Sweden", "Where did Caroline move from?")  # a country is no possession
+    data = {"sample_id": "s", "conversation": {
+        "speaker_a": "Ana", "speaker_b": "Ben", "session_1_date_time": "1:00 pm on 1 May, 2023",
+        "session_1": [{"speaker": "Ana", "dia_id": "D1:1", "text": "My pet is a hamster called Bo."},
+                      {"speaker": "Ben", "dia_id": "D1:2", "text": "My favourite pet is a rabbit, I have one."}]},
+        "qa": [{"question": "What pet does Ana have?", "answer": "hamster", "evidence": ["D1:1"], "category": 4},
+               {"question": "What is Ben's favourite pet?", "answer": "rabbit", "evidence": ["D1:2"],
+                "category": 4}]}
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([data]))
+    suite = import_file("locomo", path).suite
+    pools = {s.query.text: s.descriptor.value_pool for s in suite.seeds}
+    assert pools["What pet does Ana have?"] == ()
+    assert pools["What is Ben's favourite pet?"]
+
+
 def test_unrelated_edit_restates_a_near_miss_turn_of_the_other_speaker(tmp_path):
     """A near-miss addition: another speaker's turn on the question's topic, said again later, verbatim — not
     invented text; never a turn naming the queried speaker, addressing anyone, or carrying a word of the answer."""

@@ -38,6 +38,7 @@ from ufuzz.seeds import siblings as siblings_mod
 from ufuzz.seeds.importers.fields import (
     DATED,
     PERSON_NAMES,
+    accumulates,
     date_of,
     mentions_word,
     rewrite_time,
@@ -376,6 +377,8 @@ class Builder:
                 # date after that
                 end = max(datetime.fromisoformat(m.timestamp) for m in cp.memories).date()
                 pool = tuple(v for v in pool if (date_of(v) or end) <= end)[:3]
+            if active.value_type == "text" and pool and accumulates(active.value, p.text):
+                pool = ()  # another pet is one more pet, not a new value of "what pet does she have"
             if active.value_type == "text" and pool:
                 # a word of a class (a country, a pet): only one the conversation never mentions, so that a memory
                 # holding it is the update's and nothing else's; three of them, the choice spread by question

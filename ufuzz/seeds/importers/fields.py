@@ -480,6 +480,20 @@ def same_or_overlapping_rate(old: str, new: str) -> bool:
     return a[1] is b[1] or frozenset({a[1][0], b[1][0]}) in FREQUENCY_OVERLAPS
 
 
+#: classes of things a person gathers rather than swaps: a new pet, instrument, vehicle, piece of jewellery or
+#: language is one more, and the one stated before stays true ("What pet does Caroline have?" — getting a snake
+#: does not make her guinea pig stale), unless the question asks for the one (favourite, current, main ...)
+ACCUMULATING = frozenset({"pet", "instrument", "vehicle", "jewellery", "language"})
+_ONE_OF_THEM = re.compile(r"(?i)\b(?:favou?rites?|current(?:ly)?|now|main|primary|only|newest|latest|these days|"
+                          r"at the moment|most)\b")
+
+
+def accumulates(value: str, question: str) -> bool:
+    """Whether a new value of ``value``'s kind would add to it rather than replace it, as ``question`` asks: an
+    update then records no new value of the fact (the old one's memory is no stale evidence), so none is made."""
+    return text_class(value) in ACCUMULATING and _ONE_OF_THEM.search(question) is None
+
+
 def text_class(value: str) -> str | None:
     """The class of :data:`TEXT_CLASSES` a free-text value belongs to (an article aside, any case); None when
     it is in none, or in two (hip-hop is a dance and a genre: which kind of thing is meant cannot be told)."""
