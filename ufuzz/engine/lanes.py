@@ -261,7 +261,8 @@ class LaneCore:
                     proposal.error = (f"{op.name}:{task.target}", f"{type(exc).__name__}: {exc}")
         res.proposal = proposal
         if proposal.error is None and proposal.valid:
-            if not could_fail(proposal.mutant, proposal.mutation.reference, self.responds, self.context):
+            if not could_fail(proposal.mutant, proposal.mutation.reference, self.responds, self.context,
+                              ops=proposal.mutation.ops):
                 proposal.unjudged = True
             else:
                 res.ex = self._run_mutant(proposal, parent)

@@ -39,15 +39,21 @@ SeedRunner = Callable[[str], Execution | None]
 MAX_PARENT_VERDICTS = 16384
 
 
-def could_fail(mutant: FuzzCase, reference: Reference, responds: bool, context: Any) -> bool:
+def could_fail(mutant: FuzzCase, reference: Reference, responds: bool, context: Any,
+               ops: tuple[Any, ...] | None = None) -> bool:
     """Whether some check of ``mutant`` with ``reference`` can fail under ``context`` (a verdict context: is
     retrieval visible, the backend's relevance threshold). A pure function, so that a lane that made a state
-    mutant (:mod:`ufuzz.engine.lanes`) decides as the campaign would whether executing it is worth the call."""
+    mutant (:mod:`ufuzz.engine.lanes`) decides as the campaign would whether executing it is worth the call.
+    ``ops``: the mutation's own state operations (None: every operation of the mutant's recipe). An abstaining
+    reference without a threshold or a responder is judged only on whether a deleted memory is retrieved: a new
+    question on a state whose deletion was checked already, with its parent's question, tests little — a mutant
+    is executed for it only when its own operations deleted something."""
     if responds:
         return True
     if not context.visible:
         return False
-    return not reference.abstain or context.threshold is not None or bool(deleted_by(mutant))
+    deleted = deleted_by(mutant) if ops is None else tuple(o.target for o in ops if o.op == "delete" and o.target)
+    return not reference.abstain or context.threshold is not None or bool(deleted)
 
 
 class Oracle:
