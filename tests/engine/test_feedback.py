@@ -101,6 +101,9 @@ def test_an_effect_is_what_the_mutation_did_not_say_it_would_do() -> None:
     assert not StepOutcome(valid=True, divergence=0.0, retained=True).effect
     assert not StepOutcome(valid=True, divergence=0.9, asks_anew=True).effect
     assert StepOutcome(valid=True, divergence=0.9, coverage_gain=2, asks_anew=True).effect
+    assert not StepOutcome(valid=True, divergence=1.1e-16).effect  # equal rankings within a rounding error
+    assert StepOutcome(valid=True, divergence=None, retained=True).effect  # hidden retrieval: a new response
+    assert not StepOutcome(valid=True, divergence=None, retained=False).effect
 
 
 def test_divergence_none_without_parent_errored_parent_or_hidden() -> None:

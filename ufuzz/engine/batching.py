@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DEFAULT_BATCH", "batch_size", "legacy_batch"]
+__all__ = ["DEFAULT_BATCH", "MAX_BATCH", "batch_size", "legacy_batch"]
 
 #: 64 keeps the feedback near enough (a 2,000-execution campaign is some 30 batches; on the shipped suite batches
 #: of 1 to 128 find as many failures) and fills 128 calls in flight: an HTTP product at 20 ms a call runs 7.8x
@@ -28,8 +28,12 @@ def batch_size(config: Any) -> int:
     return max(1, int(getattr(config, "batch", 1) or 1))
 
 
+#: the largest ``--batch``
+MAX_BATCH = 4096
+
+
 def legacy_batch(config: dict[str, Any]) -> int:
     """The batch of a campaign recorded (``config``: its stored settings) before ``--batch`` existed: one task with
-    one lane, else four per lane — so that resuming it continues its own schedule."""
+    one lane, else four per lane — so that resuming it keeps its batches (this version's other rules apply)."""
     lanes = int(config.get("workers", 1) or 1) * int(config.get("max_concurrency", 1) or 1)
-    return 1 if lanes <= 1 else lanes * LEGACY_TASKS_PER_LANE
+    return 1 if lanes <= 1 else min(MAX_BATCH, lanes * LEGACY_TASKS_PER_LANE)

@@ -59,8 +59,8 @@ class Budget:
         return progress.executions >= self.executions
 
     def left(self, progress: Progress, ahead: int = 0) -> int:
-        """Executions left beyond ``ahead`` ones already promised (tasks in flight), at least one."""
-        return max(1, self.executions - progress.executions - ahead)
+        """Executions left beyond ``ahead`` ones already promised (tasks in flight); none when those cover it."""
+        return max(0, self.executions - progress.executions - ahead)
 
     def check(self, progress: Progress, llm_tokens: int | None, stop: bool) -> End | None:
         """Why the campaign must end before its next batch (budget, LLM tokens, Ctrl-C, time limit), or None.

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.backends import registry
-from ufuzz.engine.batching import DEFAULT_BATCH, legacy_batch
+from ufuzz.engine.batching import DEFAULT_BATCH, MAX_BATCH, legacy_batch
 from ufuzz.oracles.judging import READERS, Judging
 
 __all__ = ["DEFAULT_SEEDS", "LLM_USES", "SEARCHES", "CampaignConfig", "resolve_seeds"]
@@ -165,8 +165,8 @@ class CampaignConfig:
                                  f"and completion tokens), not {self.llm_price!r}")
             self.llm_price = (float(price[0]), float(price[1]))
         b = self.batch
-        if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= 4096:
-            raise ValueError(f"--batch must be a whole number in [1, 4096], not {b!r}")
+        if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_BATCH:
+            raise ValueError(f"--batch must be a whole number in [1, {MAX_BATCH}], not {b!r}")
         t = self.max_llm_tokens
         if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
             raise ValueError(f"--max-llm-tokens must be a whole number of at least 1, not {t!r}")

@@ -262,7 +262,7 @@ class LaneCore:
         res.proposal = proposal
         if proposal.error is None and proposal.valid:
             if not could_fail(proposal.mutant, proposal.mutation.reference, self.responds, self.context,
-                              ops=proposal.mutation.ops):
+                              on_parent_state=not proposal.mutation.ops):
                 proposal.unjudged = True
             else:
                 res.ex = self._run_mutant(proposal, parent)

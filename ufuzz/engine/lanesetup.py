@@ -31,7 +31,7 @@ __all__ = ["lane_count", "start_lanes"]
 
 
 def lane_count(config: Any) -> int:
-    """Lanes of a campaign (``--workers`` × ``--max-concurrency``): what its batches are made of."""
+    """Lanes of a campaign (``--workers`` × ``--max-concurrency``): how many tasks of a batch run at once."""
     return config.workers * config.max_concurrency
 
 

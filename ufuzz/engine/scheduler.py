@@ -50,6 +50,10 @@ import numpy as np
 from ufuzz.engine.cover import cover_order
 from ufuzz.model import Obligation
 
+#: RBO divergences at or below this are equal rankings (rbo_ext of two equal lists is 1 within a rounding error
+#: for some persistences and depths)
+DIVERGENCE_NOISE = 1e-9
+
 #: the instability a seed starts with, before any meaning-preserving mutant of it was measured (about the mean
 #: RBO divergence a rewording shows on a dense retriever)
 INSTABILITY_PRIOR = 0.1
@@ -92,7 +96,13 @@ class StepOutcome:
         memories reached for the first time, or a ranking other than its parent's as the mutation predicts it
         (the divergence; for a state mutant from the parent's top-k with what it deleted gone and what it
         updated in its old place — a delete that removes just what it removed does nothing unexpected)."""
-        return self.coverage_gain > 0 or (not self.asks_anew and (self.divergence or 0.0) > 0.0)
+        if self.coverage_gain > 0:
+            return True
+        if self.asks_anew:
+            return False
+        if self.divergence is None:  # hidden retrieval: no ranking to compare, a new response is what changed
+            return self.retained
+        return self.divergence > DIVERGENCE_NOISE
 
 
 #: A task that produced no valid, executed mutant (rejected, not produced, or a backend error).

@@ -44,7 +44,8 @@ class Progress:
 
 @dataclass
 class ErrorRun:
-    """Backend errors since the last step that had none: ``--max-consecutive-errors`` counts them, an outage is
+    """Backend errors since the last successful execution: ``--max-consecutive-errors`` counts them (checked
+    between batches), an outage is
     a long one, and no snapshot is taken inside one (a resume redoes it, see :mod:`ufuzz.engine.journal`)."""
 
     count: int = 0

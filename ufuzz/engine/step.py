@@ -7,7 +7,7 @@ executed yet gets a job of its own ahead of its tasks'. *Apply* — records, fee
 to the failure store only), retention, the scheduler's report — happens in this process, in task order, so
 that which lane ran a job, and when, changes nothing.
 
-Tasks are drawn in batches (:meth:`Steps.draw`; one task with one lane) and applied batch by batch
+Tasks are drawn in batches (:meth:`Steps.draw`; ``--batch`` tasks, whatever the lanes) and applied batch by batch
 (:meth:`Steps.apply`); the loop that drives them is :meth:`ufuzz.engine.campaign.Campaign._loop`.
 """
 

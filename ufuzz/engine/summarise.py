@@ -46,7 +46,7 @@ def summarise(campaign: Any, status: str, *, progress: Progress | None = None,
         llm=llm_summary(c.llm, c.steps.lane_llm if c.steps else {}, cfg.llm_price),
         worker=stats.to_dict() if stats is not None and hasattr(stats, "to_dict") else None,
         workers=cfg.workers, ray_address=cfg.ray_address,
-        search=("spread" if sched.config.spread else "walk") if sched is not None else None,
+        search=({True: "spread", False: "walk"}.get(sched.config.spread, "auto")) if sched is not None else None,
         lanes_lost_jobs=c.lanes.lost if c.lanes is not None else 0,
         failures=sorted(f.key for _, f in log),
         # the benchmark's own accuracy on the seeds (imported LongMemEval/LoCoMo), beside the findings

@@ -14,8 +14,8 @@ A backend that may be called from several threads at once and gains from it (its
 outside the backend — the LLM answerer's and judge's requests — still overlaps.
 
 With ``--workers N --max-concurrency M`` each of the N process lanes runs M such thread lanes over its own
-backend (:func:`serve_slots`, :class:`SlotProcess`): the pool drives N × M lanes, and the campaign is that of
-N × M lanes — the same as ``--max-concurrency N×M`` in one process, on a deterministic backend.
+backend (:func:`serve_slots`, :class:`SlotProcess`): the pool drives N × M lanes, and the campaign is the one
+any lanes give with the same seed and ``--batch``.
 """
 
 from __future__ import annotations

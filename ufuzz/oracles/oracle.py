@@ -40,19 +40,19 @@ MAX_PARENT_VERDICTS = 16384
 
 
 def could_fail(mutant: FuzzCase, reference: Reference, responds: bool, context: Any,
-               ops: tuple[Any, ...] | None = None) -> bool:
+               on_parent_state: bool = False) -> bool:
     """Whether some check of ``mutant`` with ``reference`` can fail under ``context`` (a verdict context: is
     retrieval visible, the backend's relevance threshold). A pure function, so that a lane that made a state
     mutant (:mod:`ufuzz.engine.lanes`) decides as the campaign would whether executing it is worth the call.
-    ``ops``: the mutation's own state operations (None: every operation of the mutant's recipe). An abstaining
-    reference without a threshold or a responder is judged only on whether a deleted memory is retrieved: a new
-    question on a state whose deletion was checked already, with its parent's question, tests little — a mutant
-    is executed for it only when its own operations deleted something."""
+    An abstaining reference without a threshold or a responder is judged only on whether a deleted memory is
+    retrieved. ``on_parent_state``: the mutation wrote nothing (a new question on its parent's state) — then the
+    parent's execution checked those deletions already on that very state, and a new question tests little; a
+    mutant whose own writes made a new state (which may bring a deleted memory back) is executed for them."""
     if responds:
         return True
     if not context.visible:
         return False
-    deleted = deleted_by(mutant) if ops is None else tuple(o.target for o in ops if o.op == "delete" and o.target)
+    deleted = () if on_parent_state else deleted_by(mutant)
     return not reference.abstain or context.threshold is not None or bool(deleted)
 
 
@@ -157,11 +157,12 @@ class Oracle:
             return False
         return any(o.passed for o in self.levels_of(parent, parent_ex).values())
 
-    def can_fail(self, mutant: FuzzCase, reference: Reference, responds: bool) -> bool:
+    def can_fail(self, mutant: FuzzCase, reference: Reference, responds: bool, on_parent_state: bool = False) -> bool:
         """Whether some check of ``mutant`` with ``reference`` can fail: a response is judged when the system
         responds (``responds``); at the selection level an answerable reference always can, an abstaining one
-        only against the backend's own relevance threshold or when the mutant deleted memories."""
-        return could_fail(mutant, reference, responds, self.context)
+        only against the backend's own relevance threshold or when the mutant's state deleted memories and is
+        its own (see :func:`could_fail`)."""
+        return could_fail(mutant, reference, responds, self.context, on_parent_state)
 
     def _twin(self, mutant: FuzzCase, parent: FuzzCase) -> FuzzCase | None:
         """The seed asking ``mutant``'s question on its checkpoint's unmutated state, if any (and not its parent),
