@@ -26,7 +26,7 @@ import click
 
 from ufuzz.cli.errors import BadInput, Unavailable
 from ufuzz.cli.options import BUDGET, COUNT, SEED, Finite, parse_opts
-from ufuzz.engine.batching import DEFAULT_BATCH
+from ufuzz.engine.batching import DEFAULT_BATCH, MAX_BATCH
 from ufuzz.engine.ending import EXIT_CODES
 
 
@@ -102,7 +102,7 @@ from ufuzz.engine.ending import EXIT_CODES
                    "call at a time while the LLM requests overlap. With --workers W: W processes of N. Results are "
                    "applied in task order: any N gives the campaign of N = 1, faster (up to 2 x --batch calls are "
                    "in flight).")
-@click.option("--batch", type=click.IntRange(min=1, max=4096), default=DEFAULT_BATCH, show_default=True,
+@click.option("--batch", type=click.IntRange(min=1, max=MAX_BATCH), default=DEFAULT_BATCH, show_default=True,
               help="Tasks the scheduler draws before it sees their results. Part of the campaign, like --seed: the "
                    "same --seed and --batch give the same campaign at any --workers/--max-concurrency; two batches "
                    "are in flight at most, so raise it with concurrency above 2 x batch (1: step by step).")
@@ -220,7 +220,8 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
                              explore_share=explore_share, search=search, isolation=isolation,
                              worker_max_rss_mb=worker_max_rss_mb, worker_recycle=worker_recycle,
                              worker_timeout=worker_timeout, workers=workers, ray_address=ray_address,
-                             max_time=seconds, max_concurrency=max_concurrency, batch=batch, llm_rpm=llm_rpm, llm_tpm=llm_tpm,
+                             max_time=seconds, max_concurrency=max_concurrency, batch=batch, llm_rpm=llm_rpm,
+                             llm_tpm=llm_tpm,
                              llm_rate_limit_wait=llm_rate_limit_wait, llm_price=price,
                              max_llm_tokens=max_llm_tokens,
                              max_consecutive_errors=max_consecutive_errors, preflight=preflight)
@@ -470,12 +471,11 @@ def _match_baseline(ctx: click.Context, corpus: Any, seed: int, budget: int, str
     if corpus is None:
         raise click.UsageError("--match-baseline needs --baseline CORPUS")
     src = baseline_source(corpus)
-    given = {n for n in ("rng_seed", "budget", "strategy", "k", "batch")
-             if ctx.get_parameter_source(n) is click.core.ParameterSource.COMMANDLINE}
     pick = {"rng_seed": seed, "budget": budget, "strategy": strategy, "k": k, "batch": batch}
     for name, field in (("rng_seed", "seed"), ("budget", "budget"), ("strategy", "strategy"), ("k", "k"),
                         ("batch", "batch")):
-        if name not in given and src[field] is not None:
+        given = ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+        if not given and src[field] is not None:
             pick[name] = src[field]
     return int(pick["rng_seed"]), int(pick["budget"]), str(pick["strategy"]), int(pick["k"]), int(pick["batch"])
 

@@ -15,9 +15,13 @@ from typing import Any
 __all__ = ["DEFAULT_BATCH", "MAX_BATCH", "batch_size", "legacy_batch"]
 
 #: 64 keeps the feedback near enough (a 2,000-execution campaign is some 30 batches; on the shipped suite batches
-#: of 1 to 128 find as many failures) and fills 128 calls in flight: an HTTP product at 20 ms a call runs 7.8x
-#: faster at --max-concurrency 16 than at 1 with it, 5.7x with batches of 32 (benchmarks/bench_latency.py)
+#: of 1 to 128 find as many failures) and fills 128 calls in flight; larger batches keep more lanes busy while one
+#: is applied (an HTTP product at 20 ms a call: 5.7x over one lane at 16 with 32, 7.8x with 64, 9.5x with 128 —
+#: benchmarks/bench_latency.py --batch, on the campaign of commit c33e6e7)
 DEFAULT_BATCH = 64
+
+#: the largest ``--batch``
+MAX_BATCH = 4096
 
 #: tasks per lane in a batch before ``--batch`` existed (one task with one lane)
 LEGACY_TASKS_PER_LANE = 4
@@ -26,10 +30,6 @@ LEGACY_TASKS_PER_LANE = 4
 def batch_size(config: Any) -> int:
     """Tasks per batch of a campaign: its ``--batch``, whatever its lanes."""
     return max(1, int(getattr(config, "batch", 1) or 1))
-
-
-#: the largest ``--batch``
-MAX_BATCH = 4096
 
 
 def legacy_batch(config: dict[str, Any]) -> int:

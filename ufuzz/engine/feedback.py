@@ -50,13 +50,11 @@ def expected_top(parent_top: Sequence[str], ops: Sequence[Any], results: Sequenc
     moved: dict[str, str] = {}
     gone: set[str] = set()
     for op, res in zip(ops, results, strict=False):
-        target = getattr(op, "target", None)
-        written = tuple(getattr(res, "written", ()) or ())
-        gone |= set(getattr(res, "removed", ()) or ()) | set(getattr(res, "superseded", ()) or ())
-        if op.op == "delete" and target:
-            gone.add(target)
-        elif op.op == "update" and target and written and target not in written:
-            moved[target] = written[0]
+        gone |= set(res.removed) | set(res.superseded)
+        if op.op == "delete" and op.target:
+            gone.add(op.target)
+        elif op.op == "update" and op.target and res.written and op.target not in res.written:
+            moved[op.target] = res.written[0]
     out: list[str] = []
     for i in parent_top:
         new = moved.get(i)
@@ -188,8 +186,8 @@ class FeedbackState:
         ``hidden`` means the backend does not expose its top-k: only response novelty applies, and
         coverage, signatures and divergence are not computed. ``p`` is the RBO persistence for the
         divergence (default: the state's ``p``); ``expected``: the parent's top-k as the mutant's own state
-        operations predict it (:func:`expected_top`), the ranking the divergence is measured from. An execution with ``error`` set gives no feedback and
-        leaves the state unchanged.
+        operations predict it (:func:`expected_top`), the ranking the divergence is measured from. An
+        execution with ``error`` set gives no feedback and leaves the state unchanged.
         """
         p = self.p if p is None else p
         if not 0.0 < p < 1.0:

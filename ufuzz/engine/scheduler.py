@@ -555,8 +555,8 @@ class Scheduler:
     def effect_rate(self, operator: str) -> float:
         """How often ``operator``'s executed mutants changed what the system did (:attr:`StepOutcome.effect`:
         memories reached for the first time, or a ranking other than the mutation predicts) — smoothed so that
-        an untried operator starts at 1/2 and no operator ever drops to zero. A mutant that changes nothing cannot fail, so phase 2
-        draws a pool entry's moves in proportion to it."""
+        an untried operator starts at 1/2 and no operator ever drops to zero. A mutant that changes nothing
+        cannot fail, so phase 2 draws a pool entry's moves in proportion to it."""
         return (self._effects[operator] + 1.0) / (self._tries[operator] + 2.0)
 
     def retire(self, case_id: str) -> None:

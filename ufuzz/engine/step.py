@@ -249,8 +249,8 @@ class Steps:
         if ex.error is not None:
             return NO_MUTANT
         self.oracle.register(mutant.id, mutation.reference)
-        own = mutant.ops[len(parent.ops):]  # this mutation's own state operations: the divergence is from what
-        expected = expected_top(parent_ex.top_ids, own, mutation.results) if own else None  # they predict
+        # a state mutation's own operations predict the parent's top-k it is compared with (expected_top)
+        expected = expected_top(parent_ex.top_ids, mutation.ops, mutation.results) if mutation.ops else None
         fb = s.feedback.observe(mutant.seed_id, mutant.checkpoint_id, ex, parent_ex, hidden=self.hidden, p=cfg.p,
                                 expected=expected)
         # the record says whether the mutant was kept (feedback may ask for it past --max-depth or with retention

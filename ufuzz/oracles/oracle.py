@@ -157,7 +157,8 @@ class Oracle:
             return False
         return any(o.passed for o in self.levels_of(parent, parent_ex).values())
 
-    def can_fail(self, mutant: FuzzCase, reference: Reference, responds: bool, on_parent_state: bool = False) -> bool:
+    def can_fail(self, mutant: FuzzCase, reference: Reference, responds: bool,
+                 on_parent_state: bool = False) -> bool:
         """Whether some check of ``mutant`` with ``reference`` can fail: a response is judged when the system
         responds (``responds``); at the selection level an answerable reference always can, an abstaining one
         only against the backend's own relevance threshold or when the mutant's state deleted memories and is

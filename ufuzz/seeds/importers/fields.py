@@ -484,8 +484,8 @@ def same_or_overlapping_rate(old: str, new: str) -> bool:
 #: language is one more, and the one stated before stays true ("What pet does Caroline have?" — getting a snake
 #: does not make her guinea pig stale), unless the question asks for the one (favourite, current, main ...)
 ACCUMULATING = frozenset({"pet", "instrument", "vehicle", "jewellery", "language"})
-_ONE_OF_THEM = re.compile(r"(?i)\b(?:favou?rites?|current(?:ly)?|now|main|primary|only|new|newest|latest|recent(?:ly)?|"
-                          r"these days|at the moment|most)\b")
+_ONE_OF_THEM = re.compile(r"(?i)\b(?:favou?rites?|current(?:ly)?|now|main|primary|only|new|newest|latest|"
+                          r"recent(?:ly)?|these days|at the moment|most)\b")
 
 
 def accumulates(value: str, question: str) -> bool:
