@@ -282,6 +282,23 @@ def test_update_that_is_not_the_latest_is_rejected(backend):
     rejected(UPD, c, m2, view2, match="not the latest")
 
 
+def test_update_that_keeps_the_weekday_asked_is_no_new_value(backend):
+    """Hand audit: "Friday mornings" updated to "Friday at dawn" left the stale memory answering the gym day
+    asked right, and its rank above the new one was reported as a failure."""
+    c = case("p4-s8")  # "… on what weekday Anselm trains currently": Friday mornings
+    assert c.provenance.active("Anselm", "gym_day").value == "Friday mornings"
+    same_day = replace(c, descriptor=replace(c.descriptor, value_pool=("Friday at dawn", "Tuesday nights")))
+    assert UPD.targets(same_day) == ["value=Tuesday nights"]
+    view = _fork(backend, c)
+    m = _update_mutation(c, view, "Friday at dawn", "Anselm goes to the gym on Friday at dawn.",
+                         "2030-01-01T00:00:00")
+    rejected(UPD, same_day, m, view, match="old one still answers")
+    view2 = _fork(backend, c)
+    m2 = _update_mutation(c, view2, "Tuesday nights", "Anselm goes to the gym on Tuesday nights.",
+                          "2030-01-01T00:00:00")
+    assert UPD.validate(same_day, m2, view2).ok
+
+
 def test_update_the_backend_refused_is_rejected(backend):
     c = case(UC)
     view = _fork(backend, c)

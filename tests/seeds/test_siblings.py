@@ -11,7 +11,9 @@ from ufuzz.seeds.importers.fields import (
     FREQUENCY_OVERLAPS,
     FREQUENCY_SCALES,
     RELATIVE_TIME,
+    no_new_answer,
     rewrite_time,
+    same_day_asked,
     same_or_overlapping_rate,
     value_pool,
     value_type_of,
@@ -74,6 +76,16 @@ def test_frequency_pool_stays_on_its_scale_and_is_never_a_synonym():
     assert not same_or_overlapping_rate("weekly", "every other week") and not same_or_overlapping_rate("pizza", "pizza")
     weekly = value_pool("Weekly", "text", set(), ())
     assert "Every week" not in weekly and "Once a week" not in weekly and "Every other week" in weekly
+
+
+def test_a_new_time_on_the_same_weekday_is_no_new_answer_to_a_question_of_the_day():
+    assert same_day_asked("Friday mornings", "Friday at dawn", "What is Anselm's gym day these days?")
+    assert same_day_asked("every Tuesday", "Tuesdays at noon", "On what weekday does Jo swim?")
+    assert not same_day_asked("Friday mornings", "Friday at dawn", "When does Anselm train?")  # the time is asked
+    assert not same_day_asked("Friday mornings", "Saturday mornings", "What is Anselm's gym day?")
+    assert not same_day_asked("Friday or Sunday", "Friday nights", "Which day does Bo run?")  # two days before
+    assert no_new_answer("weekly", "every week", "") and no_new_answer("Friday nights", "Friday nights", "")
+    assert not no_new_answer("Friday nights", "Monday nights", "gym day")
 
 
 @given(st.sampled_from([r for scale in FREQUENCY_SCALES for rates in scale for r in rates]))

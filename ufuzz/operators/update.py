@@ -25,7 +25,7 @@ from ufuzz.operators.statewrite import (
     uncarried_evidence,
     written_in_evidence,
 )
-from ufuzz.seeds.importers.fields import date_of, same_or_overlapping_rate
+from ufuzz.seeds.importers.fields import date_of, no_new_answer
 
 
 def _stated_before(case: FuzzCase, fact, values) -> set[str]:
@@ -61,7 +61,7 @@ class Update(Operator):
             return []
         pool = case.descriptor.value_pool
         had = _stated_before(case, fact, pool)
-        return [f"value={v}" for v in pool if v not in had][:3]
+        return [f"value={v}" for v in pool if v not in had and not no_new_answer(fact.value, v, _asked(case))][:3]
 
     def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
                view: StateView | None = None) -> Mutation:
@@ -116,8 +116,8 @@ class Update(Operator):
         value = new_fact.value if new_fact is not None else None
         if not res.ok or res.op != "update" or not res.written or value is None:
             return Verdict.reject("backend did not report a successful update")
-        if old_fact is not None and (value == old_fact.value or same_or_overlapping_rate(old_fact.value, value)):
-            return Verdict.reject("the update does not record a new value")
+        if old_fact is not None and no_new_answer(old_fact.value, value, _asked(case)):
+            return Verdict.reject("the update does not record a new value (the old one still answers)")
         if old_fact is not None and _stated_before(case, old_fact, (value,)):
             return Verdict.reject("the update writes back a value the fact had before")
         if old_fact is not None and f.scope != "any" and uncarried_evidence(case.provenance, old_fact):
@@ -161,6 +161,12 @@ class Update(Operator):
             return Verdict.reject("the new value is not among the accepted answers")
         return Verdict.accept("written memory active with new value", "latest timestamp", "old memory as reported")
 
+
+
+def _asked(case: FuzzCase) -> str:
+    """What the question asks, for :func:`no_new_answer`: its words and its attribute's ("gym_day" asks a day
+    however a paraphrase words it)."""
+    return f"{case.query.text} {case.query.fields.attribute.replace('_', ' ')}"
 
 
 def _not_after(value: str, timestamp: str) -> bool:

@@ -33,6 +33,7 @@ from ufuzz.model import (
     SeedSuite,
 )
 from ufuzz.seeds import pools
+from ufuzz.seeds.importers.fields import no_new_answer
 from ufuzz.seeds.io import write_suite
 from ufuzz.seeds.wording import ATTRIBUTES, CONTEXTS, FORMS, attributes_for, fields_of, realize, template_ids
 
@@ -221,7 +222,10 @@ def _build_persona(n: int, seed: int) -> _Persona:
     eligible = [k for k in plan if k[1] != "species" and k not in special]
     n_hist = min(len(eligible), round(HISTORY_FRACTION * len(plan)))
     for key in rng.sample(eligible, n_hist):
-        p.old_values[key] = p.fresh(ATTRIBUTES[key[1]].value_type)
+        old = p.fresh(ATTRIBUTES[key[1]].value_type)
+        while no_new_answer(old, p.values[key], key[1].replace("_", " ")):
+            old = p.fresh(ATTRIBUTES[key[1]].value_type)  # a history the current value only rewords is none
+        p.old_values[key] = old
     return p
 
 

@@ -480,6 +480,25 @@ def same_or_overlapping_rate(old: str, new: str) -> bool:
     return a[1] is b[1] or frozenset({a[1][0], b[1][0]}) in FREQUENCY_OVERLAPS
 
 
+_WEEKDAY = re.compile(r"(?i)\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b")
+_ASKS_DAY = re.compile(r"(?i)\b(?:week)?days?\b")
+
+
+def same_day_asked(old: str, new: str, question: str) -> bool:
+    """Whether ``new`` keeps the one weekday of ``old`` while ``question`` asks for the day: "Friday mornings" →
+    "Friday at dawn" is a new schedule, yet the memory saying "Friday mornings" still answers "What is Anselm's
+    gym day?" right, so no reader is misled by it and ranking it above its replacement is no failure."""
+    a, b = set(_WEEKDAY.findall(old.lower())), set(_WEEKDAY.findall(new.lower()))
+    return len(a) == 1 and a == b and _ASKS_DAY.search(question) is not None
+
+
+def no_new_answer(old: str, new: str, question: str) -> bool:
+    """Whether an update from ``old`` to ``new`` leaves the answer to ``question`` as it was: the same value, a
+    rate it overlaps, or the same weekday asked for. The update operator neither offers nor accepts such a value
+    (its superseded memory would still answer right, so a reference calling it stale would be wrong)."""
+    return old == new or same_or_overlapping_rate(old, new) or same_day_asked(old, new, question)
+
+
 #: classes of things a person gathers rather than swaps: a new pet, instrument, vehicle, piece of jewellery or
 #: language is one more, and the one stated before stays true ("What pet does Caroline have?" — getting a snake
 #: does not make her guinea pig stale), unless the question asks for the one (favourite, current, main ...)
