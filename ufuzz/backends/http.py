@@ -67,9 +67,7 @@ import re
 import string
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -95,6 +93,7 @@ from ufuzz.backends.protocol import (
     StoredMemory,
 )
 from ufuzz.backends.states import StateTable
+from ufuzz.backends.transport import Transport
 from ufuzz.model import Checkpoint, Memory
 from ufuzz.strict import StrictModel, Text, field_path, first_error
 
@@ -613,13 +612,13 @@ RATE_LIMIT_WAIT = 300.0
 MAX_RETRY_AFTER = 60.0
 
 
-def _rate_wait(exc: urllib.error.HTTPError) -> float | None:
+def _rate_wait(status: int, headers: Any) -> float | None:
     """The wait a 429 or 503 answer asks for (its Retry-After, capped), or None (another status, or none said)."""
-    if exc.code not in (429, 503):
+    if status not in (429, 503):
         return None
     from ufuzz.llm.client import retry_after_seconds
 
-    seconds = retry_after_seconds(exc.headers.get("Retry-After") if exc.headers is not None else None)
+    seconds = retry_after_seconds(headers.get("Retry-After") if headers is not None else None)
     return None if seconds is None else min(max(seconds, 0.01), MAX_RETRY_AFTER)
 
 
@@ -694,6 +693,7 @@ class HttpBackend(MemoryBackend):
             self._secret = secret
         self._run_id = uuid.uuid4().hex[:8]
         self._lock = _IOLock()  # held around the state table; let go while a request waits on the network
+        self._transport = Transport()  # each thread's connection to the product kept open between requests
         # a state's handle is its namespace: <prefix><run>-s<n>
         self._states: StateTable[_State] = StateTable("http backend",
                                                       prefix=f"{self.config.ns_prefix}{self._run_id}-s")
@@ -784,18 +784,25 @@ class HttpBackend(MemoryBackend):
                 with self._lock.released():
                     time.sleep(self.config.retry_backoff * attempt)
             attempt += 1
-            req = urllib.request.Request(url, data=data, headers=headers, method=op.method)
             try:
-                with self._lock.released(), urllib.request.urlopen(req, timeout=self.config.timeout) as resp:
-                    status, raw = resp.status, resp.read()
-            except urllib.error.HTTPError as exc:
                 with self._lock.released():
-                    body = exc.read().decode("utf-8", "replace") if exc.fp else ""
-                exc.close()
-                if not_found_ok and exc.code in op.not_found:
-                    raise _HttpStatus(exc.code, body) from None
-                last = self._fail(op_name, f"{what} returned HTTP {exc.code}: {body[:300]}")
-                wait = _rate_wait(exc)
+                    answer = self._transport.send(op.method, url, data, headers, self.config.timeout)
+            except TimeoutError:
+                last = self._fail(op_name, f"{what} timed out after {self.config.timeout:g}s", unreachable=True)
+                continue
+            except (OSError, http.client.HTTPException) as exc:  # refused, reset, closed without an answer, ...
+                last = self._fail(op_name, f"{what} failed: {type(exc).__name__}: {exc}", unreachable=True)
+                continue
+            except ValueError as exc:  # a URL that cannot be used
+                last = self._fail(op_name, f"{what} failed: {type(exc).__name__}: {exc}")
+                continue
+            status, raw = answer.status, answer.body
+            if status >= 400:
+                body = raw.decode("utf-8", "replace")
+                if not_found_ok and status in op.not_found:
+                    raise _HttpStatus(status, body)
+                last = self._fail(op_name, f"{what} returned HTTP {status}: {body[:300]}")
+                wait = _rate_wait(status, answer.headers)
                 if wait is not None and waited + wait <= RATE_LIMIT_WAIT:
                     # "too many requests, come back in N s": the request was not done, so it is sent again
                     # after the wait without using up the configured retries (even a POST: nothing was written)
@@ -804,26 +811,9 @@ class HttpBackend(MemoryBackend):
                     with self._lock.released():
                         time.sleep(wait)
                     continue
-                if exc.code >= 500 or exc.code == 429:
+                if status >= 500 or status == 429:
                     continue
-                raise last from None
-            except TimeoutError:
-                last = self._fail(op_name, f"{what} timed out after {self.config.timeout:g}s", unreachable=True)
-                continue
-            except urllib.error.URLError as exc:
-                reason = exc.reason
-                if isinstance(reason, TimeoutError):
-                    last = self._fail(op_name, f"{what} timed out after {self.config.timeout:g}s",
-                                      unreachable=True)
-                else:
-                    last = self._fail(op_name, f"{what} failed: {reason}", unreachable=True)
-                continue
-            except (OSError, http.client.HTTPException) as exc:  # reset, closed without an answer, ...
-                last = self._fail(op_name, f"{what} failed: {type(exc).__name__}: {exc}", unreachable=True)
-                continue
-            except ValueError as exc:  # a URL urllib cannot use
-                last = self._fail(op_name, f"{what} failed: {type(exc).__name__}: {exc}")
-                continue
+                raise last
             if not raw.strip():
                 return status, None
             try:
@@ -1118,3 +1108,4 @@ class HttpBackend(MemoryBackend):
                     self.release(h)
                 except BackendError:
                     pass
+        self._transport.close()

@@ -1,0 +1,139 @@
+"""HTTP requests over kept-alive connections: one open connection per thread and origin.
+
+A product over HTTP is called thousands of times a campaign, from many threads at once (``--max-concurrency``).
+Opening a connection per request (what ``urllib.request.urlopen`` does: it sends ``Connection: close``) costs a
+TCP handshake each time — and against a product behind TLS, a TLS handshake too, two or three round trips before
+the request is even sent. :class:`Transport` keeps each thread's connection to an origin open between requests,
+as HTTP/1.1 allows, and opens a new one when the product closes it. A request the product never answered because
+it had closed the idle connection is sent once more on a new connection (the request cannot have been read).
+
+What a plain ``http.client`` connection does not do is left to ``urllib``: requests through a proxy (the
+``*_proxy`` environment variables) and redirects (a 3xx answer is asked again through urllib, which follows it).
+"""
+
+from __future__ import annotations
+
+import http.client
+import ssl
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["Answer", "Transport"]
+
+#: errors that say an idle kept-alive connection had been closed by the other side before this request was read
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A response: its status, headers (case-insensitive ``get``) and whole body."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+class _Headers(dict):
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        return super().get(key.lower(), default)
+
+
+class Transport:
+    """Sends requests, reusing each thread's connection to an origin. Raises what the socket layer raises
+    (``TimeoutError``, ``OSError``, ``http.client.HTTPException``) and ``ValueError`` for a URL it cannot use;
+    an HTTP error status is an :class:`Answer` like any other."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open: list[http.client.HTTPConnection] = []  # every connection made, for close()
+        self._ssl: ssl.SSLContext | None = None
+        self.opened = 0  # connections opened (benchmarks, tests: how many requests went over one)
+
+    def send(self, method: str, url: str, body: bytes | None, headers: Mapping[str, str],
+             timeout: float) -> Answer:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"unknown url type: {url!r}")
+        if _proxied(parts):
+            return _via_urllib(method, url, body, headers, timeout)
+        target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+        for fresh in (False, True):
+            conn, reused = self._connection(parts, timeout, fresh)
+            try:
+                conn.request(method, target, body=body, headers=dict(headers))
+                resp = conn.getresponse()
+                answer = Answer(resp.status, _Headers((k.lower(), v) for k, v in resp.getheaders()), resp.read())
+            except _STALE:
+                conn.close()
+                if reused and not fresh:
+                    continue  # the product closed the idle connection: this request was never read
+                raise
+            except BaseException:
+                conn.close()  # mid-request (a timeout): what is left on the connection is unknown
+                raise
+            if 300 <= answer.status < 400 and answer.headers.get("location"):
+                return _via_urllib(method, url, body, headers, timeout)
+            return answer
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def _connection(self, parts: urllib.parse.SplitResult, timeout: float,
+                    fresh: bool) -> tuple[http.client.HTTPConnection, bool]:
+        """This thread's connection to ``parts``' origin, and whether it served a request before."""
+        conns: dict[tuple[str, str, int | None, float], http.client.HTTPConnection] = \
+            self._local.__dict__.setdefault("conns", {})
+        key = (parts.scheme, parts.hostname or "", parts.port, timeout)
+        conn = conns.get(key)
+        if conn is not None and not fresh:
+            return conn, conn.sock is not None
+        if conn is not None:
+            conn.close()
+        if parts.scheme == "https":
+            if self._ssl is None:
+                self._ssl = ssl.create_default_context()
+            conn = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout, context=self._ssl)
+        else:
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+        conns[key] = conn
+        with self._lock:
+            self._open.append(conn)
+            self.opened += 1
+        return conn, False
+
+    def close(self) -> None:
+        """Close every connection any thread opened."""
+        with self._lock:
+            conns, self._open = self._open, []
+        for conn in conns:
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+
+def _proxied(parts: urllib.parse.SplitResult) -> bool:
+    """Whether the environment routes this origin through a proxy (urllib then sends the request)."""
+    proxies = urllib.request.getproxies()
+    return parts.scheme in proxies and not urllib.request.proxy_bypass(parts.netloc)
+
+
+def _via_urllib(method: str, url: str, body: bytes | None, headers: Mapping[str, str], timeout: float) -> Answer:
+    """One request by urllib (proxies, redirects), its error statuses as answers."""
+    req = urllib.request.Request(url, data=body, headers=dict(headers), method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return Answer(resp.status, _Headers((k.lower(), v) for k, v in resp.getheaders()), resp.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            data = exc.read() if exc.fp else b""
+        finally:
+            exc.close()
+        hdrs = exc.headers.items() if exc.headers is not None else ()
+        return Answer(exc.code, _Headers((k.lower(), v) for k, v in hdrs), data)
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        raise (reason if isinstance(reason, BaseException) else OSError(str(reason))) from None
