@@ -70,9 +70,11 @@ class Oracle:
         self.seed_baseline_failures: dict[str, Outcome] = {}
         #: each seed's response-level verdict under its benchmark's criterion (seeds whose reference names one)
         self.seed_responses: dict[str, dict[str, Any]] = {}
+        #: every failure recorded so far (mutant and baseline) by what was observed (:func:`_observation`)
+        self._observed: dict[tuple[Any, ...], str] = {}
 
     # -- resume snapshots -------------------------------------------------------------------------------
-    _STATE = ("_refs", "_levels", "_seeds", "_twins", "seed_baseline_failures", "seed_responses")
+    _STATE = ("_refs", "_levels", "_seeds", "_twins", "seed_baseline_failures", "seed_responses", "_observed")
 
     def snapshot(self) -> dict[str, Any]:
         """The oracle's data (references, parents' verdicts, seeds, baseline failures), for a resume
@@ -121,8 +123,9 @@ class Oracle:
                 self._seed_response(case, levels)
             if case.parent_id is None and bad is not None and case.id not in self.seed_baseline_failures:
                 self.seed_baseline_failures[case.id] = bad
-                self._sink(baseline_failure(case, bad, ex, "the seed fails its own reference"),
-                           self._refs[case.id])
+                f = baseline_failure(case, bad, ex, "the seed fails its own reference")
+                self._observed.setdefault(_observation(case, self._refs[case.id], ex, bad), f.key)
+                self._sink(f, self._refs[case.id])
         return levels
 
     def _seed_response(self, case: FuzzCase, levels: dict[str, Outcome]) -> None:
@@ -225,5 +228,20 @@ class Oracle:
             if same is not None and not same.passed and same.kind == out.kind:
                 return None  # the seed's own baseline failure, recorded there
         f = failure(mutant, out, ex, parent_ex)
+        seen = _observation(mutant, ref, ex, out)
+        if self._observed.setdefault(seen, f.key) != f.key:
+            return None  # the same question, retrieval and evidence failed the same way as another failure
         self._sink(f, ref)
         return f.key
+
+
+def _observation(case: FuzzCase, ref: Reference, ex: Execution, out: Outcome) -> tuple[Any, ...]:
+    """What a failure was seen as: the question asked, what came back (the ranked memories, the response), the
+    evidence it was judged against and the verdict. Two failures alike in all of these are one observation
+    however the chains that led to them differ — a reworded question that missed its evidence on the checkpoint,
+    and the same question on a chain (update, then delete of what it wrote) that returned to the checkpoint's
+    memories — so the second is not reported again (hand audit, LoCoMo: the delete was blamed for the
+    rewording's miss)."""
+    shown = set(ex.top_ids)  # an invalidated memory that was not retrieved (or no longer exists) played no part
+    return (case.query.text, tuple(ex.top_ids), ex.response, frozenset(ref.supporting),
+            frozenset(m for m in ref.invalidated if m in shown), ref.abstain, ref.answer, out.level, out.kind)

@@ -1,0 +1,82 @@
+"""A failure observed again — the same question, the same ranked memories, the same evidence, the same verdict —
+by another chain of mutations is the failure already reported, not a new one (hand audit, LoCoMo dev: a reworded
+question missed its evidence on the checkpoint; an update then put a rewritten copy of the evidence first, and a
+delete of that copy brought the checkpoint's memories back — the same miss, which was reported a second time as
+the delete's). Seen again by the *same* mutant's key, it is an occurrence of that failure, counted as before."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ufuzz.model import FuzzCase, Memory, Obligation
+from ufuzz.model.case import StateOp
+from ufuzz.model.execution import Execution
+from ufuzz.oracles.oracle import Oracle
+
+
+def _run(case: FuzzCase, top: list[str]) -> Execution:
+    return Execution(case_id=case.id, state_key=case.state_key, query=case.query.text, top_ids=top,
+                     top_scores=[1.0 - i / 10 for i in range(len(top))])
+
+
+def _setup(default_suite):
+    seed = next(s for s in default_suite.seeds if not default_suite.reference_of(s).abstain
+                and default_suite.reference_of(s).supporting)
+    ref = default_suite.reference_of(seed)
+    ck = default_suite.checkpoints[seed.checkpoint_id]
+    evidence = ref.supporting[0]
+    others = [m.id for m in ck.memories if m.id not in set(ref.supporting)][:5]
+    sunk = []
+    oracle = Oracle(lambda f, _ref: sunk.append(f))
+    root = FuzzCase.from_seed(seed, ck)
+    oracle.add_seed(root, ref)
+    return seed, ref, ck, evidence, others, sunk, oracle, root
+
+
+def test_the_same_miss_reached_through_another_chain_is_reported_once(default_suite):
+    seed, ref, ck, evidence, others, sunk, oracle, root = _setup(default_suite)
+    reworded = replace(seed.query, id=seed.query.id + "~p", text="Quick question: " + seed.query.text)
+    para = root.child("p1", operator="paraphrase", query=reworded, obligation=Obligation(seed.id, "paraphrase", "w"))
+    oracle.register(para.id, ref.with_(query_id=para.id))
+    first = oracle.check(para, _run(para, others), root, _run(root, [evidence, *others[:4]]))
+    assert first is not None
+
+    # update the evidence (a rewritten copy ranks first: the reworded question passes), then delete the copy
+    text = ck.memory(evidence).text
+    copy = Memory(evidence + "~u1", text + " Still so.", "2099-01-01T00:00:00")
+    upd = para.child("p2", operator="update", ops=(StateOp("update", evidence, copy),),
+                     obligation=Obligation(seed.id, "update", "value=x"))
+    oracle.register(upd.id, ref.with_(query_id=upd.id, supporting=(copy.id,), invalidated=(evidence,)))
+    dele = upd.child("p3", operator="delete", ops=(*upd.ops, StateOp("delete", copy.id)),
+                     obligation=Obligation(seed.id, "delete", copy.id))
+    oracle.register(dele.id, ref.with_(query_id=dele.id, invalidated=(copy.id,)))
+    again = oracle.check(dele, _run(dele, others), upd, _run(upd, [copy.id, *others[:4]]))
+    assert again is None
+    assert [f.key for f in sunk if f.origin == "mutant"] == [first]
+
+    # a different retrieval is another observation: reported
+    other_miss = oracle.check(dele, _run(dele, list(reversed(others))), upd, _run(upd, [copy.id, *others[:4]]))
+    assert other_miss is not None and other_miss != first
+
+
+def test_the_same_mutant_seen_again_is_an_occurrence_of_its_failure(default_suite):
+    seed, ref, ck, evidence, others, sunk, oracle, root = _setup(default_suite)
+    reworded = replace(seed.query, id=seed.query.id + "~p", text="Quick question: " + seed.query.text)
+    para = root.child("p1", operator="paraphrase", query=reworded, obligation=Obligation(seed.id, "paraphrase", "w"))
+    oracle.register(para.id, ref.with_(query_id=para.id))
+    keys = [oracle.check(para, _run(para, others), root, _run(root, [evidence, *others[:4]])) for _ in range(2)]
+    assert keys[0] is not None and keys == [keys[0]] * 2
+    assert len([f for f in sunk if f.origin == "mutant"]) == 2  # both sightings reach the store (its "seen")
+
+
+def test_the_observations_survive_a_snapshot(default_suite):
+    seed, ref, ck, evidence, others, sunk, oracle, root = _setup(default_suite)
+    reworded = replace(seed.query, id=seed.query.id + "~p", text="Quick question: " + seed.query.text)
+    para = root.child("p1", operator="paraphrase", query=reworded, obligation=Obligation(seed.id, "paraphrase", "w"))
+    oracle.register(para.id, ref.with_(query_id=para.id))
+    oracle.check(para, _run(para, others), root, _run(root, [evidence, *others[:4]]))
+    resumed = Oracle(lambda f, _ref: sunk.append(f))
+    resumed.restore(oracle.snapshot())
+    twin = root.child("p9", operator="paraphrase", query=reworded, obligation=Obligation(seed.id, "paraphrase", "v"))
+    resumed.register(twin.id, ref.with_(query_id=twin.id))
+    assert resumed.check(twin, _run(twin, others), root, _run(root, [evidence, *others[:4]])) is None
