@@ -10,7 +10,15 @@ import pytest
 
 from ufuzz.model import Provenance, Rubric, SeedSuite
 from ufuzz.seeds.importers import IMPORTERS, SeedImportError, import_file
-from ufuzz.seeds.importers.fields import date_of, detect_scope, find_entity, head_attribute, heuristic_fields
+from ufuzz.seeds.importers.fields import (
+    date_of,
+    detect_scope,
+    find_entity,
+    head_attribute,
+    heuristic_fields,
+    stated_forms,
+    value_forms,
+)
 from ufuzz.seeds.io import SeedFileError, load_suite, write_suite
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
@@ -146,6 +154,26 @@ def test_longmemeval_fixture_memories_fallback_and_drops(tmp_path):
     assert s.references["lme:q3_abs"].abstain
     assert_references_agree(s)
     roundtrip(s, tmp_path)
+
+
+def test_longmemeval_support_is_completed_with_the_answer_as_the_marked_turn_writes_it(tmp_path):
+    """Hand audit: "18" is told "on my 18th birthday" in the marked turn; a later turn of the session saying the
+    same ("the silver necklace my grandma gave me on my 18th birthday") answers "how old was I" as well, and
+    was not counted as support because only the bare "18" was looked for."""
+    rec = _lme_record(question="How old was I when my grandma gave me the silver necklace?", answer="18")
+    rec["haystack_sessions"][0] = [
+        {"role": "user", "content": "My grandma gave me a silver necklace on my 18th birthday.", "has_answer": True},
+        {"role": "assistant", "content": "What a lovely gift!"},
+        {"role": "user", "content": "I'll list the silver necklace my grandma gave me on my 18th birthday first."},
+        {"role": "user", "content": "I was 18 floors up in the hotel."}]  # the bare number: not how it was told
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps([rec]))
+    res = import_file("longmemeval", path)
+    assert res.suite.references["lme:q1"].supporting == ("s1:0", "s1:2")
+    assert res.warnings.get("supporting_completed") == 1
+    assert stated_forms("18") == ("18", "eighteen", "18th", "eighteenth")
+    assert stated_forms("two") == ("two", "2", "2nd", "second") and stated_forms("Luna") == ("Luna",)
+    assert value_forms("18") == ("18", "eighteen")  # rewriting a value never takes an ordinal for it
 
 
 def test_longmemeval_real_subset_imports_and_roundtrips(tmp_path):

@@ -374,6 +374,26 @@ def value_forms(value: str) -> tuple[str, ...]:
     return tuple(forms)
 
 
+_ORDINAL_WORDS = ("zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+                  "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth",
+                  "seventeenth", "eighteenth", "nineteenth", "twentieth")
+
+
+def stated_forms(value: str) -> tuple[str, ...]:
+    """The ways a memory may *state* ``value`` without writing it as such: :func:`value_forms`, and for a whole
+    number its ordinal too ("18" is told as "my 18th birthday", "eighteenth"). For recognising support only —
+    never for rewriting a value, where "18th" would not take another number's place."""
+    forms = list(value_forms(value))
+    low = value.strip().lower()
+    n = int(low) if low.isdigit() else (_NUMBER_WORDS.index(low) if low in _NUMBER_WORDS else None)
+    if n is not None:
+        suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+        forms.append(f"{n}{suffix}")
+        if n < len(_ORDINAL_WORDS):
+            forms.append(_ORDINAL_WORDS[n])
+    return tuple(dict.fromkeys(forms))
+
+
 def mentions_word(texts: Sequence[str], word: str) -> bool:
     """True when ``word`` occurs as a whole word (case-insensitive) in any of ``texts``.
 

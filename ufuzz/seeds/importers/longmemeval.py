@@ -47,7 +47,13 @@ from ufuzz.seeds.importers._common import (
     snippets,
     state_ops_for,
 )
-from ufuzz.seeds.importers.fields import Extractor, establish_fields, mentions_word, value_type_of
+from ufuzz.seeds.importers.fields import (
+    Extractor,
+    establish_fields,
+    mentions_word,
+    stated_forms,
+    value_type_of,
+)
 
 _DATE = re.compile(r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}):(\d{2})\s*$")
 
@@ -226,11 +232,14 @@ def _completed(b: Builder, memories: list[Memory], supporting: list[str], groups
     answer written in a marked turn (an extractive one) of two characters or more."""
     text = {m.id: m.text for m in memories}
     asked = groups[-1] if groups else supporting
-    if len(answer.strip()) < 2 or not any(mentions_word([text[m]], answer) for m in asked):
+    # the answer as the marked turns write it: "18" is told "my 18th birthday" there, and a turn saying "the
+    # silver necklace my grandma gave me on my 18th birthday" answers "how old was I" as well
+    forms = [f for f in stated_forms(answer) if any(mentions_word([text[m]], f) for m in asked)]
+    if len(answer.strip()) < 2 or not forms:
         return supporting, groups
     sessions = {m.rsplit(":", 1)[0] for m in asked}
     extra = [m.id for m in memories if m.id not in supporting and m.id.rsplit(":", 1)[0] in sessions
-             and mentions_word([m.text], answer)]
+             and any(mentions_word([m.text], f) for f in forms)]
     if not extra:
         return supporting, groups
     b.warnings["supporting_completed"] += 1
