@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ufuzz.backends.protocol import Retrieved, StoredMemory
-from ufuzz.engine.identify import identify
+from ufuzz.engine.identify import distinct, identify
 from ufuzz.model import Checkpoint, FuzzCase, Memory, Provenance, Query, QueryFields, Reference, StateOp
 from ufuzz.model.execution import Execution
 from ufuzz.model.query import MutationDescriptor
@@ -34,8 +34,31 @@ def _never():
 
 def test_results_carrying_their_own_texts_need_no_listing():
     case = _case(StateOp("update", "m1", NEW))
-    got = [Retrieved("m1~u1", NEW.text, 1.0), Retrieved("m1", "Lena lives in Oslo.", 0.9)]
+    got = [Retrieved("m1~u1", NEW.text, 1.0), Retrieved("m2", "Tarik works at Quandor.", 0.9)]
     assert identify(case, got, CP, _never) is None
+    # the updated memory's old text under its own id: what it is depends on what the product holds now
+    appended = _listed(("m1", CP.memories[0].text), ("m1~u1", NEW.text))  # kept beside its replacement
+    got = [Retrieved("m1~u1", NEW.text, 1.0), Retrieved("m1", "Lena lives in Oslo.", 0.9)]
+    assert identify(case, got, CP, lambda: appended) is None
+
+
+def test_old_text_under_the_memorys_own_id_after_an_in_place_rewrite_is_the_overwritten_version():
+    """New-user walkthrough: a product that rewrites in place but still searches the old wording under the
+    memory's live id — the stale text was taken for the memory itself, and the defect went unseen."""
+    case = _case(StateOp("update", "m1", NEW))
+    rewritten = _listed(("m1", NEW.text), ("m2", CP.memories[1].text), ("m3", CP.memories[2].text))
+    got = [Retrieved("m1", "Lena lives in Oslo.", 2.0), Retrieved("m2", CP.memories[1].text, 1.0)]
+    ids = identify(case, got, CP, lambda: rewritten)
+    assert ids == ["m1@overwritten", "m2"]
+    ex = Execution("x1", "k", "q", top_ids=ids, top_scores=[2.0, 1.0])
+    out = selection(Reference("q", "Rome", supporting=("m1",)), ex)
+    assert not out.passed and out.kind == "stale_ranked_above_valid"
+
+
+def test_repeated_results_become_distinct_items():
+    assert distinct(["m1@overwritten", "m2", "m1@overwritten", "m1@overwritten"]) == \
+        ["m1@overwritten", "m2", "m1@overwritten#2", "m1@overwritten#3"]
+    assert distinct(["a", "b"]) == ["a", "b"]
 
 
 def test_old_text_under_an_unknown_id_after_an_in_place_rewrite_is_the_overwritten_version():
@@ -114,3 +137,26 @@ def test_failures_show_marks_unknown_and_overwritten_results():
     assert marks["m1@overwritten"] == ["offending", "overwritten"]
     assert marks["mem-99"] == ["unknown"] and marks["m1"] == ["supporting"]
     assert [t["native_id"] for t in view["top"]] == ["mem-98", "mem-99", "mem-1"]
+
+
+def test_a_product_returning_one_memory_twice_is_executed_and_fed_back_without_a_crash(tmp_path):
+    """New-user walkthrough: two old versions of one memory in one top-k made the ranking repeat
+    'm@overwritten', and RBO refused it — the campaign ended in error, and resuming crashed again."""
+    from tests.support.operator_kit import embedded
+    from ufuzz.backends.embedded import EmbeddedBackend
+    from ufuzz.engine.executor import Executor
+    from ufuzz.engine.rbo import rbo_divergence
+
+    class Twice(EmbeddedBackend):
+        def retrieve(self, state, query, k):
+            got = super().retrieve(state, query, k)
+            return [got[0], got[0], *got[1:k - 1]]
+
+    be = embedded(tmp_path, cls=Twice)
+    try:
+        ex = Executor(be, {"c": CP}, k=3).execute(_case(), be.build(CP))
+    finally:
+        be.close()
+    assert ex.error is None and len(ex.top_ids) == 3 and len(set(ex.top_ids)) == 3
+    assert ex.top_ids[1] == ex.top_ids[0] + "#2" and ex.native_ids[1] == ex.top_ids[0]
+    assert 0.0 <= rbo_divergence(ex.top_ids, list(reversed(ex.top_ids)), 0.9) <= 1.0

@@ -26,7 +26,7 @@ from typing import Any
 
 from ufuzz.backends.protocol import Answer, BackendError, MemoryBackend, StateHandle, StoredMemory
 from ufuzz.backends.responders import BACKEND, Responder
-from ufuzz.engine.identify import identify
+from ufuzz.engine.identify import distinct, identify
 from ufuzz.lru import LRU
 from ufuzz.model import Checkpoint, Execution, FuzzCase, StateOp
 from ufuzz.oracles.matching import Abstention, is_abstention
@@ -193,6 +193,9 @@ class Executor:
             if ids is not None:  # a result identified by its text as another memory of the case
                 ex.native_ids = [r.native_id or r.id for r in got]
                 ex.top_ids = ids
+            if len(set(ex.top_ids)) < len(ex.top_ids):  # one memory returned twice: a ranking of distinct items
+                ex.native_ids = ex.native_ids or [r.native_id or r.id for r in got]
+                ex.top_ids = distinct(ex.top_ids)
             ex.top_scores = [float(r.score) for r in got]
             ex.top_texts = [r.text for r in got]
             if ex.native_ids is None and any(r.native_id is not None for r in got):  # ids of its own (HTTP)

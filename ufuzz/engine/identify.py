@@ -5,16 +5,18 @@ kept under an internal id that list/get never show) or return text under an id t
 id alone, such a result is invisible: it shows only when it pushes the valid memory out of the top-k. So each
 result is identified against the memories of *this case*:
 
-* its text is one the case's recipe (the checkpoint, then every operation) gave the memory its id names: it is
-  that memory (the common case: no work, no request);
+* its text is the one the case's recipe (the checkpoint, then every operation) gave the memory its id names
+  last: it is that memory (the common case: no work, no request);
 * otherwise, with the state's listing (``list()``, the management API, cached per state): its exact-normalised
   text (:func:`ufuzz.oracles.matching.normalize`: case, accents, punctuation and spacing only) is the current
   text of a listed memory: it is that memory (its own id first where several share the text; an ambiguous match
   keeps the id);
 * otherwise the text is that of a memory the recipe deleted: it is that deleted memory;
-* otherwise the text is one a later update replaced (the memory is listed with another text now): it is
+* otherwise the text is one a later update replaced (the memory is listed with another text now — also under
+  the memory's own id: a product that rewrites in place and still searches the old wording): it is
   ``<id>@overwritten`` (:data:`ufuzz.model.execution.OVERWRITTEN`), invalidated evidence where the memory
-  matters to the question;
+  matters to the question (an append-policy backend lists the superseded memory with its old text: it stays
+  that memory);
 * otherwise it keeps the id the backend gave (a product id no case memory has: shown as unknown).
 
 The rule is strict on purpose: no similarity, no containment, so a match can never invent a failure. The
@@ -31,7 +33,7 @@ from ufuzz.model import Checkpoint, FuzzCase
 from ufuzz.model.execution import OVERWRITTEN
 from ufuzz.oracles.matching import normalize
 
-__all__ = ["Lineage", "identify"]
+__all__ = ["Lineage", "distinct", "identify"]
 
 
 @dataclass(frozen=True)
@@ -56,13 +58,16 @@ class Lineage:
         return cls({k: tuple(v) for k, v in texts.items()}, frozenset(deleted))
 
     def holds(self, r: Retrieved) -> bool:
-        return r.text in self.texts.get(r.id, ())
+        """Whether the result carries the text the recipe gave its id last (its current text)."""
+        texts = self.texts.get(r.id, ())
+        return bool(texts) and r.text == texts[-1]
 
     def which(self, r: Retrieved, listed: Sequence[StoredMemory]) -> str:
         norm = normalize(r.text)
         if not norm:
             return r.id
-        if any(normalize(t) == norm for t in self.texts.get(r.id, ())) and r.id not in self.deleted:
+        texts = self.texts.get(r.id, ())
+        if texts and normalize(texts[-1]) == norm and r.id not in self.deleted:
             return r.id
         live = sorted({m.id for m in listed if normalize(m.text) == norm})
         if live:
@@ -88,3 +93,15 @@ def identify(case: FuzzCase, got: Sequence[Retrieved], checkpoint: Checkpoint | 
     listed = listing()
     ids = [r.id if lineage.holds(r) else lineage.which(r, listed) for r in got]
     return ids if ids != [r.id for r in got] else None
+
+
+def distinct(ids: Sequence[str]) -> list[str]:
+    """``ids`` with every repeat renamed ``<id>#<n>`` (an id nothing is named): a product that returns one memory
+    twice, or two old versions of one memory, still gives a ranking of distinct items — the first occurrence is
+    judged; what it means for coverage and RBO is what it means for the top-k."""
+    seen: dict[str, int] = {}
+    out = []
+    for i in ids:
+        seen[i] = seen.get(i, 0) + 1
+        out.append(i if seen[i] == 1 else f"{i}#{seen[i]}")
+    return out
