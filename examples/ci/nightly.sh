@@ -24,7 +24,8 @@
 #                    report go (default: ufuzz-out)
 #
 # Exit status: 0 nothing regressed and nothing new, 1 a known failure regressed or changed, or the campaign found
-# a new, worse or regressed behaviour, 2 bad usage (a malformed corpus, an unknown option), 3 the product is unreachable.
+# a new, worse or regressed behaviour, 2 bad usage (a malformed corpus, an unknown option), 3 the product is unreachable,
+# 70 ufuzz itself failed (a bug of ufuzz's: report it with $UFUZZ_OUT/campaign/campaign.log).
 set -uo pipefail
 
 read -r -a ufuzz <<< "${UFUZZ:-ufuzz}"
@@ -55,7 +56,7 @@ esac
 "${ufuzz[@]}" failures list "$out/campaign" --by cause > "$out/causes.txt" || true
 "${ufuzz[@]}" report "$out/campaign" -o "$out/report.html" || true
 
-if [ $run -eq 3 ] || [ $run -eq 130 ]; then exit $run; fi  # the campaign could not run or was stopped
+if [ $run -eq 3 ] || [ $run -eq 70 ] || [ $run -eq 130 ]; then exit $run; fi  # could not run, failed, or stopped
 if [ $check -ne 0 ] || [ $run -ne 0 ]; then
   echo "== ufuzz: regression (corpus check exit $check, campaign exit $run); see $out/corpus-check.xml, $out/campaign.xml and $out/report.html"
   exit 1

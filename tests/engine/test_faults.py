@@ -207,7 +207,10 @@ def test_a_crash_inside_the_fuzzer_ends_as_error_with_its_message(tmp_path, suit
     monkeypatch.setattr(oracle_mod, "judge_case", judge_case)
     out = tmp_path / "c"
     summary = Campaign(_config(out), suite=suite).run()
-    assert summary["status"] == ending.ERROR and summary["message"] == "TypeError: must be real number, not str"
+    assert summary["status"] == ending.ERROR and summary["message"] == \
+        "internal error (a bug in ufuzz, not the system under test): TypeError: must be real number, not str"
+    # its own exit code: a nightly job must not read ufuzz's bug as "the product is down" (3)
+    assert summary["exit_code"] == ending.INTERNAL_ERROR == 70
     _consistent(out, summary)
     log = [json.loads(line) for line in (out / "campaign.log").read_text().splitlines()]
     crash = next(e for e in log if e["event"] == "crashed")
@@ -234,6 +237,7 @@ def test_a_full_disk_under_the_log_ends_as_error_and_leaves_no_half_line(tmp_pat
     out = tmp_path / "c"
     summary = Campaign(_config(out), suite=suite).run()
     assert summary["status"] == ending.ERROR and "No space left on device" in summary["message"]
+    assert summary["exit_code"] == 3 and "internal" not in summary["message"]  # the environment's
     _consistent(out, summary)
     for line in (out / "campaign.log").read_text().splitlines():
         json.loads(line)  # every line whole

@@ -10,6 +10,8 @@ exit    meaning
 3       the environment: a backend, an LLM endpoint or a database that cannot be reached or used, a corpus
         locked by another writer, a campaign directory in use by a live campaign (:mod:`ufuzz.engine.dirlock`)
 4, 5    ``ufuzz run`` only: the campaign was exhausted (4) or hit ``--max-time`` (5)
+6       ``ufuzz run`` only: ``--max-llm-tokens`` spent
+70      ``ufuzz run`` only: the campaign ended on a fault of ufuzz's own (a bug to report; never the system's)
 130     interrupted (Ctrl-C, SIGTERM), also during start-up
 ======  ======================================================================================================
 

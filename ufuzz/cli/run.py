@@ -27,7 +27,7 @@ import click
 from ufuzz.cli.errors import BadInput, Unavailable
 from ufuzz.cli.options import BUDGET, COUNT, SEED, Finite, parse_opts
 from ufuzz.engine.batching import DEFAULT_BATCH, MAX_BATCH
-from ufuzz.engine.ending import EXIT_CODES
+from ufuzz.engine.ending import EXIT_CODES, INTERNAL_ERROR
 
 
 @click.command()
@@ -448,6 +448,10 @@ def _end(summary: dict[str, Any], out_dir: Path, *, fail_on: str = "never", verd
         code = _exit_code(fail_on, summary, verdict)
         if code:
             sys.exit(code)
+    if reason == "error" and summary.get("exit_code") == INTERNAL_ERROR:
+        click.echo(f"this is a fault of ufuzz's own: please report it with {out_dir / 'campaign.log'} "
+                   "(the traceback is there)", err=True)
+        sys.exit(INTERNAL_ERROR)
     sys.exit(EXIT_CODES.get(reason, EXIT_CODES["error"]))
 
 

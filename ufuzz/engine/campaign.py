@@ -79,6 +79,7 @@ class Campaign:
         self.judging: dict[str, Any] | None = None  # which levels are judged, with what (summary, status)
         self.reason: str | None = None  # how the campaign ended (ufuzz.engine.ending)
         self.message: str | None = None  # why, for an error
+        self.internal = False  # the error was ufuzz's own fault (exit ending.INTERNAL_ERROR), not the environment's
         self.warnings: list[str] = []  # what went wrong while closing (the user is told)
         self.resumed_from: int | None = None  # the step a resumed campaign went on from
         self._resume_id: str | None = None
@@ -226,6 +227,9 @@ class Campaign:
         except Exception as exc:  # noqa: BLE001 - any fault ends the campaign as an error, truthfully
             self.session.shield_to_the_end()
             self.reason, self.message = ending.ERROR, ending.describe(exc)
+            if not ending.environmental(exc):  # ufuzz's own fault: said so, and its own exit code
+                self.internal = True
+                self.message = f"internal error (a bug in ufuzz, not the system under test): {self.message}"
             self.monitor.safely("error", "crashed", error=self.message, traceback=traceback.format_exc())
         except BaseException:
             self.session.shield_to_the_end()

@@ -50,7 +50,7 @@ REASONS = tuple(EXIT_CODES)
 
 
 __all__ = ["BUDGET_SPENT", "EXHAUSTED", "TIME_LIMIT", "INTERRUPTED", "ERROR", "LLM_BUDGET_SPENT", "RUNNING",
-           "EXIT_CODES",
+           "EXIT_CODES", "INTERNAL_ERROR", "environmental",
            "REASONS", "SUMMARY_VERSION", "write_atomic", "write_summary", "describe", "process_alive"]
 
 
@@ -97,6 +97,24 @@ def process_alive(pid: int | None, host: str | None) -> bool | None:
             return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
     except OSError:
         return True
+
+
+#: the exit code of a campaign ended by a fault of ufuzz's own (an exception that is no backend's, endpoint's,
+#: database's or file system's): not "the environment" (3), which a nightly job reads as "the product is down"
+INTERNAL_ERROR = 70
+
+
+def environmental(exc: BaseException) -> bool:
+    """Whether ``exc`` is the environment's (a backend, an LLM endpoint, a database, the file system: exit 3),
+    rather than a fault of ufuzz's own (exit :data:`INTERNAL_ERROR`)."""
+    from ufuzz.backends.protocol import BackendError
+    from ufuzz.llm.client import LLMError
+
+    if isinstance(exc, (BackendError, LLMError, OSError, TimeoutError)):
+        return True
+    # a database driver's error, wrapped by SQLAlchemy (its module is sqlalchemy.exc) or raised as is
+    return any(c.__module__.split(".")[0] in ("sqlalchemy", "sqlite3", "psycopg", "psycopg2")
+               for c in type(exc).__mro__)
 
 
 def describe(exc: BaseException) -> str:
