@@ -264,7 +264,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
     if known is not None and summary["status"] != "error":
         verdict = _mark_baseline(out_dir, db, summary, known, mismatch)
     if junit_out:
-        _write_junit(out_dir, db, summary, verdict, junit_out)
+        _write_junit(out_dir, db, summary, verdict, junit_out, baseline_given=known is not None)
     _end(summary, out_dir, fail_on=fail_on or ("new" if verdict is not None else "never"), verdict=verdict)
 
 
@@ -502,11 +502,12 @@ def _baseline_mismatch(corpus: Any, cfg: Any, strategy: str) -> list[str]:
     return diffs
 
 
-def _write_junit(out_dir: Path, db: str | None, summary: dict[str, Any], verdict: Any, path: str) -> None:
+def _write_junit(out_dir: Path, db: str | None, summary: dict[str, Any], verdict: Any, path: str, *,
+                 baseline_given: bool = False) -> None:
     from ufuzz.reports.junit import write_campaign_junit
 
     try:
-        write_campaign_junit(out_dir, db, summary, verdict, path)
+        write_campaign_junit(out_dir, db, summary, verdict, path, baseline_given=baseline_given)
     except OSError as exc:
         click.echo(f"error: cannot write --junit {path}: {exc.strerror or exc}", err=True)
 

@@ -209,7 +209,7 @@ def _status(b: Any, verdict: Any) -> str:
 
 
 def campaign_to_junit(data: Any, summary: dict[str, Any], verdict: Any = None, *,
-                      campaign_dir: str | Path = ".") -> ET.ElementTree:
+                      campaign_dir: str | Path = ".", baseline_given: bool = False) -> ET.ElementTree:
     """The JUnit tree of a finished campaign (``data``: its :class:`~ufuzz.corpus.campaign.CampaignData`;
     ``verdict``: its :class:`~ufuzz.corpus.baseline.BaselineVerdict` when it ran with ``--baseline``)."""
     from ufuzz.corpus.baseline import STATUSES
@@ -248,7 +248,8 @@ def campaign_to_junit(data: Any, summary: dict[str, Any], verdict: Any = None, *
                        "worse": f"WORSE: a known behaviour met far more often than in the baseline "
                                 f"({row.get('causes')} causes against {row.get('baseline_causes')}; by chance: "
                                 f"{row.get('chance') or 0:.2%})",
-                       "failure": "failure (no --baseline: every behaviour is reported)"}[status]
+                       "failure": ("failure (not compared with the baseline: the campaign ended in error)"
+                                   if baseline_given else "failure (no --baseline: every behaviour is reported)")}[status]
             ET.SubElement(case, "failure", {"type": status, "message": f"{message}: {b.title} ({size})"}).text = text
         cases.append(case)
     if verdict is not None:
@@ -276,9 +277,11 @@ def campaign_to_junit(data: Any, summary: dict[str, Any], verdict: Any = None, *
 
 
 def write_campaign_junit(out_dir: str | Path, db: str | None, summary: dict[str, Any], verdict: Any,
-                         path: str | Path) -> Path:
-    """Load the campaign in ``out_dir`` and write its JUnit file to ``path``."""
+                         path: str | Path, *, baseline_given: bool = False) -> Path:
+    """Load the campaign in ``out_dir`` and write its JUnit file to ``path`` (``baseline_given``: it ran with
+    ``--baseline``, whether or not its end let it be compared)."""
     from ufuzz.corpus.campaign import load_campaign
 
     data = load_campaign(Path(out_dir), db, campaign_id=summary["campaign"])
-    return _write(campaign_to_junit(data, summary, verdict, campaign_dir=out_dir), path)
+    return _write(campaign_to_junit(data, summary, verdict, campaign_dir=out_dir, baseline_given=baseline_given),
+                  path)
