@@ -496,7 +496,8 @@ def _baseline_mismatch(corpus: Any, cfg: Any, strategy: str) -> list[str]:
     if diffs:
         click.echo(f"note: this campaign differs from the one baseline {corpus.path} was exported from: "
                    f"{'; '.join(diffs)}. Failures are matched by behaviour, so known bugs met on other facts stay "
-                   "known; but this campaign may reach behaviours the baseline's never did (they count as new), "
+                   "known; but this campaign may reach behaviours the baseline's never did (new ones fail the night once met more "
+                   "often than the baseline's campaign could have missed by chance; rarer ones are listed as unconfirmed), "
                    "and other judging decides failures differently. --match-baseline runs the baseline's seed, "
                    "budget, strategy, k and batch", err=True)
     return diffs

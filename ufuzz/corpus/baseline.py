@@ -249,7 +249,7 @@ def baseline_mismatch(corpus: RegressionCorpus, *, seed: int, budget: int, strat
                       judging: dict[str, Any], batch: int | None = None) -> list[str]:
     """What differs between the campaign about to run and the one the baseline was exported from. Failures are
     matched by behaviour, so a known bug met on other facts stays known whatever the seed or budget; but another
-    campaign can reach behaviours the baseline's never did (they count as new), and other judging or another
+    campaign can reach behaviours the baseline's never did (new, or unconfirmed when rare), and other judging or another
     backend decides failures differently: said before the campaign starts, and kept in summary.json."""
     src = baseline_source(corpus)
     out = []

@@ -81,10 +81,12 @@ _TABLE: dict[tuple[str, str, str], BehaviourClass] = {
         _c("rewording-makes-irrelevant-relevant",
            "a rewording of an unanswerable question gets memories returned as relevant"),
     ("target_change", "selection", "missing_evidence"):
-        _c("new-target-evidence-not-retrieved", "asked about another target, its evidence is not retrieved"),
+        _c("new-target-evidence-not-retrieved",
+           "asked about another target (person, attribute, or time: now or before), its evidence is not retrieved"),
     ("target_change", "selection", "stale_ranked_above_valid"):
         _c("old-target-outranks-new-target",
-           "asked about another target, the first target's memory outranks the new target's evidence"),
+           "asked about another target (person, attribute, or time: now or before), the first target's memory "
+           "outranks the new target's evidence"),
     ("target_change", "selection", "unsupported_retrieved"):
         _c("unsupported-question-gets-memories", "a question memory cannot support gets memories returned as relevant"),
     ("unsupported", "selection", "unsupported_retrieved"):
