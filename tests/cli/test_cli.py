@@ -31,6 +31,12 @@ def test_run_then_status(tmp_path):
     assert "executions 120 of budget 120" in st.output and "coverage" in st.output
     js = json.loads(invoke("status", out, "--json").output)
     assert js["unique_failures"] == summary["unique_failures"]
+    # where the budget went: every mutant execution under its operator (new-user walkthrough: not shown)
+    by_op = js["executions_by_operator"]
+    assert by_op and sum(by_op.values()) == js["mutant_executions"] and set(by_op) <= {
+        "paraphrase", "target_change", "unsupported", "update", "delete", "unrelated_edit", "speaker_swap"}
+    line = next(x for x in st.output.splitlines() if x.startswith("  by operator: "))
+    assert sorted(line.removeprefix("  by operator: ").split(", ")) == sorted(f"{op} {n}" for op, n in by_op.items())
     again = invoke("run", "--budget", 10, "--out", out, "--quiet")
     assert again.exit_code != 0 and "--force" in again.output
 

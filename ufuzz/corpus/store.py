@@ -1116,6 +1116,17 @@ class CorpusStore(SqlStore):
         """Counts for ``ufuzz status``: :meth:`counted` in the store's shape (:meth:`CampaignSummary.counts`)."""
         return self.counted(campaign_id).counts()
 
+    def executions_by_operator(self, campaign_id: str) -> dict[str, int]:
+        """Mutant executions per operator (where the budget went), most first."""
+        with self._sessions() as s:
+            rows = s.execute(select(MutantRow.operator, func.count())
+                             .select_from(ExecutionRow)
+                             .join(MutantRow, (MutantRow.campaign_id == ExecutionRow.campaign_id)
+                                   & (MutantRow.case_id == ExecutionRow.case_id))
+                             .where(ExecutionRow.campaign_id == campaign_id, ExecutionRow.is_parent.is_(False))
+                             .group_by(MutantRow.operator)).all()
+        return dict(sorted(((str(op or "?"), int(n)) for op, n in rows), key=lambda kv: (-kv[1], kv[0])))
+
     def counted(self, campaign_id: str) -> CampaignSummary:
         """The campaign's summary as its records count it. Coverage is distinct checkpoint memories reached in
         any top-k of a non-failed execution over all memories of the campaign's checkpoints; ids reached that

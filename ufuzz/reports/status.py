@@ -45,6 +45,7 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
         summary["started_at"] = rec.started_at
         summary["finished_at"] = rec.finished_at
         summary["rejections"] = rejection_reasons(store.mutants(rec.id, valid=False))
+        summary["executions_by_operator"] = store.executions_by_operator(rec.id)
     finally:
         store.close()
     fs = FailureStore(db, rec.id, readonly=True)
@@ -176,6 +177,8 @@ def render_status(st: dict[str, Any]) -> str:
         f"backend    {st['backend'].get('backend')}  " + _backend_words(st["backend"]),
         f"executions {st['executions']} of budget {st.get('budget')}  "
         f"(parents {st['parent_executions']}, mutants {st['mutant_executions']}, errored {st['failed_executions']})",
+        *(["  by operator: " + ", ".join(f"{op} {n}" for op, n in st["executions_by_operator"].items())]
+          if st.get("executions_by_operator") else []),
         f"mutants    {st['mutants']['valid']} valid"
         + (f" ({st['mutants']['unjudged']} not executed: no check of theirs could fail here)"
            if st["mutants"].get("unjudged") else "")
