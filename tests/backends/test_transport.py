@@ -110,3 +110,40 @@ def test_a_refused_connection_and_a_bad_url_raise():
         t.send("GET", f"http://127.0.0.1:{port}/", None, {}, 2)
     with pytest.raises(ValueError, match="unknown url type"):
         t.send("GET", "ftp://example.invalid/x", None, {}, 2)
+
+
+def test_where_answers_cannot_be_acknowledged_at_once_no_connection_is_kept(monkeypatch):
+    """Without TCP_QUICKACK a kept connection may stall 40 ms a request against a server with Nagle's algorithm
+    on; there every request asks the product to close the connection, as urllib did."""
+    handler, served = _handler()
+    with serve_on_loopback(handler) as port:
+        t = Transport()
+        t.keep_alive = False
+        for _ in range(3):
+            assert t.send("GET", f"http://127.0.0.1:{port}/c", None, {}, 5).status == 200
+        t.close()
+    assert served["n"] == 3 and len(served["conns"]) == 3
+
+
+def test_a_server_with_nagles_algorithm_on_is_answered_on_a_kept_connection():
+    """The stdlib server writes headers and body apart and leaves Nagle's algorithm on: on a kept connection the
+    body waits for the headers' acknowledgement, which the transport sends at once (every answer arrives whole;
+    how fast is benchmarks' business, not a test's)."""
+    class Slowpoke(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, disable_nagle_algorithm left False
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):  # noqa: N802 - stdlib name
+            data = b'{"ok": true}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()  # the headers go out
+            self.wfile.write(data)  # then the body, apart
+
+    with serve_on_loopback(Slowpoke) as port:
+        t = Transport()
+        bodies = [t.send("GET", f"http://127.0.0.1:{port}/n", None, {}, 5).body for _ in range(5)]
+        t.close()
+    assert bodies == [b'{"ok": true}'] * 5 and t.opened == 1

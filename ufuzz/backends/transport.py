@@ -7,6 +7,12 @@ the request is even sent. :class:`Transport` keeps each thread's connection to a
 as HTTP/1.1 allows, and opens a new one when the product closes it. A request the product never answered because
 it had closed the idle connection is sent once more on a new connection (the request cannot have been read).
 
+A kept connection has one trap: a server that writes its headers and body apart with Nagle's algorithm on
+(Python's ``http.server`` does, unless told otherwise) holds the body until the headers are acknowledged, and a
+client that delays its acknowledgements stalls 40 ms per request — the test suite's own answer-only agent went
+from 1.5 s to 22 s. So the answer's first segment is acknowledged at once (Linux ``TCP_QUICKACK``), and where
+that cannot be done, connections are not kept (:data:`KEEP_ALIVE`).
+
 What a plain ``http.client`` connection does not do is left to ``urllib``: requests through a proxy (the
 ``*_proxy`` environment variables) and redirects (a 3xx answer is asked again through urllib, which follows it).
 """
@@ -14,6 +20,7 @@ What a plain ``http.client`` connection does not do is left to ``urllib``: reque
 from __future__ import annotations
 
 import http.client
+import socket
 import ssl
 import threading
 import urllib.error
@@ -22,7 +29,12 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["Answer", "Transport"]
+__all__ = ["KEEP_ALIVE", "Answer", "Transport"]
+
+#: connections are kept only where the answer's first segment can be acknowledged at once (Linux
+#: ``TCP_QUICKACK``, :func:`_ack_at_once`); elsewhere every request asks the product to close its connection, as
+#: urllib does, rather than risk a 40 ms stall per request against a server with Nagle's algorithm on
+KEEP_ALIVE = hasattr(socket, "TCP_QUICKACK")
 
 #: errors that say an idle kept-alive connection had been closed by the other side before this request was read
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
@@ -53,6 +65,7 @@ class Transport:
         self._open: list[http.client.HTTPConnection] = []  # every connection made, for close()
         self._ssl: ssl.SSLContext | None = None
         self.opened = 0  # connections opened (benchmarks, tests: how many requests went over one)
+        self.keep_alive = KEEP_ALIVE
 
     def send(self, method: str, url: str, body: bytes | None, headers: Mapping[str, str],
              timeout: float) -> Answer:
@@ -62,10 +75,12 @@ class Transport:
         if _proxied(parts):
             return _via_urllib(method, url, body, headers, timeout)
         target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+        sent = dict(headers) if self.keep_alive else {**headers, "Connection": "close"}
         for fresh in (False, True):
             conn, reused = self._connection(parts, timeout, fresh)
             try:
-                conn.request(method, target, body=body, headers=dict(headers))
+                conn.request(method, target, body=body, headers=sent)
+                _ack_at_once(conn)
                 resp = conn.getresponse()
                 answer = Answer(resp.status, _Headers((k.lower(), v) for k, v in resp.getheaders()), resp.read())
             except _STALE:
@@ -113,6 +128,21 @@ class Transport:
                 conn.close()
             except OSError:
                 pass
+
+
+def _ack_at_once(conn: http.client.HTTPConnection) -> None:
+    """Acknowledge the answer's first segment at once (Linux ``TCP_QUICKACK``). A server that writes its headers
+    and its body apart, with Nagle's algorithm on (Python's ``http.server`` does), holds the body back until the
+    headers are acknowledged, and a client that delays its acknowledgement (40 ms) stalls every request on a kept
+    connection — a new connection starts in quick-ack mode, which is why closing each one hid it."""
+    sock = conn.sock
+    quickack = getattr(socket, "TCP_QUICKACK", None)
+    if sock is None or quickack is None:
+        return
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
+    except OSError:
+        pass
 
 
 def _proxied(parts: urllib.parse.SplitResult) -> bool:
