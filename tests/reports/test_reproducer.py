@@ -164,9 +164,12 @@ def test_minimise_writes_a_reproducer_and_the_ticket_uses_its_steps(product, tmp
         assert f"`{m['id']}`" in text
     assert "## Steps" in text and "## Evidence" in text and "## Reproduce" in text
     assert "| rank | id | product id |" in text and "deleted, offending" in text
+    # the evidence tables are the campaign's, on the whole checkpoint: said so beside the minimised steps
+    # (new-user walkthrough: ids in the tables that the steps never add)
+    assert "As the campaign saw it, on the whole checkpoint" in text.split("## Evidence")[1]
     # without the minimised file the steps name the full checkpoint
     full = invoke("failures", "show", camp, key[:12], "--format", "md").output
-    assert "minimised by" not in full and "Start from checkpoint" in full
+    assert "minimised by" not in full and "Start from checkpoint" in full and "As the campaign saw it" not in full
     assert invoke("failures", "show", camp, key[:12], "--format", "md", "--json").exit_code == 2
     assert invoke("failures", "show", camp, key[:12], "--format", "md", "--minimised", tmp_path / "no").exit_code == 2
 

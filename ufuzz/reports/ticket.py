@@ -208,7 +208,11 @@ def render_ticket(v: dict[str, Any], minimised: Any = None) -> str:
              f"({v['operator'] or 'seed'}, {v['stage']}:{v['kind']}, seen {v['occurrences']}×"
              + (f", baseline: {v['baseline']}" if v.get("baseline") else "") + ").", "",
              "## Steps", "", *minimal_steps(v, minimised), "",
-             "## Evidence", "", *_side_lines("Before the change (parent)", v["parent"]),
+             "## Evidence", "",
+             *([f"As the campaign saw it, on the whole checkpoint ({v['checkpoint_memories']} memories): the "
+                "minimised steps above fail the same way (`ufuzz corpus check` on the minimised record replays "
+                "them), with other memories around the ones that matter.", ""] if minimised is not None else []),
+             *_side_lines("Before the change (parent)", v["parent"]),
              *_side_lines("After the change (mutant)", v["mutant"])]
     if v.get("reason"):
         lines += [f"Verdict: {v['reason']}", ""]
