@@ -35,6 +35,8 @@ def test_run_then_status(tmp_path):
     by_op = js["executions_by_operator"]
     assert by_op and sum(by_op.values()) == js["mutant_executions"] and set(by_op) <= {
         "paraphrase", "target_change", "unsupported", "update", "delete", "unrelated_edit", "speaker_swap"}
+    assert js["execution_seconds"] > 0  # the system's own time per execution: a slow product shows here
+    assert f"{js['execution_seconds'] * 1000:.1f} ms on average" in st.output
     line = next(x for x in st.output.splitlines() if x.startswith("  by operator: "))
     assert sorted(line.removeprefix("  by operator: ").split(", ")) == sorted(f"{op} {n}" for op, n in by_op.items())
     again = invoke("run", "--budget", 10, "--out", out, "--quiet")

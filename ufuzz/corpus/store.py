@@ -1116,6 +1116,14 @@ class CorpusStore(SqlStore):
         """Counts for ``ufuzz status``: :meth:`counted` in the store's shape (:meth:`CampaignSummary.counts`)."""
         return self.counted(campaign_id).counts()
 
+    def execution_seconds(self, campaign_id: str) -> float | None:
+        """The mean time of an execution that did not fail — the system's own time per question (its retrieval and
+        answer calls) — or None before any."""
+        with self._sessions() as s:
+            mean = s.scalar(select(func.avg(ExecutionRow.seconds))
+                            .where(ExecutionRow.campaign_id == campaign_id, ExecutionRow.error.is_(None)))
+        return None if mean is None else float(mean)
+
     def executions_by_operator(self, campaign_id: str) -> dict[str, int]:
         """Mutant executions per operator (where the budget went), most first."""
         with self._sessions() as s:

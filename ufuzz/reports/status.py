@@ -46,6 +46,7 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
         summary["finished_at"] = rec.finished_at
         summary["rejections"] = rejection_reasons(store.mutants(rec.id, valid=False))
         summary["executions_by_operator"] = store.executions_by_operator(rec.id)
+        summary["execution_seconds"] = store.execution_seconds(rec.id)
     finally:
         store.close()
     fs = FailureStore(db, rec.id, readonly=True)
@@ -179,6 +180,8 @@ def render_status(st: dict[str, Any]) -> str:
         f"(parents {st['parent_executions']}, mutants {st['mutant_executions']}, errored {st['failed_executions']})",
         *(["  by operator: " + ", ".join(f"{op} {n}" for op, n in st["executions_by_operator"].items())]
           if st.get("executions_by_operator") else []),
+        *([f"  the system's own time per execution (its retrieval and answer calls): "
+           f"{st['execution_seconds'] * 1000:.1f} ms on average"] if st.get("execution_seconds") is not None else []),
         f"mutants    {st['mutants']['valid']} valid"
         + (f" ({st['mutants']['unjudged']} not executed: no check of theirs could fail here)"
            if st["mutants"].get("unjudged") else "")
