@@ -26,7 +26,7 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 __all__ = ["KEEP_ALIVE", "Answer", "Transport"]
@@ -50,6 +50,12 @@ class Answer:
 
 
 class _Headers(dict):
+    """Response headers by lower-cased name, looked up in any case."""
+
+    @classmethod
+    def of(cls, items: Iterable[tuple[str, str]]) -> _Headers:
+        return cls((k.lower(), v) for k, v in items)
+
     def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
         return super().get(key.lower(), default)
 
@@ -82,7 +88,7 @@ class Transport:
                 conn.request(method, target, body=body, headers=sent)
                 _ack_at_once(conn)
                 resp = conn.getresponse()
-                answer = Answer(resp.status, _Headers((k.lower(), v) for k, v in resp.getheaders()), resp.read())
+                answer = Answer(resp.status, _Headers.of(resp.getheaders()), resp.read())
             except _STALE:
                 conn.close()
                 if reused and not fresh:
@@ -156,14 +162,14 @@ def _via_urllib(method: str, url: str, body: bytes | None, headers: Mapping[str,
     req = urllib.request.Request(url, data=body, headers=dict(headers), method=method)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return Answer(resp.status, _Headers((k.lower(), v) for k, v in resp.getheaders()), resp.read())
+            return Answer(resp.status, _Headers.of(resp.getheaders()), resp.read())
     except urllib.error.HTTPError as exc:
         try:
             data = exc.read() if exc.fp else b""
         finally:
             exc.close()
         hdrs = exc.headers.items() if exc.headers is not None else ()
-        return Answer(exc.code, _Headers((k.lower(), v) for k, v in hdrs), data)
+        return Answer(exc.code, _Headers.of(hdrs), data)
     except urllib.error.URLError as exc:
         reason = exc.reason
         raise (reason if isinstance(reason, BaseException) else OSError(str(reason))) from None

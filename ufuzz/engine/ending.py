@@ -110,7 +110,7 @@ def environmental(exc: BaseException) -> bool:
     from ufuzz.backends.protocol import BackendError
     from ufuzz.llm.client import LLMError
 
-    if isinstance(exc, (BackendError, LLMError, OSError, TimeoutError)):
+    if isinstance(exc, (BackendError, LLMError, OSError)):  # OSError: the file system, sockets, timeouts
         return True
     # a database driver's error, wrapped by SQLAlchemy (its module is sqlalchemy.exc) or raised as is
     return any(c.__module__.split(".")[0] in ("sqlalchemy", "sqlite3", "psycopg", "psycopg2")

@@ -188,18 +188,16 @@ class Executor:
         t0 = time.perf_counter()
         try:
             got = self.backend.retrieve(state, case.query.text, self.k)
-            ex.top_ids = [r.id for r in got]
-            ids = identify(case, got, self.checkpoints.get(case.checkpoint_id), lambda: self._listing(case, state))
-            if ids is not None:  # a result identified by its text as another memory of the case
+            own = [r.id for r in got]
+            # a result identified by its text as another memory of the case; one memory returned twice: a ranking
+            # of distinct items
+            ids = identify(case, got, self.checkpoints.get(case.checkpoint_id),
+                           lambda: self._listing(case, state)) or own
+            ex.top_ids = distinct(ids) if len(set(ids)) < len(ids) else ids
+            if ex.top_ids != own or any(r.native_id is not None for r in got):  # the product's own ids, kept
                 ex.native_ids = [r.native_id or r.id for r in got]
-                ex.top_ids = ids
-            if len(set(ex.top_ids)) < len(ex.top_ids):  # one memory returned twice: a ranking of distinct items
-                ex.native_ids = ex.native_ids or [r.native_id or r.id for r in got]
-                ex.top_ids = distinct(ex.top_ids)
             ex.top_scores = [float(r.score) for r in got]
             ex.top_texts = [r.text for r in got]
-            if ex.native_ids is None and any(r.native_id is not None for r in got):  # ids of its own (HTTP)
-                ex.native_ids = [r.native_id or r.id for r in got]
             resp = self.backend.answer(state, case.query.text, got) if self.answers else None
             if isinstance(resp, Answer):
                 ex.cited_ids = list(resp.cited)

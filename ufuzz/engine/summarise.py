@@ -32,8 +32,8 @@ def summarise(campaign: Any, status: str, *, progress: Progress | None = None,
         by_kind[f"{f.stage}:{f.kind}"] = by_kind.get(f"{f.stage}:{f.kind}", 0) + 1
     stats = getattr(c.backend, "stats", None)
     return CampaignSummary(
-        campaign=c.campaign_id, status=status, message=c.message, exit_code=(ending.INTERNAL_ERROR if getattr(c, "internal", False) and status == ending.ERROR
-                   else ending.EXIT_CODES.get(status)),
+        campaign=c.campaign_id, status=status, message=c.message,
+        exit_code=ending.INTERNAL_ERROR if c.internal and status == ending.ERROR else ending.EXIT_CODES.get(status),
         executions=p.executions, budget=p.budget, mutants_valid=p.mutants_valid,
         mutants_rejected=p.mutants_rejected, mutants_unjudged=p.mutants_unjudged, retained=p.retained,
         coverage=p.coverage, coverage_total=p.coverage_total,

@@ -227,9 +227,10 @@ def _memory_ops(answer: str, memories: list[Memory], supporting: list[str],
 def _completed(b: Builder, memories: list[Memory], supporting: list[str], groups: list[list[str]],
                answer: str) -> tuple[list[str], list[list[str]]]:
     """``supporting`` (and, with an update history, its latest group) plus the other turns of the same sessions
-    that write the answer verbatim — the records mark the user's statement ``has_answer``, not the assistant's
-    reply repeating it ("Wow, 20 dozen eggs is a lot!"), and using that reply is no less right. Only for an
-    answer written in a marked turn (an extractive one) of two characters or more."""
+    that write the answer as a marked turn writes it (:func:`stated_forms`: "18" as "my 18th birthday") — the
+    records mark the user's statement ``has_answer``, not the assistant's reply repeating it ("Wow, 20 dozen eggs
+    is a lot!"), and using that reply is no less right. Only for an answer a marked turn writes (an extractive
+    one) of two characters or more."""
     text = {m.id: m.text for m in memories}
     asked = groups[-1] if groups else supporting
     # the answer as the marked turns write it: "18" is told "my 18th birthday" there, and a turn saying "the
