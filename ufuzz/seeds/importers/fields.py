@@ -500,7 +500,7 @@ def same_or_overlapping_rate(old: str, new: str) -> bool:
     return a[1] is b[1] or frozenset({a[1][0], b[1][0]}) in FREQUENCY_OVERLAPS
 
 
-_WEEKDAY = re.compile(r"(?i)\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b")
+_WEEKDAY = re.compile(rf"(?i)\b({_WEEKDAY_WORDS})s?\b")
 _ASKS_DAY = re.compile(r"(?i)\b(?:week)?days?\b")
 
 
