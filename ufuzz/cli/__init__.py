@@ -3,10 +3,32 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
-import click
+
+def _is_the_program() -> bool:
+    """Whether this process is the ``ufuzz`` command itself (the console script or ``python -m ufuzz``), not a
+    test runner invoking the command group in-process."""
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
+    return argv0.name == "ufuzz" or (argv0.name == "__main__.py" and argv0.parent.name == "ufuzz")
+
+
+def _ctrl_c_interrupts() -> None:
+    """Ctrl-C interrupts the command from its first import on, as the running campaign's own handler does later.
+
+    A process started in the background of a non-interactive shell (``ufuzz run ... &`` in a script, a CI
+    runner's job) inherits SIGINT ignored, and CPython then installs no handler of its own: an interrupt that
+    came while the command was still starting was lost and the campaign ran to its budget, although the same
+    interrupt a moment later (once the campaign catches signals) stops it cleanly."""
+    if _is_the_program() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+_ctrl_c_interrupts()
+
+import click  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -52,13 +74,6 @@ def _term_interrupts() -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
-
-
-def _is_the_program() -> bool:
-    """Whether this process is the ``ufuzz`` command itself (the console script or ``python -m ufuzz``), not a
-    test runner invoking the command group in-process."""
-    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
-    return argv0.name == "ufuzz" or (argv0.name == "__main__.py" and argv0.parent.name == "ufuzz")
 
 
 class _Main(click.Group):
