@@ -150,6 +150,7 @@ def test_longmemeval_fixture_memories_fallback_and_drops(tmp_path):
     ref = s.references["lme:q1"]
     assert (ref.answer, ref.supporting) == ("Luna", ("s1:0",))
     assert s.seeds[0].query.fields.entity == "user" and s.seeds[0].query.fields.attribute == "name: cat"
+    assert {seed.query.asked_at for seed in s.seeds} == {"2023-05-30T10:00:00"}  # the question date, kept
     assert set(s.references["lme:q2"].supporting) == {"s1:0", "s1:1"}  # all turns of the answer session
     assert s.references["lme:q3_abs"].abstain
     assert_references_agree(s)

@@ -39,7 +39,9 @@ class Query:
 
     ``context`` is removable, non-restrictive context that is part of ``text`` (paraphrase may shorten it);
     ``form`` is the syntactic form (``question``, ``imperative``, ``indirect``, ``free``); ``template`` names
-    the wording template used (``None`` for free text, e.g. imported benchmark questions).
+    the wording template used (``None`` for free text, e.g. imported benchmark questions). ``asked_at`` is
+    when the question is asked (an ISO timestamp; a benchmark's question date), if the seed says: the state
+    operators write nothing dated after it, since a value told after the question cannot be its answer.
     """
 
     id: str
@@ -48,16 +50,21 @@ class Query:
     context: str = ""
     form: str = "question"
     template: str | None = None
+    asked_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "text": self.text, "fields": self.fields.to_dict(), "context": self.context,
-                "form": self.form, "template": self.template}
+        d = {"id": self.id, "text": self.text, "fields": self.fields.to_dict(), "context": self.context,
+             "form": self.form, "template": self.template}
+        if self.asked_at is not None:  # absent when unknown: older files and the shipped suite read the same
+            d["asked_at"] = self.asked_at
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Query:
+        asked = d.get("asked_at")
         return cls(id=str(d["id"]), text=str(d["text"]), fields=QueryFields.from_dict(d["fields"]),
                    context=str(d.get("context", "")), form=str(d.get("form", "question")),
-                   template=d.get("template"))
+                   template=d.get("template"), asked_at=None if asked is None else str(asked))
 
 
 @dataclass(frozen=True)

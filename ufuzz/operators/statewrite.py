@@ -6,23 +6,42 @@ import re
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from ufuzz.operators.base import StateView
+from ufuzz.operators.base import Rejected, StateView
 from ufuzz.seeds.importers.fields import DATED, RELATIVE_TIME, rewrite_time, text_class, value_forms
 
 __all__ = ["later_timestamp", "latest_evidence", "mentions_value", "natural_key", "own_voice", "rewritable_evidence",
            "rewrite_value", "speaker_of", "substitute", "uncarried_evidence", "value_forms", "written_in_evidence"]
 
 
-def later_timestamp(view: StateView, days: int = 1) -> str:
-    """An ISO timestamp strictly later than every memory stored in the state."""
+def later_timestamp(view: StateView, days: int = 1, before: str | None = None) -> str:
+    """An ISO timestamp strictly later than every memory stored in the state: ``days`` after the latest one.
+
+    With ``before`` (the question's time, ``Query.asked_at``) it is also strictly earlier than that — halfway
+    between the latest memory and the question where a whole ``days`` would pass it — since a value told after
+    the question is asked cannot be its answer (a LongMemEval update dated five hours after the question date
+    made "23 dozen" the expected answer to a question asked while it was still 20). Raises :class:`Rejected`
+    when no second is left between the two."""
     stamps = []
     for m in view.list():
         try:
-            stamps.append(datetime.fromisoformat(m.timestamp))
+            stamps.append(_naive(m.timestamp))
         except ValueError:
             continue
     base = max(stamps) if stamps else datetime(2024, 1, 1)
-    return (base.replace(tzinfo=None) + timedelta(days=days)).replace(microsecond=0).isoformat()
+    stamp = base + timedelta(days=days)
+    if before is not None:
+        limit = _naive(before)
+        if stamp >= limit:
+            stamp = base + (limit - base) / 2
+        if not base < stamp.replace(microsecond=0) < limit:
+            raise Rejected(f"no time left for a new memory before the question is asked ({before}): the latest "
+                           f"memory is dated {base.isoformat()}")
+    return stamp.replace(microsecond=0).isoformat()
+
+
+def _naive(timestamp: str) -> datetime:
+    """A memory's or question's ISO timestamp as a naive date-time (its zone dropped, as the writes are dated)."""
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).replace(tzinfo=None)
 
 
 def substitute(text: str, old: str, new: str) -> str | None:

@@ -80,7 +80,7 @@ class StressEdit(UnrelatedEdit):
         fact, alts = cands[mid]
         value = alts[0]
         text = substitute(dict(case.provenance.memory_texts)[mid], fact.value, value)
-        ts = later_timestamp(view)
+        ts = later_timestamp(view, before=case.query.asked_at)
         mem = Memory(id=f"{mid}~e{tag}", text=text, timestamp=ts, metadata={"ufuzz_op": "stress_update"})
         res = view.update(mid, mem)
         if not res.ok:
@@ -101,7 +101,8 @@ class StressEdit(UnrelatedEdit):
             text = NEUTRAL[order[i % len(NEUTRAL)]]
             if i >= len(NEUTRAL):
                 text = f"{text[:-1]} (note {i // len(NEUTRAL) + 1})."
-            mem = Memory(id=f"{case.checkpoint_id}~b{tag}-{i}", text=text, timestamp=later_timestamp(view),
+            mem = Memory(id=f"{case.checkpoint_id}~b{tag}-{i}", text=text,
+                         timestamp=later_timestamp(view, before=case.query.asked_at),
                          metadata={"ufuzz_op": "stress_add"})
             res = view.add(mem)
             if not res.ok:

@@ -143,7 +143,8 @@ class UnrelatedEdit(Operator):
         tag = f"{case.depth + 1}{rng.randrange(1 << 16):04x}"
         if target == "add":
             text = rng.choice(NEUTRAL)
-            mem = Memory(id=f"{case.checkpoint_id}~a{tag}", text=text, timestamp=later_timestamp(view),
+            mem = Memory(id=f"{case.checkpoint_id}~a{tag}", text=text,
+                         timestamp=later_timestamp(view, before=case.query.asked_at),
                          metadata={"ufuzz_op": "unrelated_add"})
             res = view.add(mem)
             if not res.ok:
@@ -159,7 +160,7 @@ class UnrelatedEdit(Operator):
             fact, mid, alts = cands[rng.randrange(len(cands))]
             value = alts[rng.randrange(len(alts))]
             text = substitute(dict(case.provenance.memory_texts)[mid], fact.value, value)
-            ts = later_timestamp(view)
+            ts = later_timestamp(view, before=case.query.asked_at)
             mem = Memory(id=f"{mid}~e{tag}", text=text, timestamp=ts, metadata={"ufuzz_op": "unrelated_update"})
             res = view.update(mid, mem)
             if not res.ok:
@@ -175,7 +176,8 @@ class UnrelatedEdit(Operator):
             if not cands:
                 raise Rejected("no near-miss turn to restate")
             src, text = cands[rng.randrange(len(cands))]
-            mem = Memory(id=f"{src}~n{tag}", text=text, timestamp=later_timestamp(view),
+            mem = Memory(id=f"{src}~n{tag}", text=text,
+                         timestamp=later_timestamp(view, before=case.query.asked_at),
                          metadata={"ufuzz_op": "unrelated_near", "of": src})
             res = view.add(mem)
             if not res.ok:

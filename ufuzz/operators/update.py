@@ -83,7 +83,7 @@ class Update(Operator):
         new_text = rewrite_value(old_text.text, fact, value)
         if new_text is None:  # the value is not written in the memory: rewriting it would mean inventing text
             raise Rejected(f"the value {fact.value!r} is not written in its evidence {old_id}")
-        ts = later_timestamp(view)
+        ts = later_timestamp(view, before=case.query.asked_at)
         if not _not_after(value, ts):
             raise Rejected(f"the new date {value!r} is later than the memory telling it ({ts})")
         new_id = f"{old_id}~u{case.depth + 1}{rng.randrange(1 << 16):04x}"

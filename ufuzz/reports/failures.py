@@ -224,7 +224,7 @@ def _case_view(case: FuzzCase | None, ref: Reference | None, rec: Any, deleted: 
     if case is None:
         return {"id": None}
     return {"id": case.id, "operator": case.operator, "depth": case.depth, "query": case.query.text,
-            "fields": case.query.fields.to_dict(), "ops": len(case.ops), "detail": case.detail,
+            "asked_at": case.query.asked_at, "fields": case.query.fields.to_dict(), "ops": len(case.ops), "detail": case.detail,
             "reference": ref.to_dict() if ref is not None else None,
             "execution": _execution_view(rec, ref, deleted, offending, _known_ids(case))}
 
@@ -357,18 +357,20 @@ def _ref_line(ref: dict[str, Any] | None) -> str:
 def _ops_lines(ops: list[dict[str, Any]]) -> list[str]:
     out = []
     for o in ops:
+        dated = f" (dated {o['timestamp']})" if o.get("timestamp") else ""
         if o["op"] == "add":
-            out.append(f"  add {o.get('memory_id')}: {o.get('text')!r}")
+            out.append(f"  add {o.get('memory_id')}{dated}: {o.get('text')!r}")
         elif o["op"] == "update":
             out.append(f"  update {o['target']}: {o.get('target_text')!r}")
-            out.append(f"      -> {o.get('memory_id')}: {o.get('text')!r}")
+            out.append(f"      -> {o.get('memory_id')}{dated}: {o.get('text')!r}")
         else:
             out.append(f"  {o['op']} {o['target']}: {o.get('target_text')!r}")
     return out or ["  (none: the query changed, the state did not)"]
 
 
 def _exec_lines(side: str, case: dict[str, Any], width: int) -> list[str]:
-    out = [f"{side} {case.get('id')} — {case.get('query')!r}"]
+    asked = f" (asked {case['asked_at']})" if case.get("asked_at") else ""
+    out = [f"{side} {case.get('id')} — {case.get('query')!r}{asked}"]
     if case.get("id") is None:
         return out
     out.append(f"  reference: {_ref_line(case.get('reference'))}")

@@ -355,11 +355,12 @@ def _ops_html(ops: list[dict[str, Any]]) -> str:
         return "<p class='muted'>none: the query changed, the state did not</p>"
     items = []
     for o in ops:
+        dated = f" <span class='muted'>(dated {esc(o['timestamp'])})</span>" if o.get("timestamp") else ""
         if o["op"] == "add":
-            items.append(f"<li>add <code>{esc(o.get('memory_id'))}</code>: <q>{esc(o.get('text'))}</q></li>")
+            items.append(f"<li>add <code>{esc(o.get('memory_id'))}</code>{dated}: <q>{esc(o.get('text'))}</q></li>")
         elif o["op"] == "update":
             items.append(f"<li>update <code>{esc(o['target'])}</code>: <q>{esc(o.get('target_text'))}</q> → "
-                         f"<code>{esc(o.get('memory_id'))}</code>: <q>{esc(o.get('text'))}</q></li>")
+                         f"<code>{esc(o.get('memory_id'))}</code>{dated}: <q>{esc(o.get('text'))}</q></li>")
         else:
             items.append(f"<li>{esc(o['op'])} <code>{esc(o['target'])}</code>: <q>{esc(o.get('target_text'))}</q></li>")
     return "<ul>" + "".join(items) + "</ul>"

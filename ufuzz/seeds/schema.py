@@ -186,10 +186,12 @@ class QueryModel(StrictModel):
     context: Context = ""
     form: Literal["question", "imperative", "indirect", "free"] = "question"
     template: Name | None = None
+    #: when the question is asked (a benchmark's question date): nothing a state operator writes is dated later
+    asked_at: Timestamp | None = None
 
     def to_model(self) -> Query:
         return Query(id=self.id, text=self.text, fields=self.fields.to_model(), context=self.context,
-                     form=self.form, template=self.template)
+                     form=self.form, template=self.template, asked_at=self.asked_at)
 
 
 class DescriptorModel(StrictModel):

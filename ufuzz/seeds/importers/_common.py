@@ -223,6 +223,7 @@ class Pending:
     stale: tuple[str, ...] = ()  # answers the benchmark calls wrong (LoCoMo's adversarial_answer)
     answer_form: str | None = None  # extractive | abstractive (see answer_form())
     metadata: dict[str, Any] = field(default_factory=dict)  # the benchmark's labels (category …) for the seed
+    asked_at: str | None = None  # when the benchmark asks the question (ISO), if it says
 
 
 @dataclass
@@ -293,7 +294,8 @@ class Builder:
             if not self._agrees(ref, p):
                 self.dropped["reference_mismatch"] += 1
                 continue
-            query = Query(id=p.qid, text=p.text, fields=p.fields, context="", form="free", template=None)
+            query = Query(id=p.qid, text=p.text, fields=p.fields, context="", form="free", template=None,
+                          asked_at=p.asked_at)
             if p.rubric:
                 ref = ref.with_(rubric=p.rubric)
             ref = _annotated(ref, p)

@@ -208,7 +208,8 @@ def _record(b: Builder, rec: Any, extractor: Extractor | None) -> None:
     pending = Pending(qid=qkey, text=question, fields=fields, answer=answer if answerable else None,
                       supporting=tuple(supporting), facts=tuple(facts), expect_invalidated=expect_inv,
                       answer_form=form, memory_ops=ops, decoys=decoys, metadata={"question_type": qtype},
-                      rubric=benchmark_rubric("longmemeval", qtype, abstain=not answerable))
+                      rubric=benchmark_rubric("longmemeval", qtype, abstain=not answerable),
+                      asked_at=None if qdate is None else qdate.isoformat())
     b.add_checkpoint(f"lme-cp:{qid}", memories, [pending], entities=[Entity("user", "user"),
                                                                       Entity("assistant", "assistant")])
 
