@@ -93,12 +93,16 @@ def test_every_kind_reproduces_on_the_buggy_product_and_not_on_the_fixed_one(pro
         assert res.returncode == 0, res.stdout + res.stderr
         assert f"REPRODUCED {r['stage']}:{r['kind']}" in res.stdout
         scripts[r["kind"]] = path
+    guard = run_script(scripts["deleted_evidence_retrieved"], "--quiet", "--expect-fixed")  # a regression test
+    assert guard.returncode == 1 and "NOT FIXED: it still reproduces" in guard.stdout, guard.stdout
     srv.delete_bug = False
     try:
         res = run_script(scripts["deleted_evidence_retrieved"], "--quiet")
+        guard = run_script(scripts["deleted_evidence_retrieved"], "--quiet", "--expect-fixed")
     finally:
         srv.delete_bug = True
     assert res.returncode == 1 and "NOT REPRODUCED: the mutant passes" in res.stdout, res.stdout
+    assert guard.returncode == 0 and "fixed: it no longer reproduces" in guard.stdout, guard.stdout
 
 
 def test_the_transcript_has_urls_and_bodies_and_never_the_token(product, tmp_path):
