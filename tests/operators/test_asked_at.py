@@ -101,3 +101,23 @@ def test_every_state_operator_keeps_the_question_time_on_its_mutant(tmp_path):
     m = _mutate(tmp_path, case, UnrelatedEdit(), "add")
     assert m.query.asked_at == "2023-03-16T07:05:00" and m.ops[0].memory.timestamp < "2023-03-16T07:05:00"
     assert replace(case.query, text="Tell me how many dozen eggs I have.").asked_at == case.query.asked_at
+
+
+def test_no_time_left_is_a_final_rejection_although_the_add_is_drawn(tmp_path):
+    """The unrelated edit draws its text, so its rejections are retried; this one depends on the state alone,
+    so the scheduler must not spend tries on it again (LongMemEval: 12 retried adds on three seeds)."""
+    from ufuzz.engine.executor import Executor
+    from ufuzz.engine.proposal import propose
+
+    backend = embedded(tmp_path)
+    try:
+        executor = Executor(backend, {"c1": _CHECKPOINT})
+        late = _case("2023-03-15T12:10:01")
+        assert UnrelatedEdit().varies(late, "add")
+        got = propose(UnrelatedEdit(), late, None, "add", None, 1, 0, executor=executor, fork=True)
+        assert not got.valid and got.final and "before the question is asked" in got.reason
+        ok = propose(UnrelatedEdit(), _case("2023-03-16T07:05:00"), None, "add", None, 2, 0, executor=executor,
+                     fork=True)
+        assert ok.valid and not ok.final
+    finally:
+        backend.close()

@@ -48,7 +48,7 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
     to it through a :class:`StateView`); a backend fault on the way is ``Proposal.error`` (no mutant at all)."""
     rng = random.Random(f"{seed}:{counter}")
     proposal = Proposal()
-    mutation, reason, ok = None, "", False
+    mutation, reason, ok, final = None, "", False, False
     try:
         if fork:
             proposal.handle = executor.fork(parent)
@@ -60,7 +60,7 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
         verdict = _side_effect(view, mutation, op.meaning_preserving) or op.validate(parent, mutation, view)
         ok, reason, proposal.finding = verdict.ok, verdict.reason, verdict.finding
     except Rejected as exc:
-        reason = str(exc)
+        reason, final = str(exc), exc.final
     except (BackendError, NotImplementedError) as exc:
         proposal.error = (f"{op.name}:{target}", f"{type(exc).__name__}: {exc}")
         return proposal
@@ -74,7 +74,7 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
         proposal.mutant = parent.child(mid, operator=op.name, obligation=obligation, detail="not produced")
     proposal.valid, proposal.reason = ok and mutation is not None, reason
     proposal.mutation = mutation if proposal.valid else None
-    proposal.final = not proposal.valid and not op.varies(parent, target)
+    proposal.final = not proposal.valid and (final or not op.varies(parent, target))
     return proposal
 
 

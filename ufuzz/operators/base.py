@@ -114,7 +114,13 @@ class Verdict:
 
 
 class Rejected(Exception):
-    """Raised by ``mutate`` when no mutant can be produced for this target (not a test)."""
+    """Raised by ``mutate`` when no mutant can be produced for this target (not a test). ``final``: no other
+    draw can go otherwise on this state (what the operator drew is not what failed), so it is not tried again
+    even where :meth:`Operator.varies` says the move is drawn."""
+
+    def __init__(self, reason: str, *, final: bool = False) -> None:
+        super().__init__(reason)
+        self.final = final
 
 
 class Operator(ABC):

@@ -35,7 +35,7 @@ def later_timestamp(view: StateView, days: int = 1, before: str | None = None) -
             stamp = base + (limit - base) / 2
         if not base < stamp.replace(microsecond=0) < limit:
             raise Rejected(f"no time left for a new memory before the question is asked ({before}): the latest "
-                           f"memory is dated {base.isoformat()}")
+                           f"memory is dated {base.isoformat()}", final=True)
     return stamp.replace(microsecond=0).isoformat()
 
 
