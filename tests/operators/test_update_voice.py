@@ -56,3 +56,19 @@ def test_a_value_an_earlier_memory_of_the_fact_stated_is_never_the_new_one():
     now = Fact("user", "time: gym", "6:00 pm", ("s2:4",), value_type="time", valid_from="2024-03-09T10:00:00")
     case = _case(mems, [old, now], ["7:00 pm", "8:00 pm", "6:00 pm"], attribute="time: gym")
     assert Update().targets(case) == ["value=8:00 pm"]
+
+
+def test_a_turn_that_agrees_with_the_other_speakers_value_is_not_rewritten():
+    """LoCoMo hand audit: Gina's favourite style is told only by agreeing with Jon ("me too!"); rewritten alone
+    it read "Yeah, me too! Swing dance is so expressive", agreeing with nothing, and three updates of it were
+    reported as failures."""
+    people = (Entity("Jon", "person"), Entity("Gina", "person"))
+    mems = [_m("D1:8", "Jon: I love all dances, but contemporary is my top pick. What's your fave?", 1),
+            _m("D1:9", "Gina: Yeah, me too! Contemporary dance is so expressive and graceful.", 2)]
+    fact = Fact("Gina", "favorite style of dance", "Contemporary", ("D1:9",), value_type="activity")
+    case = _case(mems, [fact], ["Swing"], entities=people, attribute="favorite style of dance")
+    assert rewritable_evidence(case.provenance, fact, None) is None and Update().targets(case) == []
+    # the same turn after a question that does not name the value states it on its own: it may be rewritten
+    asked = [_m("D1:8", "Jon: I love all dances. What's your fave?", 1), mems[1]]
+    case = _case(asked, [fact], ["Swing"], entities=people, attribute="favorite style of dance")
+    assert rewritable_evidence(case.provenance, fact, None) == "D1:9" and Update().targets(case) == ["value=Swing"]

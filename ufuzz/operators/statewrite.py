@@ -136,6 +136,27 @@ def own_voice(prov, fact, ids, texts: dict[str, str]) -> list[str]:
     return [m for m in ids if spoken[m] is not None and spoken[m].lower() == fact.entity.lower()]
 
 
+def answers_in_kind(prov, memory_id: str, value: str) -> bool:
+    """Whether the turn ``memory_id`` states ``value`` only as another speaker's turn right before it had said it
+    ("Jon: … contemporary is my top pick. What's your fave?" — "Gina: Yeah, me too! Contemporary dance is so
+    expressive"): rewritten alone, its new value would agree with nothing ("Yeah, me too! Swing dance …") and
+    would not say what it is the value of, so no update rewrites such a turn (LoCoMo hand audit)."""
+    names = {e.name.lower(): e.name for e in prov.entities}
+    before = None
+    for mid, text in prov.memory_texts:
+        if mid == memory_id:
+            break
+        before = text
+    else:
+        return False
+    if before is None:
+        return False
+    mine = speaker_of(dict(prov.memory_texts)[memory_id], names)
+    theirs = speaker_of(before, names)
+    return (mine is not None and theirs is not None and theirs.lower() != mine.lower()
+            and mentions_value(before, value))
+
+
 def rewritable_evidence(prov, fact, view: StateView | None) -> str | None:
     """The evidence memory an update of ``fact`` rewrites: the latest of the person's own (:func:`own_voice`) that
     writes the value (whole words), else — for a date told by one relative time — the one evidence memory that
@@ -145,6 +166,7 @@ def rewritable_evidence(prov, fact, view: StateView | None) -> str | None:
     texts = dict(prov.memory_texts)
     writing = own_voice(prov, fact, [m for m in fact.evidence if mentions_value(texts.get(m, ""), fact.value)],
                         texts)
+    writing = [m for m in writing if not answers_in_kind(prov, m, fact.value)]
     if writing:
         return latest_evidence(view, writing)
     if fact.value_type not in DATED:
