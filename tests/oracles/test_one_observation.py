@@ -80,3 +80,28 @@ def test_the_observations_survive_a_snapshot(default_suite):
     twin = root.child("p9", operator="paraphrase", query=reworded, obligation=Obligation(seed.id, "paraphrase", "v"))
     resumed.register(twin.id, ref.with_(query_id=twin.id))
     assert resumed.check(twin, _run(twin, others), root, _run(root, [evidence, *others[:4]])) is None
+
+
+def test_a_question_re_asked_after_an_abstaining_parent_is_its_own_seeds_baseline_once(default_suite):
+    """Hand audit, LoCoMo dev: a target change from an abstaining question onto another seed's question, failing
+    exactly as that seed fails on its checkpoint, was listed as a second baseline failure of the same cause."""
+    answerable = next(s for s in default_suite.seeds if not default_suite.reference_of(s).abstain
+                      and default_suite.reference_of(s).supporting)
+    abstaining = next(s for s in default_suite.seeds if s.checkpoint_id == answerable.checkpoint_id
+                      and default_suite.reference_of(s).abstain)
+    ck = default_suite.checkpoints[answerable.checkpoint_id]
+    ref = default_suite.reference_of(answerable)
+    others = [m.id for m in ck.memories if m.id not in set(ref.supporting)][:5]
+    sunk = []
+    oracle = Oracle(lambda f, _ref: sunk.append(f))
+    twin, parent = FuzzCase.from_seed(answerable, ck), FuzzCase.from_seed(abstaining, ck)
+    oracle.add_seed(twin, ref)
+    oracle.add_seed(parent, default_suite.reference_of(abstaining))
+    asked = replace(answerable.query, id=abstaining.query.id + "~t", text="Quick question: " + answerable.query.text)
+    mutant = parent.child("t1", operator="target_change", query=asked,
+                          obligation=Obligation(abstaining.id, "target_change", "entity=x"))
+    oracle.register(mutant.id, ref.with_(query_id=mutant.id))
+    missed = _run(twin, others)  # the seed misses its evidence on its own checkpoint
+    assert oracle.check(mutant, _run(mutant, others), parent, _run(parent, others),
+                        run_seed=lambda sid: missed) is None
+    assert [(f.origin, f.case_id) for f in sunk] == [("baseline", twin.id)]

@@ -211,14 +211,6 @@ class Oracle:
         out = caused(self.levels_of(parent, parent_ex), judge_case(mutant, ref, ex, self.context))
         if out is None:
             return None
-        parent_ref = self._refs.get(parent.id)
-        if mutant.ops == parent.ops and parent_ref is not None and parent_ref.abstain and not ref.abstain:
-            # a question made answerable by re-asking it (e.g. about the other speaker) on the same state: the
-            # parent's pass was an abstention, which says nothing of finding this question's evidence — the new
-            # question fails as asked on the unmutated state, a baseline failure of that question
-            self._sink(baseline_failure(mutant, out, ex, "the question fails as asked on the unmutated state "
-                                                         "(its parent abstained: nothing of it was tested)"), ref)
-            return None
         twin = self._twin(mutant, parent)
         if twin is not None:
             twin_ex = run_seed(twin.id) if run_seed is not None else None
@@ -226,7 +218,17 @@ class Oracle:
                 return None  # whether the mutation caused it cannot be told: precision first
             same = self.levels_of(twin, twin_ex).get(out.level)
             if same is not None and not same.passed and same.kind == out.kind:
-                return None  # the seed's own baseline failure, recorded there
+                return None  # the seed's own baseline failure, recorded there (also after an abstaining parent)
+        parent_ref = self._refs.get(parent.id)
+        if mutant.ops == parent.ops and parent_ref is not None and parent_ref.abstain and not ref.abstain:
+            # a question made answerable by re-asking it (e.g. about the other speaker) on the same state: the
+            # parent's pass was an abstention, which says nothing of finding this question's evidence — the new
+            # question fails as asked on its parent's state, a baseline failure of that question
+            b = baseline_failure(mutant, out, ex, "the question fails as asked on its parent's state (its parent "
+                                                  "abstained: nothing of it was tested)")
+            if self._observed.setdefault(_observation(mutant, ref, ex, out), b.key) == b.key:
+                self._sink(b, ref)  # not when it is a seed's own baseline failure seen again, word for word
+            return None
         f = failure(mutant, out, ex, parent_ex)
         seen = _observation(mutant, ref, ex, out)
         if self._observed.setdefault(seen, f.key) != f.key:
