@@ -177,6 +177,27 @@ def test_longmemeval_support_is_completed_with_the_answer_as_the_marked_turn_wri
     assert value_forms("18") == ("18", "eighteen")  # rewriting a value never takes an ordinal for it
 
 
+def test_longmemeval_previous_value_support_is_completed_in_its_own_session_after_it_was_told(tmp_path):
+    """Hand audit: "What was my previous status?" — the assistant's "Congratulations on … Premier Silver status!"
+    right after the user told it says the previous value again and counts; an assistant turn listing "e.g.,
+    Premier Silver, Premier Gold" before the user told anything does not (it was counted for an "18th birthday"
+    answer too)."""
+    rec = _lme_record(qtype="knowledge-update", answer="Premier Silver", answer_sessions=("s1", "s2"),
+                      question="What was my previous frequent flyer status before the current one?")
+    rec["haystack_sessions"] = [
+        [{"role": "user", "content": "What is my frequent flyer status?"},
+         {"role": "assistant", "content": "Your status shows there (e.g., Premier Silver, Premier Gold)."},
+         {"role": "user", "content": "I just reached Premier Silver status!", "has_answer": True},
+         {"role": "assistant", "content": "Congratulations on earning Premier Silver status!"}],
+        [{"role": "user", "content": "Now I have Premier Gold status, by the way.", "has_answer": True}]]
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps([rec]))
+    res = import_file("longmemeval", path)
+    ref = res.suite.references["lme:q1"]
+    assert res.suite.seeds[0].query.fields.scope == "previous"
+    assert ref.supporting == ("s1:2", "s1:3") and res.warnings.get("supporting_completed") == 1
+
+
 def test_longmemeval_real_subset_imports_and_roundtrips(tmp_path):
     if not LME_SUBSET.exists():
         pytest.skip(f"LongMemEval subset not present at {LME_SUBSET}")

@@ -227,24 +227,51 @@ def _memory_ops(answer: str, memories: list[Memory], supporting: list[str],
 
 def _completed(b: Builder, memories: list[Memory], supporting: list[str], groups: list[list[str]],
                answer: str) -> tuple[list[str], list[list[str]]]:
-    """``supporting`` (and, with an update history, its latest group) plus the other turns of the same sessions
-    that write the answer as a marked turn writes it (:func:`stated_forms`: "18" as "my 18th birthday") — the
-    records mark the user's statement ``has_answer``, not the assistant's reply repeating it ("Wow, 20 dozen eggs
-    is a lot!"), and using that reply is no less right. Only for an answer a marked turn writes (an extractive
-    one) of two characters or more."""
+    """``supporting`` (and, with an update history, the group that tells the answer) plus the other turns of the
+    same sessions that write the answer as a marked turn writes it (:func:`stated_forms`: "18" as "my 18th
+    birthday") — the records mark the user's statement ``has_answer``, not the assistant's reply repeating it
+    ("Wow, 20 dozen eggs is a lot!"), and using that reply is no less right. With a history the answer is the
+    latest group's (a question about now) or, when only earlier groups write it, theirs (a question about the
+    value before: "Congratulations on … earning Premier Silver status!" is the previous status said again). Only
+    for an answer a marked turn writes (an extractive one) of two characters or more."""
     text = {m.id: m.text for m in memories}
-    asked = groups[-1] if groups else supporting
-    # the answer as the marked turns write it: "18" is told "my 18th birthday" there, and a turn saying "the
-    # silver necklace my grandma gave me on my 18th birthday" answers "how old was I" as well
-    forms = [f for f in stated_forms(answer) if any(mentions_word([text[m]], f) for m in asked)]
-    if len(answer.strip()) < 2 or not forms:
+    if len(answer.strip()) < 2:
         return supporting, groups
-    sessions = {m.rsplit(":", 1)[0] for m in asked}
-    extra = [m.id for m in memories if m.id not in supporting and m.id.rsplit(":", 1)[0] in sessions
-             and any(mentions_word([m.text], f) for f in forms)]
-    if not extra:
+    told = [i for i, g in enumerate(groups or [supporting]) if _forms_in(answer, [text[m] for m in g])]
+    if groups and len(groups) - 1 in told:
+        told = [len(groups) - 1]  # the current value's group; an earlier one writing it too is history
+    added: dict[int, list[str]] = {}
+    for i in told:
+        asked = (groups or [supporting])[i]
+        forms = _forms_in(answer, [text[m] for m in asked])
+        # a turn can say the answer again only after it was told: from the session's first marked turn on (an
+        # assistant listing "e.g., Premier Silver, Premier Gold" before the user told their status says nothing)
+        told_at: dict[str, int] = {}
+        for m in asked:
+            sid, turn = _session_turn(m)
+            told_at[sid] = min(turn, told_at.get(sid, turn))
+        extra = [m.id for m in memories if m.id not in supporting and _session_turn(m.id)[0] in told_at
+                 and _session_turn(m.id)[1] > told_at[_session_turn(m.id)[0]]
+                 and any(mentions_word([m.text], f) for f in forms)]
+        if extra:
+            added[i] = extra
+    if not added:
         return supporting, groups
     b.warnings["supporting_completed"] += 1
+    extra_all = [m for i in sorted(added) for m in added[i]]
     if groups:
-        return supporting + extra, groups[:-1] + [groups[-1] + extra]
-    return supporting + extra, groups
+        return supporting + extra_all, [g + added.get(i, []) for i, g in enumerate(groups)]
+    return supporting + extra_all, groups
+
+
+def _forms_in(answer: str, texts: list[str]) -> list[str]:
+    """The forms of ``answer`` (:func:`stated_forms`) that one of ``texts`` writes, as the marked turns tell it:
+    "18" is told "my 18th birthday" there, and a turn saying "the silver necklace my grandma gave me on my 18th
+    birthday" answers "how old was I" as well."""
+    return [f for f in stated_forms(answer) if any(mentions_word([t], f) for t in texts)]
+
+
+def _session_turn(memory_id: str) -> tuple[str, int]:
+    """A turn's session id and index within it (the importer's ids are ``<session>:<turn>``)."""
+    sid, _, turn = memory_id.rpartition(":")
+    return sid, int(turn)
