@@ -102,8 +102,9 @@ def _ufuzz(*args: str) -> subprocess.CompletedProcess:
 
 def test_consecutive_backend_errors_stop_the_campaign_then_it_resumes(tmp_path):
     out = tmp_path / "camp"
+    # the preflight searches twice (the state, and the original after writes to its copy): faults come after
     run = _ufuzz("run", "--backend", "faulty", "--opt", "retrieval=bm25", "--opt", "fail_op=retrieve",
-                 "--opt", "fail_after=1", "--budget", "200", "--max-consecutive-errors", "7", "--out", str(out),
+                 "--opt", "fail_after=2", "--budget", "200", "--max-consecutive-errors", "7", "--out", str(out),
                  "--quiet")
     assert run.returncode == 3, run.stderr
     assert "backend errors in a row (--max-consecutive-errors 7); the last: BackendError: injected fault in " \

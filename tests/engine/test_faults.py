@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from tests.support.faulty_backends import OPERATIONS, FaultyBackend
+from tests.support.faulty_backends import OPERATIONS, FaultyBackend, preflight_calls
 from ufuzz.corpus import window as window_mod
 from ufuzz.corpus.failures import FailureStore
 from ufuzz.corpus.store import CorpusStore, default_url
@@ -67,8 +67,8 @@ def _consistent(out: Path, summary: dict) -> dict:
 @pytest.mark.parametrize("op", OPERATIONS)
 def test_a_fault_in_any_backend_operation_is_an_error_record_then_the_campaign_resumes(tmp_path, suite, op):
     out = tmp_path / "c"
-    # every call of ``op`` fails once the preflight's round trip (one call of each) is done
-    backend = _faulty(tmp_path, "1", fail_op=op, fail_after=1)
+    # every call of ``op`` fails once the preflight's round trip is done
+    backend = _faulty(tmp_path, "1", fail_op=op, fail_after=preflight_calls(tmp_path)[op])
     summary = Campaign(_config(out, max_consecutive_errors=4), suite=suite, backend=backend).run()
     assert backend.injected > 0
     got = _consistent(out, summary)
@@ -87,10 +87,11 @@ def test_a_fault_in_any_backend_operation_is_an_error_record_then_the_campaign_r
 
 
 def test_intermittent_faults_in_every_operation_still_spend_the_budget(tmp_path, suite):
+    after = preflight_calls(tmp_path)
     for op in OPERATIONS:
         out = tmp_path / op
         # build is called once per checkpoint (two here) after the preflight's call: every second call fails
-        backend = _faulty(tmp_path, op, fail_op=op, fail_every=2 if op == "build" else 3, fail_after=1)
+        backend = _faulty(tmp_path, op, fail_op=op, fail_every=2 if op == "build" else 3, fail_after=after[op])
         summary = Campaign(_config(out), suite=suite, backend=backend).run()
         assert summary["status"] == ending.BUDGET_SPENT and summary["executions"] == BUDGET, op
         got = _consistent(out, summary)

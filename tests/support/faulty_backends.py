@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+from pathlib import Path
 
 from ufuzz.backends.embedded import EmbeddedBackend
 from ufuzz.backends.options import Option
@@ -189,3 +190,16 @@ class KillingBackend(EmbeddedBackend):
     def release(self, state):
         self._tick()
         return super().release(state)
+
+
+def preflight_calls(tmp: Path) -> dict[str, int]:
+    """How often the campaign's preflight round trip calls each operation (a fault meant for the campaign itself
+    is injected after that many calls)."""
+    from ufuzz.engine.preflight import preflight
+
+    backend = FaultyBackend(tmp / "preflight-count", {"retrieval": "bm25"})
+    try:
+        preflight(backend)
+        return dict(backend.calls)
+    finally:
+        backend.close()

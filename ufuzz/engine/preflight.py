@@ -7,6 +7,13 @@ deletes it and releases the state; when LLM uses are configured it also asks the
 exception, or an operation the backend refuses, fails the start with a message naming the step and the
 backend's own words.
 
+A backend that copies states (``capabilities.copyable``: a product's snapshot endpoint) also has its copy checked:
+a memory added to the copy and one deleted from it must change neither the original's listing nor its search.
+The method runs parent and mutant on independent copies; on a copy that shares its index with the original,
+one mutant's writes show up in another state's results and the failures blame the wrong operation (a held-out
+product whose copy shared its search index: hundreds of "failures", a third of them reproducible). Such a start
+is refused, saying what leaked.
+
 The scratch state is the backend's like any other and is released at once; its ids cannot collide with a
 checkpoint's (they start with ``ufuzz-preflight``).
 """
@@ -28,6 +35,8 @@ _CHECKPOINT = Checkpoint(id="ufuzz-preflight", memories=(
 ), facts=())
 _ADDED = Memory("ufuzz-preflight-3", "The preflight check added a note about a green umbrella.",
                 "2000-01-03T09:00:00")
+_IN_COPY = Memory("ufuzz-preflight-4", "Only the preflight copy holds this note about a red bicycle.",
+                  "2000-01-04T09:00:00")
 
 
 class PreflightError(RuntimeError):
@@ -62,6 +71,8 @@ def preflight(backend: MemoryBackend, llm: Any = None) -> dict[str, Any]:
         gone = _step("deleting a memory", backend.delete, state, written)
         if not gone.ok:
             raise PreflightError(f"deleting a memory was refused: {gone.detail or 'no reason given'}")
+        if backend.capabilities.copyable:
+            seen["copy_isolated"] = _copy_isolated(backend, state)
         ok = True
     finally:
         if not ok:
@@ -74,3 +85,35 @@ def preflight(backend: MemoryBackend, llm: Any = None) -> dict[str, Any]:
         _step(f"reaching the LLM endpoint {llm.config.base_url}", llm.ping)
         seen["llm"] = True
     return seen
+
+
+def _copy_isolated(backend: MemoryBackend, state: Any) -> bool:
+    """Write to a copy of ``state`` (an add, a delete) and check that the original shows neither; raises
+    :class:`PreflightError` naming what leaked."""
+    copy = _step("copying a state", backend.fork, state)
+    try:
+        added = _step("adding a memory to the copy", backend.add, copy, _IN_COPY)
+        kept = _CHECKPOINT.memories[1].id
+        _step("deleting a memory of the copy", backend.delete, copy, kept)
+        leaks = []
+        listed = {m.id: m for m in _step("listing the original", backend.list, state)}
+        if any(i in listed for i in (*(added.written or ()), _IN_COPY.id)):
+            leaks.append("the memory added to the copy is listed in the original")
+        if kept not in listed or not listed[kept].active:
+            leaks.append("the memory deleted from the copy is gone from the original's listing")
+        found = _step("searching the original", backend.retrieve, state, "Which note is about a red bicycle?", 3)
+        if any("red bicycle" in (r.text or "") for r in found):
+            leaks.append("the original's search returns the memory added to the copy")
+        if leaks:
+            raise PreflightError(
+                "the backend's copy of a state is not independent of the original: " + "; ".join(leaks) + ". "
+                "Parent and mutant must run on independent copies, so the campaign would blame mutations for "
+                "each other's writes. Fix the product's copy (snapshot) operation, or leave it out of the "
+                "backend's configuration (an HTTP product: remove [snapshot] from its TOML) so that ufuzz "
+                "rebuilds every state instead")
+        return True
+    finally:
+        try:
+            backend.release(copy)
+        except Exception:  # noqa: BLE001 - the verdict above is the one to report
+            pass
