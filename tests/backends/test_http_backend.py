@@ -519,3 +519,37 @@ def test_judging_settings_of_the_toml_can_be_given_as_options(tmp_path, server, 
         HttpBackend(tmp_path / "x", {"config": str(EXAMPLE), "base_url": server.base_url, "abstain_phrases": "no"})
     with pytest.raises(ValueError, match="abstain_phrases"):
         HttpBackend(tmp_path / "y", {"config": str(cfg), "base_url": server.base_url, "abstain_phrases": "| ."})
+
+
+def test_a_product_that_takes_and_reports_epoch_milliseconds(tmp_path, server, token_env):
+    """Held-out product walkthrough: its times were epoch milliseconds, compared as text ("1796543065294" read as
+    older than "2024-02-01T10:00:00", failing its conformance check), and ufuzz could send only ISO-8601."""
+    raw = example_raw()
+    for op in ("add", "update"):
+        raw[op]["body"] = {**raw[op]["body"], "timestamp": "{timestamp_ms}"}
+    b = make_backend(tmp_path, server, add=raw["add"], update=raw["update"])
+    try:
+        for check in CHECKS:
+            check(b)
+        s = b.build(tiny_checkpoint())
+        first = tiny_checkpoint().memories[0]
+        stored = server.namespaces[s].values()
+        assert all(re.fullmatch(r"\d{13}", m["timestamp"]) for m in stored)  # sent as epoch milliseconds
+        assert b.get(s, first.id).timestamp == first.timestamp  # read back as the ISO time it was
+        assert {m.id: m.timestamp for m in b.list(s)}[first.id] == first.timestamp
+        b.release(s)
+    finally:
+        b.close()
+
+
+def test_the_readable_product_toml_reference_is_printed_without_the_docs_site():
+    """Held-out product walkthrough: the repository's reference page holds only a marker (its tables are made at
+    `mkdocs build`), and the JSON Schema was ~700 lines to read instead."""
+    from click.testing import CliRunner
+
+    from ufuzz.cli import main
+
+    res = CliRunner().invoke(main, ["backends", "schema", "http", "--format", "md"])
+    assert res.exit_code == 0, res.output
+    assert "## `[search]`" in res.output and "| key | type | required | default | meaning |" in res.output
+    assert "{timestamp_ms}" in res.output

@@ -41,6 +41,24 @@ def test_an_unreachable_http_product_fails_its_preflight_and_spends_nothing(tmp_
     assert not out.exists()  # nothing recorded, nothing left behind
 
 
+def test_a_json_path_the_products_answers_do_not_have_is_bad_input_not_a_broken_product(tmp_path, monkeypatch):
+    """Held-out product walkthrough: a typo in a search path exited 3, the code of a product that is down."""
+    from tests.support.http_product_server import start_product_server
+
+    monkeypatch.setenv("PRODUCT_API_TOKEN", "t0k3n")
+    typo = tmp_path / "product.toml"
+    typo.write_text(EXAMPLE.read_text().replace('ids = "$.results[*].id"', 'ids = "$.result[*].id"'))
+    assert typo.read_text() != EXAMPLE.read_text()
+    out = tmp_path / "camp"
+    with start_product_server("t0k3n") as srv:
+        res = CliRunner().invoke(main, ["run", "--backend", "http", "--config", str(typo), "--opt",
+                                        f"base_url={srv.base_url}", "--budget", "20", "--out", str(out), "--quiet"])
+    assert res.exit_code == 2, res.output
+    assert "answers in another shape than its configuration describes" in res.output
+    assert "$.result[*].id" in res.output and "searching failed" in res.output and "Traceback" not in res.output
+    assert not out.exists()
+
+
 def test_an_unreachable_llm_endpoint_fails_the_preflight(tmp_path):
     out = tmp_path / "camp"
     res = CliRunner().invoke(main, ["run", "--budget", "20", "--out", str(out), "--quiet", *BM25,

@@ -46,8 +46,11 @@ checked through ``[get]``/``[list]`` (the management API), never through a respo
 with executions and failures to help localise a failure, never judged. With both, both levels are judged
 (``--retrieval-visibility hidden`` hides the search).
 
-Placeholders: ``namespace``, ``id`` (product id), ``uid`` (ufuzz id), ``text``, ``timestamp``, ``query``,
-``k``, ``new_id``, ``target``. JSON paths are RFC 9535 JSONPath (evaluated by the ``python-jsonpath`` library):
+Placeholders: ``namespace``, ``id`` (product id), ``uid`` (ufuzz id), ``text``, ``timestamp`` (ISO-8601),
+``timestamp_s`` / ``timestamp_ms`` (the same time as epoch seconds / milliseconds, a number; a time without a zone
+is read as UTC), ``query``, ``k``, ``new_id``, ``target``. A product's own timestamps (``[get] timestamp``,
+``[list] timestamps``) may be ISO-8601 or epoch seconds or milliseconds (numbers or digit strings): they are read
+as ISO-8601 times in UTC. JSON paths are RFC 9535 JSONPath (evaluated by the ``python-jsonpath`` library):
 ``$``, ``.name``, ``['name']``, ``[3]``, ``[-1]``, ``[*]``, and also ``..name``, slices and filters
 (``$.results[?@.score > 0]``); a path must start at ``$``. Paths of ``search`` and ``list`` must select a list
 (not be an RFC "singular query").
@@ -71,6 +74,7 @@ import urllib.parse
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -84,6 +88,7 @@ from ufuzz.backends.options import Option
 from ufuzz.backends.protocol import (
     Answer,
     BackendError,
+    BackendMismatch,
     BackendUnreachable,
     Capabilities,
     MemoryBackend,
@@ -219,15 +224,16 @@ def _find(path: JSONPath, doc: Any) -> list[Any]:
 
 # -- configuration ---------------------------------------------------------------------------------------
 
-PLACEHOLDERS = frozenset({"namespace", "id", "uid", "text", "timestamp", "query", "k", "new_id", "target"})
+PLACEHOLDERS = frozenset({"namespace", "id", "uid", "text", "timestamp", "timestamp_s", "timestamp_ms", "query", "k",
+                          "new_id", "target"})
 #: the placeholders each operation fills in
 PROVIDES: dict[str, frozenset[str]] = {
-    "add": frozenset({"namespace", "id", "uid", "text", "timestamp"}),
+    "add": frozenset({"namespace", "id", "uid", "text", "timestamp", "timestamp_s", "timestamp_ms"}),
     "search": frozenset({"namespace", "query", "k"}),
     "answer": frozenset({"namespace", "query"}),
     "get": frozenset({"namespace", "id", "uid"}),
     "list": frozenset({"namespace"}),
-    "update": frozenset({"namespace", "id", "uid", "new_id", "text", "timestamp"}),
+    "update": frozenset({"namespace", "id", "uid", "new_id", "text", "timestamp", "timestamp_s", "timestamp_ms"}),
     "delete": frozenset({"namespace", "id", "uid"}),
     "snapshot": frozenset({"namespace", "target"}),
     "create": frozenset({"namespace"}),
@@ -550,6 +556,48 @@ def _parse_pagination(t: dict[str, Any], path: str, err: Any) -> dict[str, Any]:
 # -- the adapter -------------------------------------------------------------------------------------------
 
 
+def _times(timestamp: str) -> dict[str, Any]:
+    """A memory's timestamp for the request's placeholders: as written (ISO-8601) and as epoch seconds and
+    milliseconds (a time without a zone is UTC), for products that take numbers (None where it is no time)."""
+    try:
+        when = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except (AttributeError, ValueError):
+        return {"timestamp": timestamp, "timestamp_s": None, "timestamp_ms": None}
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    seconds = when.timestamp()
+    return {"timestamp": timestamp, "timestamp_s": int(seconds), "timestamp_ms": int(round(seconds * 1000))}
+
+
+#: epoch numbers from this on are milliseconds (as seconds they would be after the year 5138)
+_MILLIS = 1e11
+
+
+def _when(raw: Any) -> str:
+    """A product's timestamp as ufuzz compares them — ISO-8601, UTC, no zone: an ISO string as given (an aware
+    one converted to UTC), epoch seconds or milliseconds (a number or a digit string) converted; anything else
+    as its text. Compared as text, "1796543065294" (December 2026 in milliseconds) read as older than
+    "2024-02-01T10:00:00" and failed a product's conformance check."""
+    if raw is None or isinstance(raw, bool):
+        return ""
+    if isinstance(raw, str) and re.fullmatch(r"\s*-?\d+(?:\.\d+)?\s*", raw):
+        raw = float(raw)
+    if isinstance(raw, (int, float)):
+        seconds = raw / 1000 if abs(raw) >= _MILLIS else raw
+        try:
+            return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(tzinfo=None).isoformat()
+        except (OverflowError, OSError, ValueError):
+            return str(raw)
+    text = str(raw)
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return text
+    if when.tzinfo is not None:
+        return when.astimezone(timezone.utc).replace(tzinfo=None).isoformat()
+    return text
+
+
 def _render(template: Any, values: dict[str, Any], quote: bool = False) -> Any:
     if isinstance(template, str):
         parsed = list(string.Formatter().parse(template))
@@ -750,11 +798,12 @@ class HttpBackend(MemoryBackend):
             text = text.replace(self._secret, "***")
         return text
 
-    def _fail(self, op: str, msg: str, unreachable: bool = False) -> BackendError:
+    def _fail(self, op: str, msg: str, unreachable: bool = False, mismatch: bool = False) -> BackendError:
         """A BackendError naming the config file and operation; BackendUnreachable when no HTTP answer came
         back at all (refused, reset, timed out), so callers can tell a product that is down from one that
-        answers wrongly."""
-        cls = BackendUnreachable if unreachable else BackendError
+        answers wrongly; BackendMismatch when a successful answer has nothing where a JSON path of the config
+        points (a path to fix, before a campaign starts)."""
+        cls = BackendUnreachable if unreachable else BackendMismatch if mismatch else BackendError
         return cls(self._mask(f"http backend ({self.config.source}): {op}: {msg}"))
 
     def _request(self, op_name: str, values: dict[str, Any], not_found_ok: bool = False,
@@ -839,7 +888,8 @@ class HttpBackend(MemoryBackend):
         vals = self._find(op_name, jp, doc)
         if not vals:
             if required:
-                raise self._fail(op_name, f"response has no value at {key} = {jp.text!r}: {str(doc)[:200]}")
+                raise self._fail(op_name, f"response has no value at {key} = {jp.text!r}: {str(doc)[:200]}",
+                                 mismatch=True)
             return None
         return vals if jp.multi else vals[0]
 
@@ -852,7 +902,8 @@ class HttpBackend(MemoryBackend):
         except ValueError as exc:
             raise self._fail(op_name, str(exc)) from None
         if not found:
-            raise self._fail(op_name, f"response has no list at {key} = {jp.text!r}: {str(doc)[:200]}")
+            raise self._fail(op_name, f"response has no list at {key} = {jp.text!r}: {str(doc)[:200]}",
+                             mismatch=True)
         vals = self._find(op_name, jp, doc)
         if n is not None and len(vals) != n:
             raise self._fail(op_name, f"response has {len(vals)} values at {key} = {jp.text!r} "
@@ -963,7 +1014,7 @@ class HttpBackend(MemoryBackend):
         if memory.id in st.to_product:
             return OpResult("add", False, memory.id, detail=f"memory id {memory.id!r} already exists")
         _status, doc = self._request("add", {"namespace": st.namespace, "id": memory.id, "uid": memory.id,
-                                             "text": memory.text, "timestamp": memory.timestamp})
+                                             "text": memory.text, **_times(memory.timestamp)})
         pid = self._one("add", "id", doc)
         pid = memory.id if pid is None else str(pid)
         st.to_product[memory.id] = pid
@@ -984,7 +1035,7 @@ class HttpBackend(MemoryBackend):
             try:
                 _status, doc = self._request("update", {"namespace": st.namespace, "id": pid, "uid": memory_id,
                                                         "new_id": new.id, "text": new.text,
-                                                        "timestamp": new.timestamp}, not_found_ok=True)
+                                                        **_times(new.timestamp)}, not_found_ok=True)
             except _HttpStatus as exc:
                 return OpResult("update", False, memory_id, detail=f"HTTP {exc.status}")
             if op.policy == "rewrite":
@@ -1027,8 +1078,8 @@ class HttpBackend(MemoryBackend):
         text = self._one("get", "text", doc)
         ts = self._one("get", "timestamp", doc, required=False)
         active = self._one("get", "active", doc, required=False)
-        return StoredMemory(memory_id, str(text), "" if ts is None else str(ts),
-                            True if active is None else bool(active), {"product_id": pid})
+        return StoredMemory(memory_id, str(text), _when(ts), True if active is None else bool(active),
+                            {"product_id": pid})
 
     def list(self, state: StateHandle) -> list[StoredMemory]:
         with self._lock:
@@ -1052,7 +1103,7 @@ class HttpBackend(MemoryBackend):
                 if uid is None:
                     uid = str(pid)
                     meta["unmapped"] = True  # a memory the product holds that ufuzz never wrote
-                out.append(StoredMemory(uid, str(texts[i]), "" if stamps is None else str(stamps[i]),
+                out.append(StoredMemory(uid, str(texts[i]), "" if stamps is None else _when(stamps[i]),
                                         True if actives is None else bool(actives[i]), meta))
             return sorted(out, key=lambda m: m.id)
 

@@ -59,7 +59,9 @@ OP_DOCS: dict[str, str] = {
 KEY_DOCS: dict[str, str] = {
     "method": "HTTP method.",
     "path": "URL path template starting with `/`, e.g. `/v1/{namespace}/memories/{id}`; values are URL-quoted.",
-    "body": "A TOML value sent as JSON; a string that is exactly one placeholder (`\"{k}\"`) keeps the value's type.",
+    "body": "A TOML value sent as JSON; a string that is exactly one placeholder (`\"{k}\"`) keeps the value's type "
+            "(`\"{timestamp_ms}\"` is sent as a number: epoch milliseconds; `{timestamp_s}` seconds; `{timestamp}` "
+            "ISO-8601).",
     "not_found": "HTTP statuses that mean \"no such memory\" (`[get]`).",
     "policy": "`[update]` only: `rewrite` or `append`.",
     "id": "JSON path of the product's id of the written memory.",
@@ -67,9 +69,10 @@ KEY_DOCS: dict[str, str] = {
     "texts": "JSON path (a list) of the memory texts.",
     "scores": "JSON path (a list) of the scores (without it: 1/(rank+1)).",
     "text": "JSON path of the text (`[answer]`: the response; one value, no `[*]`).",
-    "timestamp": "JSON path of the memory's timestamp.",
+    "timestamp": "JSON path of the memory's timestamp: ISO-8601, or epoch seconds or milliseconds (a number or a "
+                 "digit string), read as UTC; optional (without it nothing is ordered by the product's times).",
     "active": "JSON path of whether the memory is active (false: superseded or soft-deleted).",
-    "timestamps": "JSON path (a list) of the timestamps.",
+    "timestamps": "JSON path (a list) of the timestamps, read as `[get] timestamp` is.",
     "actives": "JSON path (a list) of the active flags.",
     "cited": "JSON path (a list) of the product ids the response cites (recorded, never judged).",
     "abstain_phrases": "`[answer]` only: what the product says when it has no answer (e.g. `[\"No matching "

@@ -41,6 +41,12 @@ class BackendUnreachable(BackendError):
     tells "the product is down" apart from "a known failure changed"."""
 
 
+class BackendMismatch(BackendError):
+    """The system answered, but not in the shape its configuration describes (a JSON path of a product TOML
+    that selects nothing in a successful response): before a campaign starts this is the configuration to fix
+    (bad input), during one a fault of that call like any other."""
+
+
 class BackendUnavailable(BackendError):
     """The backend's library is not installed or cannot start; ``hint`` says how to fix it."""
 

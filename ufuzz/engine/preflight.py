@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ufuzz.backends.protocol import MemoryBackend
+from ufuzz.backends.protocol import BackendMismatch, MemoryBackend
 from ufuzz.model import Checkpoint, Memory
 
 __all__ = ["PreflightError", "preflight"]
@@ -40,7 +40,13 @@ _IN_COPY = Memory("ufuzz-preflight-4", "Only the preflight copy holds this note 
 
 
 class PreflightError(RuntimeError):
-    """The backend or the LLM endpoint failed its preflight round trip; the message says where."""
+    """The backend or the LLM endpoint failed its preflight round trip; the message says where. ``config``: the
+    backend answered, but not in the shape its configuration describes (the user's file to fix, not a system
+    that is down)."""
+
+    def __init__(self, message: str, config: bool = False) -> None:
+        super().__init__(message)
+        self.config = config
 
 
 def _step(what: str, fn: Any, *args: Any) -> Any:
@@ -48,7 +54,7 @@ def _step(what: str, fn: Any, *args: Any) -> Any:
         return fn(*args)
     except Exception as exc:  # noqa: BLE001 - any fault of the backend fails the preflight, with its words
         text = " ".join(str(exc).split()) or type(exc).__name__
-        raise PreflightError(f"{what} failed: {text}") from None
+        raise PreflightError(f"{what} failed: {text}", config=isinstance(exc, BackendMismatch)) from None
 
 
 def preflight(backend: MemoryBackend, llm: Any = None) -> dict[str, Any]:

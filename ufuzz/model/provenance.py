@@ -148,7 +148,8 @@ class Provenance:
                 raise UndefinedReference(f"{fields.entity}.{fields.attribute}: no current value, so no previous one")
             pred = self.predecessor(fields.entity, fields.attribute)
             if pred is not None and pred.deleted:
-                raise UndefinedReference(f"{fields.entity}.{fields.attribute}: the previous value was deleted")
+                raise UndefinedReference(f"{fields.entity}.{fields.attribute}: the previous value is no longer in "
+                                         "memory (deleted, or overwritten in place by an update)")
             act = self.active(fields.entity, fields.attribute)
             earlier = [f for f in facts if f is not act and not f.deleted and _order(f) <= _order(act)]
             return _reference(query_id, sorted(earlier, key=_order, reverse=True), gone)
