@@ -1124,6 +1124,16 @@ class CorpusStore(SqlStore):
                             .where(ExecutionRow.campaign_id == campaign_id, ExecutionRow.error.is_(None)))
         return None if mean is None else float(mean)
 
+    def result_counts(self, campaign_id: str) -> dict[int, int]:
+        """How many memories the executions that did not fail were given back (length of the top-k -> executions)."""
+        with self._sessions() as s:
+            rows = s.scalars(select(ExecutionRow.top_ids).where(ExecutionRow.campaign_id == campaign_id,
+                                                               ExecutionRow.error.is_(None))).all()
+        out: dict[int, int] = {}
+        for ids in rows:
+            out[len(ids or [])] = out.get(len(ids or []), 0) + 1
+        return out
+
     def executions_by_operator(self, campaign_id: str) -> dict[str, int]:
         """Mutant executions per operator (where the budget went), most first."""
         with self._sessions() as s:

@@ -47,6 +47,7 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
         summary["rejections"] = rejection_reasons(store.mutants(rec.id, valid=False))
         summary["executions_by_operator"] = store.executions_by_operator(rec.id)
         summary["execution_seconds"] = store.execution_seconds(rec.id)
+        summary["short_results"] = _short_results(store.result_counts(rec.id), rec.config.get("k"))
     finally:
         store.close()
     fs = FailureStore(db, rec.id, readonly=True)
@@ -170,6 +171,17 @@ def _judging_line(j: dict[str, Any] | None) -> str:
     return f"judging    {sel}; {resp}"
 
 
+def _short_results(counts: dict[int, int], k: Any) -> dict[str, int] | None:
+    """Executions given back fewer than ``k`` memories though some came back at all (None when none were, or
+    nothing was ever retrieved: hidden retrieval). A relevance cut-off or a state holding fewer explains it; so
+    does a product that returns one result too few whenever it has more (held-out walkthrough: 812 of 1,000
+    searches gave 4 of 5, and nothing said so)."""
+    if not isinstance(k, int) or not any(n for n in counts if n > 0):
+        return None
+    short = sum(c for n, c in counts.items() if n < k)
+    return {"k": k, "short": short, "executions": sum(counts.values())} if short else None
+
+
 def render_status(st: dict[str, Any]) -> str:
     lines = [
         f"campaign   {st['campaign']}  ({st['status']}, strategy {st.get('strategy')}, seed {st.get('seed')}"
@@ -182,6 +194,9 @@ def render_status(st: dict[str, Any]) -> str:
           if st.get("executions_by_operator") else []),
         *([f"  the system's own time per execution (its retrieval and answer calls): "
            f"{st['execution_seconds'] * 1000:.1f} ms on average"] if st.get("execution_seconds") is not None else []),
+        *([f"  short results: {sr['short']} of {sr['executions']} executions got fewer than k={sr['k']} memories back "
+           "(a relevance cut-off, a state holding fewer — or a search that returns too few)"]
+          if (sr := st.get("short_results")) else []),
         f"mutants    {st['mutants']['valid']} valid"
         + (f" ({st['mutants']['unjudged']} not executed: no check of theirs could fail here)"
            if st["mutants"].get("unjudged") else "")
