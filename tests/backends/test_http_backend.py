@@ -553,3 +553,27 @@ def test_the_readable_product_toml_reference_is_printed_without_the_docs_site():
     assert res.exit_code == 0, res.output
     assert "## `[search]`" in res.output and "| key | type | required | default | meaning |" in res.output
     assert "{timestamp_ms}" in res.output
+
+
+def test_a_product_that_names_its_namespaces_itself(tmp_path, server, token_env):
+    """Held-out product walkthrough: `POST /spaces` answered with the product's own space id, and ufuzz could
+    only address spaces by names it chose. `[create] id` / `[snapshot] id` read the product's id, and every later
+    request of that state uses it."""
+    raw = example_raw()
+    b = make_backend(tmp_path, server, create={"method": "POST", "path": "/v1/spaces", "body": {}, "id": "$.space.sid"},
+                     snapshot={**raw["snapshot"], "body": {}, "id": "$.namespace"})
+    try:
+        for check in CHECKS:
+            check(b)
+        before = set(server.namespaces)
+        s = b.build(tiny_checkpoint())
+        copy = b.fork(s)
+        made = set(server.namespaces) - before
+        assert len(made) == 2 and all(re.fullmatch(r"sp-\d+", n) for n in made)  # the product's names only
+        assert sorted(m.id for m in b.list(copy)) == sorted(m.id for m in b.list(s))
+        assert b.retrieve(copy, "Where does Lena live?", 3)
+        b.release(copy)
+        b.release(s)
+        assert not made & set(server.namespaces)  # dropped by the product's ids
+    finally:
+        b.close()

@@ -12,7 +12,9 @@ API (JSON in and out; the product assigns its own memory ids, ``mem-<n>``, so cl
     PUT    /v1/ns/{ns}/memories/{id}       {"text", "timestamp"} -> {"id"} (rewritten in place) | 404
     DELETE /v1/ns/{ns}/memories/{id}       -> 204 | 404
     POST   /v1/ns/{ns}/search              {"query", "top_k"} -> {"results": [{"id", "text", "score"}]}
-    POST   /v1/ns/{ns}/snapshot            {"target"} -> 201 (a deep copy of the namespace, same ids)
+    POST   /v1/ns/{ns}/snapshot            {"target"} -> 201 (a deep copy of the namespace, same ids); without a
+                                           target the product names the copy: 201 {"namespace": "sp-<n>"}
+    POST   /v1/spaces                      -> 201 {"space": {"sid": "sp-<n>"}} (a namespace the product names)
     DELETE /v1/ns/{ns}                     -> 204
 
 Search is BM25 over lower-cased word tokens with a crude suffix stemmer; only memories sharing a term with
@@ -131,6 +133,7 @@ class ProductServer:
     rank: Any = None
     seen_auth: list[str | None] = field(default_factory=list)
     requests: list[tuple[str, str]] = field(default_factory=list)
+    next_space: int = 0
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     @property
@@ -155,6 +158,11 @@ class ProductServer:
             # a careless product that echoes what it got: the client must not repeat it
             return 401, {"error": f"invalid credentials {auth!r}"}
         parts = [unquote(p) for p in urlsplit(path).path.strip("/").split("/")]
+        if parts == ["v1", "spaces"] and method == "POST":
+            with self.lock:
+                sid = self._new_space()
+                self.namespaces[sid] = {}
+            return 201, {"space": {"sid": sid}}
         if len(parts) < 3 or parts[:2] != ["v1", "ns"]:
             return 404, {"error": "no such route"}
         ns, rest = parts[2], parts[3:]
@@ -236,6 +244,8 @@ class ProductServer:
                 return 200, {"results": [{"id": i, "text": store[i]["text"], "score": s} for i, s in hits]}
             if rest == ["snapshot"] and method == "POST":
                 target = body.get("target") if isinstance(body, dict) else None
+                if isinstance(body, dict) and "target" not in body:
+                    target = self._new_space()  # the product names the copy
                 if not isinstance(target, str) or not target:
                     return 400, {"error": "body needs a 'target' namespace"}
                 if self.namespaces.get(target):
@@ -244,6 +254,10 @@ class ProductServer:
                 return 201, {"namespace": target, "count": len(store)}
         return 405, {"error": f"{method} not allowed on {path}"}
 
+
+    def _new_space(self) -> str:
+        self.next_space += 1
+        return f"sp-{self.next_space}"
 
     def _new_id(self) -> str:
         mid = f"mem-{self.next_id}"

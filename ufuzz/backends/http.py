@@ -255,8 +255,8 @@ _PATH_KEYS: dict[str, dict[str, bool]] = {
     "list": {"ids": True, "texts": True, "timestamps": False, "actives": False},
     "update": {"id": False},
     "delete": {},
-    "snapshot": {},
-    "create": {},
+    "snapshot": {"id": False},
+    "create": {"id": False},
     "drop": {},
 }
 _OTHER_KEYS = {"method", "path", "body", "not_found", "policy"}
@@ -643,9 +643,16 @@ def _with_options(cfg: ProductConfig, settings: dict[str, Any]) -> ProductConfig
 
 @dataclass
 class _State:
-    namespace: str
+    namespace: str  # ufuzz's name of the state (its handle)
     to_product: dict[str, str] = field(default_factory=dict)  # ufuzz id -> product id
     to_ufuzz: dict[str, str] = field(default_factory=dict)
+    #: the product's own id of the namespace, where ``[create] id`` / ``[snapshot] id`` read one from its answer
+    product_ns: str | None = None
+
+    @property
+    def addr(self) -> str:
+        """What ``{namespace}`` is in this state's requests: the product's id of it, else ufuzz's name."""
+        return self.product_ns or self.namespace
 
 
 class _HttpStatus(Exception):
@@ -920,7 +927,10 @@ class HttpBackend(MemoryBackend):
             st = self._new_state()
             try:
                 if "create" in self.config.ops:
-                    self._request("create", {"namespace": st.namespace})
+                    _status, doc = self._request("create", {"namespace": st.namespace})
+                    made = self._one("create", "id", doc)
+                    if made is not None:  # the product names the namespace itself: later requests use its id
+                        st.product_ns = str(made)
                 for m in checkpoint.memories:
                     res = self._add(st, m)
                     if not res.ok:
@@ -937,7 +947,10 @@ class HttpBackend(MemoryBackend):
             src = self._states.get(state, "fork")
             dst = self._new_state()
             try:
-                self._request("snapshot", {"namespace": src.namespace, "target": dst.namespace})
+                _status, doc = self._request("snapshot", {"namespace": src.addr, "target": dst.namespace})
+                made = self._one("snapshot", "id", doc)
+                if made is not None:
+                    dst.product_ns = str(made)
             except BackendError:
                 self._states.pop(dst.namespace)
                 raise
@@ -951,7 +964,7 @@ class HttpBackend(MemoryBackend):
             if st is None or "drop" not in self.config.ops:
                 return
             try:
-                self._request("drop", {"namespace": st.namespace}, not_found_ok=True)
+                self._request("drop", {"namespace": st.addr}, not_found_ok=True)
             except _HttpStatus:
                 pass  # already gone
 
@@ -961,7 +974,7 @@ class HttpBackend(MemoryBackend):
             st = self._states.get(state, "retrieve")
             if k <= 0 or "search" not in self.config.ops:  # answer-only: its retrieval is not seen
                 return []
-            _status, doc = self._request("search", {"namespace": st.namespace, "query": query, "k": k})
+            _status, doc = self._request("search", {"namespace": st.addr, "query": query, "k": k})
             ids = self._many("search", "ids", doc, None) or []
             texts = self._many("search", "texts", doc, len(ids))
             scores = self._many("search", "scores", doc, len(ids))
@@ -995,7 +1008,7 @@ class HttpBackend(MemoryBackend):
             return None
         with self._lock:
             st = self._states.get(state, "answer")
-            _status, doc = self._request("answer", {"namespace": st.namespace, "query": query})
+            _status, doc = self._request("answer", {"namespace": st.addr, "query": query})
             text = self._one("answer", "text", doc)
             if text is not None and not isinstance(text, str | int | float):
                 raise self._fail("answer", f"response text at {self.config.ops['answer'].paths['text'].text!r} "
@@ -1013,7 +1026,7 @@ class HttpBackend(MemoryBackend):
     def _add(self, st: _State, memory: Memory) -> OpResult:
         if memory.id in st.to_product:
             return OpResult("add", False, memory.id, detail=f"memory id {memory.id!r} already exists")
-        _status, doc = self._request("add", {"namespace": st.namespace, "id": memory.id, "uid": memory.id,
+        _status, doc = self._request("add", {"namespace": st.addr, "id": memory.id, "uid": memory.id,
                                              "text": memory.text, **_times(memory.timestamp)})
         pid = self._one("add", "id", doc)
         pid = memory.id if pid is None else str(pid)
@@ -1033,7 +1046,7 @@ class HttpBackend(MemoryBackend):
             if op.policy == "append" and new.id in st.to_product:
                 return OpResult("update", False, memory_id, detail=f"new memory id {new.id!r} already exists")
             try:
-                _status, doc = self._request("update", {"namespace": st.namespace, "id": pid, "uid": memory_id,
+                _status, doc = self._request("update", {"namespace": st.addr, "id": pid, "uid": memory_id,
                                                         "new_id": new.id, "text": new.text,
                                                         **_times(new.timestamp)}, not_found_ok=True)
             except _HttpStatus as exc:
@@ -1056,7 +1069,7 @@ class HttpBackend(MemoryBackend):
             if pid is None:
                 return OpResult("delete", False, memory_id, detail=f"unknown memory id {memory_id!r}")
             try:
-                self._request("delete", {"namespace": st.namespace, "id": pid, "uid": memory_id}, not_found_ok=True)
+                self._request("delete", {"namespace": st.addr, "id": pid, "uid": memory_id}, not_found_ok=True)
             except _HttpStatus as exc:
                 return OpResult("delete", False, memory_id, detail=f"HTTP {exc.status}")
             return OpResult("delete", True, memory_id, removed=(memory_id,))
@@ -1071,7 +1084,7 @@ class HttpBackend(MemoryBackend):
         if pid is None:
             return None
         try:
-            _status, doc = self._request("get", {"namespace": st.namespace, "id": pid, "uid": memory_id},
+            _status, doc = self._request("get", {"namespace": st.addr, "id": pid, "uid": memory_id},
                                          not_found_ok=True)
         except _HttpStatus:
             return None
@@ -1114,7 +1127,7 @@ class HttpBackend(MemoryBackend):
         link or cursor ends the listing; ``max_pages`` pages at most (then a BackendError: never a partial
         listing, which would read as memories gone)."""
         op = self.config.ops["list"]
-        values = {"namespace": st.namespace}
+        values = {"namespace": st.addr}
         first = _render(op.path, values, quote=True)
         path: str | None = first
         seen: set[str] = set()

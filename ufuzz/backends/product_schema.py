@@ -51,8 +51,12 @@ OP_DOCS: dict[str, str] = {
     "update": "Change a memory (optional: without it the update operator is off). `policy` = `rewrite` (in "
               "place, the default) or `append` (`{new_id}` is the new version; the old one stays as superseded).",
     "delete": "Delete a memory (optional: without it the delete operator is off).",
-    "snapshot": "Copy a namespace into `{target}` (optional: with it forks are native copies).",
-    "create": "Called when a state's namespace is made (optional).",
+    "snapshot": "Copy a namespace into `{target}` (optional: with it forks are native copies). `id`: the JSON "
+                "path of the product's own id of the copy, where the product names it (then `{namespace}` is that "
+                "id in the copy's requests).",
+    "create": "Called when a state's namespace is made (optional). `id`: the JSON path of the product's own id of "
+              "the new namespace, for a product that hands out its ids (`POST /spaces` -> `{\"sid\": \"sp_1\"}`): "
+              "`{namespace}` is then that id in every later request of the state.",
     "drop": "Called when a state is released (optional): frees its namespace.",
 }
 
@@ -64,7 +68,7 @@ KEY_DOCS: dict[str, str] = {
             "ISO-8601).",
     "not_found": "HTTP statuses that mean \"no such memory\" (`[get]`).",
     "policy": "`[update]` only: `rewrite` or `append`.",
-    "id": "JSON path of the product's id of the written memory.",
+    "id": "JSON path of the product's id of the written memory (`[create]`, `[snapshot]`: of the namespace).",
     "ids": "JSON path (a list, with `[*]`) of the product's ids.",
     "texts": "JSON path (a list) of the memory texts.",
     "scores": "JSON path (a list) of the scores (without it: 1/(rank+1)).",

@@ -107,6 +107,19 @@ def render(template, values, quote=False):
     return template
 
 
+def times(timestamp):
+    """A memory's time for the request: ISO-8601 as recorded, and as epoch seconds and milliseconds (UTC)."""
+    import datetime
+    try:
+        when = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except (AttributeError, ValueError):
+        return {{"timestamp": timestamp, "timestamp_s": None, "timestamp_ms": None}}
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    seconds = when.timestamp()
+    return {{"timestamp": timestamp, "timestamp_s": int(seconds), "timestamp_ms": int(round(seconds * 1000))}}
+
+
 def find(path, doc):
     """The values a `$.a[*].b`-style JSON path reaches."""
     import re
@@ -195,7 +208,11 @@ class Product:
         ids = {{}}
         self.texts, self.gone, self.old = {{}}, {{}}, {{}}  # what each memory holds, deleted, overwritten
         if "create" in PRODUCT["ops"]:
-            self.call("create", {{"namespace": ns}})
+            _s, doc = self.call("create", {{"namespace": ns}})
+            spec = PRODUCT["ops"]["create"]
+            made = find(spec["id"], doc) if spec.get("id") else []
+            if made:  # the product names the namespace itself: later requests use its id
+                ns = str(made[0])
         for m in CASE["memories"]:
             self.add(ns, ids, m)
             self.texts[m["id"]] = m["text"]
@@ -206,7 +223,7 @@ class Product:
             elif o["op"] == "update":
                 m = o["memory"]
                 _s, doc = self.call("update", {{"namespace": ns, "id": ids[o["target"]], "uid": o["target"],
-                                                "new_id": m["id"], "text": m["text"], "timestamp": m["timestamp"]}})
+                                                "new_id": m["id"], "text": m["text"], **times(m["timestamp"])}})
                 if PRODUCT["update_policy"] == "append":
                     got = find(PRODUCT["ops"]["update"]["id"], doc) if PRODUCT["ops"]["update"].get("id") else []
                     ids[m["id"]] = str(got[0]) if got else m["id"]
@@ -237,7 +254,7 @@ class Product:
 
     def add(self, ns, ids, m):
         _s, doc = self.call("add", {{"namespace": ns, "id": m["id"], "uid": m["id"], "text": m["text"],
-                                     "timestamp": m["timestamp"]}})
+                                     **times(m["timestamp"])}})
         got = find(PRODUCT["ops"]["add"]["id"], doc) if PRODUCT["ops"]["add"].get("id") else []
         ids[m["id"]] = str(got[0]) if got else m["id"]
 
