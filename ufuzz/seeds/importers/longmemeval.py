@@ -250,8 +250,7 @@ def _completed(b: Builder, memories: list[Memory], supporting: list[str], groups
         for m in asked:
             sid, turn = _session_turn(m)
             told_at[sid] = min(turn, told_at.get(sid, turn))
-        extra = [m.id for m in memories if m.id not in supporting and _session_turn(m.id)[0] in told_at
-                 and _session_turn(m.id)[1] > told_at[_session_turn(m.id)[0]]
+        extra = [m.id for m in memories if m.id not in supporting and _after(m.id, told_at)
                  and any(mentions_word([m.text], f) for f in forms)]
         if extra:
             added[i] = extra
@@ -269,6 +268,12 @@ def _forms_in(answer: str, texts: list[str]) -> list[str]:
     "18" is told "my 18th birthday" there, and a turn saying "the silver necklace my grandma gave me on my 18th
     birthday" answers "how old was I" as well."""
     return [f for f in stated_forms(answer) if any(mentions_word([t], f) for t in texts)]
+
+
+def _after(memory_id: str, told_at: dict[str, int]) -> bool:
+    """Whether the turn ``memory_id`` comes after its session's first telling (``told_at``: session -> turn)."""
+    sid, turn = _session_turn(memory_id)
+    return sid in told_at and turn > told_at[sid]
 
 
 def _session_turn(memory_id: str) -> tuple[str, int]:
