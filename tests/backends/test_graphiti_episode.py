@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,11 +22,12 @@ from ufuzz.backends.graphiti import GraphitiBackend  # noqa: E402
 from ufuzz.backends.protocol import BackendError  # noqa: E402
 from ufuzz.engine.campaign import Campaign, CampaignConfig  # noqa: E402
 from ufuzz.model import Memory  # noqa: E402
-from ufuzz.seeds.synth import synthesize  # noqa: E402
+from ufuzz.seeds.io import load_suite  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
 MODEL = "graphiti-rules"
+SHIPPED = Path(__file__).resolve().parents[2] / "seeds" / "default.jsonl"
 TS = "2024-02-01T10:00:00"
 
 
@@ -238,16 +240,17 @@ def test_llm_failure_is_a_backend_error(tmp_path):
 
 
 def test_short_campaign_in_episode_mode(llm, tmp_path):
-    suite = synthesize(personas=1, seed=7, queries_per_persona=6)  # 25 memories, the smallest persona
-    memories = sum(len(ck.memories) for ck in suite.checkpoints.values())
+    suite = load_suite(SHIPPED)  # the campaign: the shipped suite, budget 200 (about 1.5 min here)
+    memories = min(len(ck.memories) for ck in suite.checkpoints.values())
     before = llm.server.count
-    cfg = CampaignConfig(backend="graphiti", backend_options=llm.options(), budget=30, seed=2,
+    cfg = CampaignConfig(backend="graphiti", backend_options=llm.options(), budget=200, seed=2,
                          out=str(tmp_path / "graphiti-episode"))
     c = Campaign(cfg, suite=suite)  # default isolation: the adapter runs in a worker process
     s = c.run()
     assert s["status"] == "budget_spent"
-    assert s["executions"] == 30
+    assert s["executions"] == 200
     assert s["errors"] == 0, c.store.errors(c.campaign_id)[:3]
+    assert {k.split(":")[0] for k in s["failures_by_kind"]} <= {"selection"}  # nothing responds: selection only
     entity_prompts = [r for r in llm.server.chat_requests[before:]
                       if r.body["response_format"]["json_schema"]["name"] == "ExtractedEntities"]
     assert len(entity_prompts) >= memories, "the checkpoint was built through add_episode"

@@ -187,3 +187,29 @@ def test_a_question_naming_both_speakers_needs_evidence_of_its_subject(tmp_path)
     assert "What did Ana tell Ben about her grandma?" not in asked  # only Ben's turn: the roles are swapped
     assert "Where did Ben say Ana's shoes are for?" not in asked  # only Ana's turn
     assert "What did Ana tell Ben about her move?" in asked  # Ana's own turn
+
+
+def test_adversarial_yes_no_questions_and_the_asked_persons_denials(tmp_path):
+    """Hand audit (mem0, LoCoMo dev): "Did Caroline make the bowl?" is answered "No" by the other speaker's "Yeah, I
+    made this bowl", so it is no abstention and that turn no decoy; the asked person's own "Nope, never been to
+    something like that", marked for "the poetry reading Melanie attended", says the question has no answer — it is
+    no decoy either. A decoy the asked person said without denying anything stays one."""
+    qa = [*_QA,
+          {"question": "Did Ben paint the lake sunrise?", "answer": "No", "adversarial_answer": "Yes",
+           "evidence": ["D2:4"], "category": 5},
+          {"question": "What meteor shower did Ben watch?", "adversarial_answer": "a meteor shower",
+           "evidence": ["D1:9"], "category": 5},
+          {"question": "Which country did Ben grow up in?", "adversarial_answer": "Sweden",
+           "evidence": ["D2:2"], "category": 5}]
+    turns = list(_TURNS)
+    _TURNS[8] = ("Ben", "Nope, never seen a meteor shower. Was it good?")  # D1:9 is now Ben's denial
+    try:
+        res = _import(tmp_path, qa)
+    finally:
+        _TURNS[:] = turns
+    assert not [x for x in res.suite.seeds if x.query.text == "Did Ben paint the lake sunrise?"]
+    assert res.dropped["adversarial_yes_no"] == 1
+    seed, ref = _ref(res.suite, "What meteor shower did Ben watch?")
+    assert ref.abstain and "D1:9" not in ref.invalidated
+    assert res.warnings["adversarial_denial_not_decoy"] == 1
+    assert _ref(res.suite, "Which country did Ben grow up in?")[1].invalidated == ("D2:2",)  # no denial: a decoy

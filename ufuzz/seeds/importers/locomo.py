@@ -90,6 +90,10 @@ _SESSION_DATE = re.compile(r"^session_(\d+)_date_time$")
 _DIA = re.compile(r"^D\s*(\d+)\s*:\s*(\d+)$", re.I)
 _MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july",
                                        "august", "september", "october", "november", "december"), start=1)}
+#: a yes/no question: asked of the wrong person it is answered "no", not abstained from
+YES_NO = re.compile(r"^\s*(?:did|does|do|is|was|are|were|has|have|had|can|could|will|would)\b", re.IGNORECASE)
+#: a turn denying what it is asked about ("Nope, never been to something like that.")
+DENIAL = re.compile(r"\b(?:nope|never|haven't|hasn't|hadn't|didn't|don't|doesn't|not really)\b", re.IGNORECASE)
 #: an adversarial_answer that is no answer ("Not mentioned"): no swap back is built on it
 NON_ANSWER = re.compile(r"(?i)(not mentioned|no information|unknown|none|n/?a)\.?")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -233,6 +237,11 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
     taken: set[tuple[str, str]] = set()  # (entity, attribute) of answerable questions
     for j, item, cat, adversarial, evidence in sorted(items, key=lambda x: x[3]):  # answerable first
         answer = None if adversarial else answer_text(item.get("answer"))
+        if adversarial and YES_NO.match(item["question"]):
+            # "Did Caroline make the black and white bowl?" has an answer, "No", and the benchmark's evidence (Melanie:
+            # "Yeah, I made this bowl") is what shows it: no abstention, and that turn no decoy (hand audit, mem0)
+            b.dropped["adversarial_yes_no"] += 1
+            continue
         if not adversarial and answer is None:
             b.dropped["no_answer"] += 1
             continue
@@ -307,8 +316,13 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
             taken.add((owner, fields.attribute))
         # the other speaker's answer is not out of date (no stale answer): answering with it is an unsupported
         # answer, as any answer to this question is
+        # the asked person's own denial ("Melanie: Nope, never been to something like that.", marked for "the
+        # poetry reading Melanie attended") says the question has no answer: it is no decoy (hand audit, mem0)
+        decoys = tuple(e for e in evidence if not (speaker_of[e] == fields.entity and DENIAL.search(text_of[e])))
+        if len(decoys) < len(evidence):
+            b.warnings["adversarial_denial_not_decoy"] += len(evidence) - len(decoys)
         pending.append(Pending(qid=qid, text=item["question"], fields=fields, answer=None, facts=facts,
-                               decoys=tuple(evidence), metadata=meta, rubric=_rubric(cat, abstain=True)))
+                               decoys=decoys, metadata=meta, rubric=_rubric(cat, abstain=True)))
     # (entity, attribute) the state has a fact for, or the benchmark asks about (its own adversarial questions)
     keys = {(f.entity, f.attribute) for p in pending for f in p.facts} | \
         {(p.fields.entity, p.fields.attribute) for p in pending}
