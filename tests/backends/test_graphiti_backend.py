@@ -323,3 +323,21 @@ def test_rebuild_copies_a_pristine_twin_and_never_a_written_one(backend, tmp_pat
         assert backend._states[fourth].pristine is not None
     finally:
         fresh.close()
+
+
+def test_a_search_that_does_not_fit_the_buffer_pool_reopens_the_database_with_a_larger_one(tmp_path):
+    """A 400-turn LoCoMo conversation's searches did not fit the 64 MB buffer pool the shipped suite runs in: every
+    execution of a campaign on it was an error. Here 16 MB holds the tiny checkpoint but not its search."""
+    b = GraphitiBackend(tmp_path, {"buffer_pool_mb": 16})
+    try:
+        s = b.build(tiny_checkpoint())
+        assert "m1" in [r.id for r in b.retrieve(s, "Where does Lena live?", 3)]
+        assert b.pool_growths >= 1 and b._states.get(s, "test").pool_mb >= 32
+        copy = b.fork(s)
+        assert b._states.get(copy, "test").pool_mb == b._states.get(s, "test").pool_mb  # what its source needed
+        grown = b.pool_growths
+        assert "m1" in [r.id for r in b.retrieve(copy, "Where does Lena live?", 3)] and b.pool_growths == grown
+        assert sorted(m.id for m in b.list(copy)) == sorted(m.id for m in b.list(s))
+    finally:
+        b.close()
+

@@ -59,7 +59,7 @@ import uuid as uuidlib
 import warnings
 import weakref
 from collections import OrderedDict
-from collections.abc import Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -379,6 +379,8 @@ class _State:
     #: content key of the checkpoint this state holds exactly (built from it, or a copy of such a state, and
     #: never written since); None once a memory operation ran on it
     pristine: str | None = None
+    #: this database's Kuzu buffer pool (MB): the backend's ``buffer_pool_mb``, grown for a state that needs more
+    pool_mb: int = 0
 
 
 class GraphitiBackend(MemoryBackend):
@@ -433,6 +435,7 @@ class GraphitiBackend(MemoryBackend):
         self._remove_root = weakref.finalize(self, _remove_root, self.workdir, self.root)  # also at exit
         self._states: StateTable[_State] = StateTable("graphiti", prefix="g", width=5)  # least recently used first
         self.spills = 0  # databases closed by the live budget (reopened on next use)
+        self.pool_growths = 0  # databases reopened with a larger buffer pool (a read did not fit)
         self._embedder, self._ranker, self._nollm_cls = _make_clients()
         self._llm: Any = None  # the OpenAIGenericClient of write_mode=episode, made on first use
         self._calls: Any = None  # ufuzz's LLM client (cache first) that its requests go through
@@ -509,7 +512,7 @@ class GraphitiBackend(MemoryBackend):
         st = self._states.get(state, op)
         self._states.touch(state)
         if st.driver is None:
-            st.driver, st.graphiti = self._open_db(st.dir, op)
+            st.driver, st.graphiti = self._open_db(st.dir, op, st.pool_mb)
             st.calls = 0
             self._within_budget(keep=state)
         st.calls += 1
@@ -544,11 +547,28 @@ class GraphitiBackend(MemoryBackend):
         d.mkdir(parents=True)
         return handle, d
 
-    def _open(self, d: Path, op: str) -> _State:
-        driver, g = self._open_db(d, op)
-        return _State(dir=d, driver=driver, graphiti=g)
+    def _open(self, d: Path, op: str, pool_mb: int) -> _State:
+        driver, g = self._open_db(d, op, pool_mb)
+        return _State(dir=d, driver=driver, graphiti=g, pool_mb=pool_mb)
 
-    def _open_db(self, d: Path, op: str) -> tuple[Any, Any]:
+    def _read(self, state: StateHandle, op: str, make: Callable[[_State], Coroutine[Any, Any, Any]]) -> Any:
+        """A read of ``state`` (``make`` builds its coroutine on the open state), once more on a database reopened
+        with twice the buffer pool while Kuzu says its pool is full, up to ``max_db_mb``: a 400-turn LoCoMo
+        conversation's searches did not fit the 64 MB that the shipped suite's states run in, and every
+        execution of a campaign on it was an error ("Buffer manager exception: … The buffer pool is full")."""
+        while True:
+            st = self._state(state, op)
+            try:
+                return self._run(op, make(st))
+            except BackendError as exc:
+                if "buffer pool is full" not in str(exc).lower() or st.pool_mb * 2 > self.max_db_mb:
+                    raise
+            st.driver.shutdown()
+            st.driver = st.graphiti = None
+            st.pool_mb *= 2
+            self.pool_growths += 1
+
+    def _open_db(self, d: Path, op: str, pool_mb: int) -> tuple[Any, Any]:
         from graphiti_core import Graphiti
 
         llm = self._llm_client()
@@ -556,7 +576,7 @@ class GraphitiBackend(MemoryBackend):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
                 path = d / "graph.kuzu"
-                driver = self._driver_cls(str(path), buffer_pool_size=self.buffer_pool_mb << 20,
+                driver = self._driver_cls(str(path), buffer_pool_size=pool_mb << 20,
                                           max_db_size=self.max_db_mb << 20, threads=1, schema=not path.exists())
         except Exception as exc:  # noqa: BLE001
             raise BackendError(f"graphiti {op}: cannot open Kuzu database in {d.name}: {exc}") from exc
@@ -595,7 +615,7 @@ class GraphitiBackend(MemoryBackend):
         if twin is not None:
             return self.fork(twin)
         handle, d = self._new_dir()
-        st = self._open(d, "build")
+        st = self._open(d, "build", self.buffer_pool_mb)
         self._states.put(handle, st)
         self._within_budget(keep=handle)
         try:
@@ -639,7 +659,7 @@ class GraphitiBackend(MemoryBackend):
         for f in sorted(src.dir.iterdir()):
             if f.is_file():
                 clone_file(f, d / f.name)
-        st = self._open(d, "fork")
+        st = self._open(d, "fork", src.pool_mb)  # a copy needs what its source grew to
         st.ids = dict(src.ids)
         st.nodes = dict(src.nodes)
         st.pristine = src.pristine
@@ -803,11 +823,12 @@ class GraphitiBackend(MemoryBackend):
         return SearchFilters(invalid_at=null, expired_at=null)
 
     def retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:
-        st = self._state(state, "retrieve")
         if k <= 0 or not query.strip():
+            self._state(state, "retrieve")
             return []
-        res = self._run("retrieve", st.graphiti.search_(query, config=self._search_config(k),
-                                                        group_ids=[_GROUP], search_filter=self._search_filter()))
+        res = self._read(state, "retrieve", lambda s: s.graphiti.search_(
+            query, config=self._search_config(k), group_ids=[_GROUP], search_filter=self._search_filter()))
+        st = self._states.get(state, "retrieve")
         scores = list(res.edge_reranker_scores)
         if len(scores) < len(res.edges):
             scores += [0.0] * (len(res.edges) - len(scores))
@@ -925,21 +946,17 @@ class GraphitiBackend(MemoryBackend):
                             metadata={"episode_uuid": ep.uuid, "edges": sorted(e.fact for e in edges)})
 
     def get(self, state: StateHandle, memory_id: str) -> StoredMemory | None:
-        st = self._state(state, "get")
-
-        async def go() -> StoredMemory | None:
+        async def go(st: _State) -> StoredMemory | None:
             if self.write_mode == "episode":
                 ep = await self._episode(st, memory_id)
                 return None if ep is None else await self._stored_episode(st, memory_id, ep)
             e = await self._load_edge(st, memory_id)
             return None if e is None else self._stored_edge(memory_id, e)
 
-        return self._run("get", go())
+        return self._read(state, "get", go)
 
     def list(self, state: StateHandle) -> list[StoredMemory]:
-        st = self._state(state, "list")
-
-        async def go() -> list[StoredMemory]:
+        async def go(st: _State) -> list[StoredMemory]:
             from graphiti_core.edges import EntityEdge
             from graphiti_core.errors import GroupsEdgesNotFoundError
             from graphiti_core.nodes import EpisodicNode
@@ -959,7 +976,7 @@ class GraphitiBackend(MemoryBackend):
                     out.append(self._stored_edge(mid, e))
             return out
 
-        return sorted(self._run("list", go()), key=lambda m: (m.timestamp, m.id))
+        return sorted(self._read(state, "list", go), key=lambda m: (m.timestamp, m.id))
 
     def stored_files(self, state: StateHandle) -> list[Path]:
         """The database file(s) of a state (for benchmarks and inspection)."""
