@@ -35,7 +35,8 @@ and ``expired_at IS NULL`` search filters), ``sim_min_score`` (Graphiti's defaul
 Storage options: ``state_dir`` (``auto`` default: state files in a private RAM directory under ``/dev/shm``
 when it has room, else on disk; ``disk``; or a path), ``live_budget_mb`` (default 2500; past this resident
 size the least recently used databases are closed — files kept, reopened on next use; 0 = never),
-``buffer_pool_mb`` (default 64 per database), ``max_db_mb`` (default 1024). A fork checkpoints the source
+``buffer_pool_mb`` (default 64 per database; doubled for a state whose reads do not fit, see ``_read``),
+``max_db_mb`` (default 1024). A fork checkpoints the source
 and clones its file (reflink where the file system has them, else a sparse copy); a released state is
 closed without a checkpoint. In direct mode a build of a checkpoint that a live, never-written state already
 holds is such a fork of that state (a rebuild gives the same graph: 0.86 s vs 0.06 s CPU for 37 memories).
