@@ -199,3 +199,24 @@ def test_memories_an_update_wrote_are_not_marked_unknown(data, camp):
                     written += 1
                 assert "unknown" not in item["marks"], (v["key"], side, item)
     assert written > 0  # the shared campaign's update failures retrieve updated versions
+
+
+def test_a_parent_served_another_cases_execution_of_its_question_is_still_shown(camp, tmp_path):
+    """A parent asking what another case already asked on the same state is served that case's cached execution,
+    and nothing is recorded under its own id: `failures show` said "(no recorded execution)" and no evidence line
+    for a Graphiti failure on LoCoMo whose seed question a sibling target change had asked first."""
+    import shutil
+    import sqlite3
+
+    copy = tmp_path / "c"
+    shutil.copytree(camp, copy)
+    rows = json.loads(invoke("failures", "list", str(copy), "--json").output)
+    [view] = failure_views(load_campaign(copy), [rows[0]["key"]], campaign_dir=copy)
+    parent = view["parent"]
+    assert parent["id"] is not None and parent["execution"] is not None
+    with sqlite3.connect(copy / "corpus.sqlite") as db:  # the parent's question, recorded under another case
+        db.execute("UPDATE executions SET case_id = 'x-some-other-case' WHERE case_id = ?", (parent["id"],))
+    [again] = failure_views(load_campaign(copy), [rows[0]["key"]], campaign_dir=copy)
+    assert again["parent"]["execution"] is not None
+    assert [t["id"] for t in again["parent"]["execution"]["top"]] == [t["id"] for t in parent["execution"]["top"]]
+    assert again["evidence"] == view["evidence"]

@@ -1052,6 +1052,28 @@ class CorpusStore(SqlStore):
                     e.execution.native_ids = natives[e.seq]
         return out
 
+    def executions_asking(self, campaign_id: str, asked: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[
+            ExecutionRecord]]:
+        """Every execution of each (state key, question) in ``asked``, whichever case it was recorded under: a
+        parent asking what another case already asked on the same state is served that case's execution (the
+        executor caches per state and question), so nothing is recorded under the parent's own id."""
+        wanted = set(asked)
+        out: dict[tuple[str, str], list[ExecutionRecord]] = {a: [] for a in wanted}
+        with self._sessions() as s:
+            for state_key in sorted({k for k, _q in wanted}):
+                rows = s.scalars(select(ExecutionRow).where(ExecutionRow.campaign_id == campaign_id,
+                                                            ExecutionRow.state_key == state_key)
+                                 .order_by(ExecutionRow.seq)).all()
+                for r in rows:
+                    if (state_key, r.query) in out:
+                        out[(state_key, r.query)].append(_execution_record(r))
+        natives = self.native_ids(campaign_id, [e.seq for recs in out.values() for e in recs])
+        for recs in out.values():
+            for e in recs:
+                if e.seq in natives:
+                    e.execution.native_ids = natives[e.seq]
+        return out
+
     def native_ids(self, campaign_id: str, seqs: Iterable[int]) -> dict[int, list[str]]:
         """The system's own top-k ids of the executions numbered ``seqs``, where the backend reported them."""
         wanted = sorted({int(x) for x in seqs})

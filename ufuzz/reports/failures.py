@@ -257,6 +257,13 @@ def failure_views(data: CampaignData, keys: list[str] | None = None, *, campaign
     store = CorpusStore(data.url, readonly=True)
     try:
         execs = store.executions_of(data.campaign_id, wanted)
+        # a parent served another case's execution of its question on its state has none of its own
+        unrun = {p.id: (p.state_key, p.query.text) for p in parents.values()
+                 if isinstance(p, FuzzCase) and not execs.get(p.id)}
+        if unrun:
+            asked = store.executions_asking(data.campaign_id, unrun.values())
+            for pid, key in unrun.items():
+                execs[pid] = asked.get(key, [])
     finally:
         store.close()
     return [_view(f, cases[f.failure_key], parents[f.failure_key], execs, data, campaign_dir, db, baseline)
