@@ -1045,12 +1045,7 @@ class CorpusStore(SqlStore):
                                  .order_by(ExecutionRow.seq)).all()
                 for r in rows:
                     out[r.case_id].append(_execution_record(r))
-        natives = self.native_ids(campaign_id, [e.seq for recs in out.values() for e in recs])
-        for recs in out.values():
-            for e in recs:
-                if e.seq in natives:
-                    e.execution.native_ids = natives[e.seq]
-        return out
+        return self._with_native_ids(campaign_id, out)
 
     def executions_asking(self, campaign_id: str, asked: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[
             ExecutionRecord]]:
@@ -1067,6 +1062,11 @@ class CorpusStore(SqlStore):
                 for r in rows:
                     if (state_key, r.query) in out:
                         out[(state_key, r.query)].append(_execution_record(r))
+        return self._with_native_ids(campaign_id, out)
+
+    def _with_native_ids(self, campaign_id: str, out: dict[Any, list[ExecutionRecord]]) -> dict[Any, list[
+            ExecutionRecord]]:
+        """``out`` with each execution's system-own top-k ids set where the backend reported them."""
         natives = self.native_ids(campaign_id, [e.seq for recs in out.values() for e in recs])
         for recs in out.values():
             for e in recs:
