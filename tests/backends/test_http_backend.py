@@ -577,3 +577,31 @@ def test_a_product_that_names_its_namespaces_itself(tmp_path, server, token_env)
         assert not made & set(server.namespaces)  # dropped by the product's ids
     finally:
         b.close()
+
+
+@pytest.mark.parametrize("raw, read", [
+    (1796543065294, "2026-12-06T07:44:25.294000"), ("1796543065294", "2026-12-06T07:44:25.294000"),
+    (1700000000, "2023-11-14T22:13:20"), (1700000000123456, "2023-11-14T22:13:20.123456"),
+    ("20230501", "2023-05-01T00:00:00"), ("2023", "2023"), ("2024-02-01 10:00:00", "2024-02-01T10:00:00"),
+    ("2024-02-01T11:00:00+01:00", "2024-02-01T10:00:00"), ("2024-02-01T10:00:00Z", "2024-02-01T10:00:00"),
+    (None, ""), ("yesterday", "yesterday")])
+def test_a_products_time_is_read_as_an_iso_time_in_utc(raw, read):
+    """Second read of the change: a compact ISO date ("20230501") and a year were read as epoch seconds of 1970,
+    microsecond epochs overflowed, and an ISO time with a space sorted before one with a "T"."""
+    from ufuzz.backends.http import _when
+
+    assert _when(raw) == read
+
+
+def test_a_state_whose_making_failed_is_dropped_by_the_products_own_name(tmp_path, server, token_env):
+    """Second read of the change: a namespace the product named, then an add that failed, was forgotten without a
+    drop — nothing could find it again."""
+    b = make_backend(tmp_path, server, create={"method": "POST", "path": "/v1/spaces", "body": {}, "id": "$.space.sid"})
+    try:
+        before = set(server.namespaces)
+        server.fail_next(500, path_contains="/memories")
+        with pytest.raises(BackendError):
+            b.build(tiny_checkpoint())
+        assert set(server.namespaces) == before  # the product-named space it made is gone again
+    finally:
+        b.close()

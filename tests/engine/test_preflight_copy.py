@@ -36,3 +36,22 @@ def test_an_independent_copy_passes(tmp_path):
         assert preflight(backend)["copy_isolated"] is True
     finally:
         backend.close()
+
+
+class StoresNotEveryNote(EmbeddedBackend):
+    """An extracting backend that makes nothing of one of the scratch notes (mem0 with LLM extraction may)."""
+
+    def build(self, checkpoint):
+        from dataclasses import replace
+
+        return super().build(replace(checkpoint, memories=checkpoint.memories[:1]))
+
+
+def test_a_backend_that_stored_not_every_note_is_not_taken_for_a_shared_copy(tmp_path):
+    """Second read of the change: the check assumed the original lists the second scratch note, so a correct
+    backend that had stored nothing of it was refused as if its copy shared the original."""
+    backend = embedded(tmp_path, cls=StoresNotEveryNote)
+    try:
+        assert preflight(backend)["copy_isolated"] is True
+    finally:
+        backend.close()

@@ -569,33 +569,36 @@ def _times(timestamp: str) -> dict[str, Any]:
     return {"timestamp": timestamp, "timestamp_s": int(seconds), "timestamp_ms": int(round(seconds * 1000))}
 
 
-#: epoch numbers from this on are milliseconds (as seconds they would be after the year 5138)
-_MILLIS = 1e11
+#: a number (or digit string) this large or larger is an epoch time; smaller ones ("20230501", "2023") are not
+_EPOCH_MIN = 1e9
+#: epoch units by magnitude: seconds below 1e11 (until the year 5138), then milliseconds, microseconds, nanoseconds
+_EPOCH_UNITS = ((1e11, 1.0), (1e14, 1e3), (1e17, 1e6), (float("inf"), 1e9))
 
 
 def _when(raw: Any) -> str:
-    """A product's timestamp as ufuzz compares them — ISO-8601, UTC, no zone: an ISO string as given (an aware
-    one converted to UTC), epoch seconds or milliseconds (a number or a digit string) converted; anything else
-    as its text. Compared as text, "1796543065294" (December 2026 in milliseconds) read as older than
-    "2024-02-01T10:00:00" and failed a product's conformance check."""
+    """A product's timestamp as ufuzz compares them — ISO-8601, UTC, no zone: an ISO string (a date, a space for
+    the ``T``, an offset: all written alike), epoch seconds, milliseconds, microseconds or nanoseconds (a number
+    or a digit string of ten digits or more) converted; anything else as its text. Compared as text,
+    "1796543065294" (December 2026 in milliseconds) read as older than "2024-02-01T10:00:00" and failed a
+    product's conformance check."""
     if raw is None or isinstance(raw, bool):
         return ""
-    if isinstance(raw, str) and re.fullmatch(r"\s*-?\d+(?:\.\d+)?\s*", raw):
+    if isinstance(raw, str) and re.fullmatch(r"\s*-?\d+(?:\.\d+)?\s*", raw) and abs(float(raw)) >= _EPOCH_MIN:
         raw = float(raw)
-    if isinstance(raw, (int, float)):
-        seconds = raw / 1000 if abs(raw) >= _MILLIS else raw
+    if isinstance(raw, (int, float)) and abs(raw) >= _EPOCH_MIN:
+        scale = next(unit for limit, unit in _EPOCH_UNITS if abs(raw) < limit)
         try:
-            return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(tzinfo=None).isoformat()
+            return datetime.fromtimestamp(raw / scale, tz=timezone.utc).replace(tzinfo=None).isoformat()
         except (OverflowError, OSError, ValueError):
             return str(raw)
     text = str(raw)
     try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         return text
     if when.tzinfo is not None:
-        return when.astimezone(timezone.utc).replace(tzinfo=None).isoformat()
-    return text
+        when = when.astimezone(timezone.utc).replace(tzinfo=None)
+    return when.isoformat()
 
 
 def _render(template: Any, values: dict[str, Any], quote: bool = False) -> Any:
@@ -936,7 +939,7 @@ class HttpBackend(MemoryBackend):
                     if not res.ok:
                         raise BackendError(f"http backend: build of {checkpoint.id!r}: {res.detail}")
             except BackendError:
-                self._states.pop(st.namespace)
+                self._abandon(st)
                 raise
             return st.namespace
 
@@ -952,11 +955,21 @@ class HttpBackend(MemoryBackend):
                 if made is not None:
                     dst.product_ns = str(made)
             except BackendError:
-                self._states.pop(dst.namespace)
+                self._abandon(dst)
                 raise
             dst.to_product = dict(src.to_product)  # a snapshot keeps the product's ids
             dst.to_ufuzz = dict(src.to_ufuzz)
             return dst.namespace
+
+    def _abandon(self, st: _State) -> None:
+        """Forget a state whose making failed, and drop whatever of it the product made (best effort): a
+        namespace the product named is found by nothing else afterwards."""
+        self._states.pop(st.namespace)
+        if "drop" in self.config.ops:
+            try:
+                self._request("drop", {"namespace": st.addr}, not_found_ok=True)
+            except (BackendError, _HttpStatus):
+                pass  # the failure that brought us here is the one to report
 
     def release(self, state: StateHandle) -> None:
         with self._lock:

@@ -91,9 +91,10 @@ _DIA = re.compile(r"^D\s*(\d+)\s*:\s*(\d+)$", re.I)
 _MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july",
                                        "august", "september", "october", "november", "december"), start=1)}
 #: a yes/no question: asked of the wrong person it is answered "no", not abstained from
-YES_NO = re.compile(r"^\s*(?:did|does|do|is|was|are|were|has|have|had|can|could|will|would)\b", re.IGNORECASE)
+YES_NO = re.compile(r"^\s*(?:did|does|do|is|was|are|were|has|have|had|can|could|will|would)\b(?!['’]s\b)",
+                    re.IGNORECASE)  # not "Will's …"
 #: a turn denying what it is asked about ("Nope, never been to something like that.")
-DENIAL = re.compile(r"\b(?:nope|never|haven't|hasn't|hadn't|didn't|don't|doesn't|not really)\b", re.IGNORECASE)
+DENIAL = re.compile(r"\b(?:nope|never|not really|(?:have|has|had|did|do|does)n['’]t)\b", re.IGNORECASE)
 #: an adversarial_answer that is no answer ("Not mentioned"): no swap back is built on it
 NON_ANSWER = re.compile(r"(?i)(not mentioned|no information|unknown|none|n/?a)\.?")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}

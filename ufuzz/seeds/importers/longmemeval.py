@@ -257,7 +257,7 @@ def _completed(b: Builder, memories: list[Memory], supporting: list[str], groups
     if not added:
         return supporting, groups
     b.warnings["supporting_completed"] += 1
-    extra_all = [m for i in sorted(added) for m in added[i]]
+    extra_all = list(dict.fromkeys(m for i in sorted(added) for m in added[i]))  # two groups may share a session
     if groups:
         return supporting + extra_all, [g + added.get(i, []) for i, g in enumerate(groups)]
     return supporting + extra_all, groups
