@@ -65,3 +65,27 @@ def test_a_short_campaign_with_the_llm_replays_and_checks_from_the_cache(tmp_pat
         checked = check_corpus(corpus)
         assert checked.results and all(r.status != "error" for r in checked.results)
         assert llm.count == calls, "replay and corpus check made no new LLM call"
+
+
+def test_every_native_operation_with_the_llm_on_passes_the_conformance_kit(tmp_path):
+    """Issue 26 review: with its LLM on, only building a state was tested outside campaigns. Every conformance
+    check — add, update, delete, get, list, fork isolation, retrieval — on A-Mem with note construction and
+    evolution on (its prompts answered by the stand-in, every reply one A-Mem parses)."""
+    from ufuzz.backends.conformance import CHECKS, Skip
+
+    with start_llm_server(model="amem-rules") as llm:
+        opts = {"llm_base_url": llm.base_url, "llm_model": "amem-rules", "llm_cache": str(tmp_path / "c.sqlite")}
+        b = AMemBackend(tmp_path / "a", opts)
+        try:
+            skipped = []
+            for check in CHECKS:
+                try:
+                    check(b)
+                except Skip:
+                    skipped.append(check.name)
+            assert not skipped, skipped  # A-Mem copies states and retrieves: every check applies
+            assert b.describe()["llm"]["failures"] == 0 and llm.count > 0
+            assert all(amem_llm.handles(r.body["messages"][0]["content"], r.body["messages"][1]["content"])
+                       for r in llm.chat_requests)
+        finally:
+            b.close()

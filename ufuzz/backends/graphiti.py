@@ -365,6 +365,15 @@ def _driver_class() -> type:
     return BoundedKuzuDriver
 
 
+
+async def _quiesce() -> None:
+    """Wait (at most 30 s) for every other task on the backend's event loop: after a failed search, the
+    sub-queries it ran alongside the failing one, before the database they use is closed."""
+    me = asyncio.current_task()
+    rest = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
+    if rest:
+        await asyncio.wait(rest, timeout=30)
+
 @dataclass
 class _State:
     dir: Path
@@ -564,10 +573,16 @@ class GraphitiBackend(MemoryBackend):
             except BackendError as exc:
                 if "buffer pool is full" not in str(exc).lower() or st.pool_mb * 2 > self.max_db_mb:
                     raise
+            self._run(op, _quiesce())  # a search's other sub-queries may still be running on this database
             st.driver.shutdown()
             st.driver = st.graphiti = None
             st.pool_mb *= 2
             self.pool_growths += 1
+            try:
+                self._state(state, op)  # reopened with the larger pool now, so that a failure to is said as such
+            except BackendError:
+                st.pool_mb //= 2  # not left at a size that cannot be opened
+                raise
 
     def _open_db(self, d: Path, op: str, pool_mb: int) -> tuple[Any, Any]:
         from graphiti_core import Graphiti
