@@ -49,13 +49,13 @@ def test_a_write_is_later_than_every_memory_and_earlier_than_the_question(stamps
         assert asked - latest < timedelta(seconds=2)  # no whole second between the two
         return
     assert latest < got < asked
-    unbounded = datetime.fromisoformat(later_timestamp(_Listing(stamps), days=days))
+    unbounded = datetime.fromisoformat(later_timestamp(_Listing(stamps), days=days, before=None))
     assert got == unbounded or unbounded >= asked  # a whole day after the latest memory wherever that fits
 
 
 @given(stamps=st.lists(_WHEN, min_size=1, max_size=6), days=st.integers(min_value=1, max_value=3))
 def test_without_a_question_time_a_write_is_days_after_the_latest_memory(stamps, days):
-    got = datetime.fromisoformat(later_timestamp(_Listing(stamps), days=days))
+    got = datetime.fromisoformat(later_timestamp(_Listing(stamps), days=days, before=None))
     assert got == (max(stamps) + timedelta(days=days)).replace(microsecond=0)
 
 

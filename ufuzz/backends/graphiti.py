@@ -80,6 +80,7 @@ from ufuzz.backends.protocol import (
 )
 from ufuzz.backends.states import StateTable
 from ufuzz.model import Checkpoint, Memory
+from ufuzz.model.memory import utc_time
 
 INSTALL_HINT = "pip install 'ufuzz[graphiti]'"
 _NS = uuidlib.UUID("6b1d3c8e-5a52-4c1e-9a4f-2f0f4d6b7a11")
@@ -118,12 +119,9 @@ def _checkpoint_key(ck: Checkpoint) -> str:
 
 def _parse_ts(ts: str) -> datetime:
     try:
-        dt = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        return utc_time(ts)
     except ValueError as exc:
         raise BackendError(f"graphiti: memory timestamp {ts!r} is not ISO-8601") from exc
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt
 
 
 def _fmt_ts(dt: datetime | None) -> str:
@@ -365,7 +363,6 @@ def _driver_class() -> type:
     return BoundedKuzuDriver
 
 
-
 async def _quiesce() -> None:
     """Wait (at most 30 s) for every other task on the backend's event loop: after a failed search, the
     sub-queries it ran alongside the failing one, before the database they use is closed."""
@@ -373,6 +370,7 @@ async def _quiesce() -> None:
     rest = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
     if rest:
         await asyncio.wait(rest, timeout=30)
+
 
 @dataclass
 class _State:

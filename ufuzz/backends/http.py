@@ -100,6 +100,7 @@ from ufuzz.backends.protocol import (
 from ufuzz.backends.states import StateTable
 from ufuzz.backends.transport import Transport
 from ufuzz.model import Checkpoint, Memory
+from ufuzz.model.memory import utc_time
 from ufuzz.strict import StrictModel, Text, field_path, first_error
 
 # -- JSON paths (RFC 9535, through python-jsonpath) --------------------------------------------------------
@@ -560,12 +561,9 @@ def _times(timestamp: str) -> dict[str, Any]:
     """A memory's timestamp for the request's placeholders: as written (ISO-8601) and as epoch seconds and
     milliseconds (a time without a zone is UTC), for products that take numbers (None where it is no time)."""
     try:
-        when = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+        seconds = utc_time(timestamp).timestamp()
     except (AttributeError, ValueError):
         return {"timestamp": timestamp, "timestamp_s": None, "timestamp_ms": None}
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    seconds = when.timestamp()
     return {"timestamp": timestamp, "timestamp_s": int(seconds), "timestamp_ms": int(round(seconds * 1000))}
 
 
@@ -593,12 +591,9 @@ def _when(raw: Any) -> str:
             return str(raw)
     text = str(raw)
     try:
-        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        return utc_time(text.strip()).astimezone(timezone.utc).replace(tzinfo=None).isoformat()
     except ValueError:
         return text
-    if when.tzinfo is not None:
-        when = when.astimezone(timezone.utc).replace(tzinfo=None)
-    return when.isoformat()
 
 
 def _render(template: Any, values: dict[str, Any], quote: bool = False) -> Any:
@@ -965,21 +960,25 @@ class HttpBackend(MemoryBackend):
         """Forget a state whose making failed, and drop whatever of it the product made (best effort): a
         namespace the product named is found by nothing else afterwards."""
         self._states.pop(st.namespace)
-        if "drop" in self.config.ops:
-            try:
-                self._request("drop", {"namespace": st.addr}, not_found_ok=True)
-            except (BackendError, _HttpStatus):
-                pass  # the failure that brought us here is the one to report
+        try:
+            self._drop(st)
+        except BackendError:
+            pass  # the failure that brought us here is the one to report
 
     def release(self, state: StateHandle) -> None:
         with self._lock:
             st = self._states.pop(state)
-            if st is None or "drop" not in self.config.ops:
-                return
-            try:
-                self._request("drop", {"namespace": st.addr}, not_found_ok=True)
-            except _HttpStatus:
-                pass  # already gone
+            if st is not None:
+                self._drop(st)
+
+    def _drop(self, st: _State) -> None:
+        """``[drop]`` of the state's namespace, where the product has one (one already gone is dropped)."""
+        if "drop" not in self.config.ops:
+            return
+        try:
+            self._request("drop", {"namespace": st.addr}, not_found_ok=True)
+        except _HttpStatus:
+            pass  # already gone
 
     # -- retrieval -----------------------------------------------------------------------------------------
     def retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:

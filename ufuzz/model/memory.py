@@ -7,7 +7,15 @@ that the on-disk JSONL schema (``ufuzz.seeds.io``) is one obvious mapping.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from typing import Any
+
+
+def utc_time(timestamp: str) -> datetime:
+    """An ISO-8601 timestamp as an aware date-time, one without a zone read as UTC ("Z" accepted on every Python);
+    ``ValueError`` when it is none. Memory timestamps are compared through this wherever their form may vary."""
+    when = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from ufuzz.backends.protocol import OpResult, StoredMemory
 from ufuzz.model import StateOp
+from ufuzz.model.memory import utc_time
 
 __all__ = ["KINDS", "STATE", "Finding", "find", "touched_by"]
 
@@ -112,10 +113,9 @@ def _instant(stamp: str) -> datetime | str:
     """An ISO 8601 timestamp as an aware time (naive ones read as UTC), anything else as its stripped text."""
     text = stamp.strip()
     try:
-        t = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+        return utc_time(text)
     except ValueError:
         return text
-    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
 
 
 def _retimed(before: str, after: str) -> bool:

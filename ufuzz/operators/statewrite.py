@@ -6,6 +6,7 @@ import re
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+from ufuzz.model.memory import utc_time
 from ufuzz.operators.base import Rejected, StateView
 from ufuzz.seeds.importers.fields import DATED, RELATIVE_TIME, rewrite_time, text_class, value_forms
 
@@ -13,10 +14,11 @@ __all__ = ["later_timestamp", "latest_evidence", "mentions_value", "natural_key"
            "rewrite_value", "speaker_of", "substitute", "uncarried_evidence", "value_forms", "written_in_evidence"]
 
 
-def later_timestamp(view: StateView, days: int = 1, before: str | None = None) -> str:
+def later_timestamp(view: StateView, *, before: str | None, days: int = 1) -> str:
     """An ISO timestamp strictly later than every memory stored in the state: ``days`` after the latest one.
 
-    With ``before`` (the question's time, ``Query.asked_at``) it is also strictly earlier than that — halfway
+    ``before`` is the question's time (``Query.asked_at``: required, so that no state operator can forget it;
+    None where the seed gives none). With one, the timestamp is also strictly earlier than that — halfway
     between the latest memory and the question where a whole ``days`` would pass it — since a value told after
     the question is asked cannot be its answer (a LongMemEval update dated five hours after the question date
     made "23 dozen" the expected answer to a question asked while it was still 20). Raises :class:`Rejected`
@@ -41,7 +43,7 @@ def later_timestamp(view: StateView, days: int = 1, before: str | None = None) -
 
 def _naive(timestamp: str) -> datetime:
     """A memory's or question's ISO timestamp as a naive date-time (its zone dropped, as the writes are dated)."""
-    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).replace(tzinfo=None)
+    return utc_time(timestamp).replace(tzinfo=None)
 
 
 def substitute(text: str, old: str, new: str) -> str | None:
@@ -145,16 +147,12 @@ def answers_in_kind(prov, memory_id: str, value: str) -> bool:
     before = None
     for mid, text in prov.memory_texts:
         if mid == memory_id:
-            break
+            mine = speaker_of(text, names)
+            theirs = speaker_of(before, names) if before is not None else None
+            return (mine is not None and theirs is not None and theirs.lower() != mine.lower()
+                    and mentions_value(before, value))
         before = text
-    else:
-        return False
-    if before is None:
-        return False
-    mine = speaker_of(dict(prov.memory_texts)[memory_id], names)
-    theirs = speaker_of(before, names)
-    return (mine is not None and theirs is not None and theirs.lower() != mine.lower()
-            and mentions_value(before, value))
+    return False
 
 
 def rewritable_evidence(prov, fact, view: StateView | None) -> str | None:

@@ -224,7 +224,8 @@ def _case_view(case: FuzzCase | None, ref: Reference | None, rec: Any, deleted: 
     if case is None:
         return {"id": None}
     return {"id": case.id, "operator": case.operator, "depth": case.depth, "query": case.query.text,
-            "asked_at": case.query.asked_at, "fields": case.query.fields.to_dict(), "ops": len(case.ops), "detail": case.detail,
+            "asked_at": case.query.asked_at, "fields": case.query.fields.to_dict(), "ops": len(case.ops),
+            "detail": case.detail,
             "reference": ref.to_dict() if ref is not None else None,
             "execution": _execution_view(rec, ref, deleted, offending, _known_ids(case))}
 

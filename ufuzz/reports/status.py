@@ -173,9 +173,9 @@ def _judging_line(j: dict[str, Any] | None) -> str:
 
 def _short_results(counts: dict[int, int], k: Any) -> dict[str, int] | None:
     """Executions given back fewer than ``k`` memories, none included (None when there are none, or when no
-    execution of the campaign got anything back: hidden retrieval). A relevance cut-off or a state holding fewer explains it; so
-    does a product that returns one result too few whenever it has more (held-out walkthrough: 812 of 1,000
-    searches gave 4 of 5, and nothing said so)."""
+    execution of the campaign got anything back: hidden retrieval). A relevance cut-off or a state holding fewer
+    explains it; so does a product that returns one result too few whenever it has more (held-out walkthrough:
+    812 of 1,000 searches gave 4 of 5, and nothing said so)."""
     if not isinstance(k, int) or not any(n for n in counts if n > 0):
         return None
     short = sum(c for n, c in counts.items() if n < k)

@@ -237,13 +237,14 @@ def _completed(b: Builder, memories: list[Memory], supporting: list[str], groups
     text = {m.id: m.text for m in memories}
     if len(answer.strip()) < 2:
         return supporting, groups
-    told = [i for i, g in enumerate(groups or [supporting]) if _forms_in(answer, [text[m] for m in g])]
-    if groups and len(groups) - 1 in told:
+    forms_of = {i: forms for i, g in enumerate(groups or [supporting])
+                if (forms := _forms_in(answer, [text[m] for m in g]))}
+    told = sorted(forms_of)
+    if groups and len(groups) - 1 in forms_of:
         told = [len(groups) - 1]  # the current value's group; an earlier one writing it too is history
     added: dict[int, list[str]] = {}
     for i in told:
-        asked = (groups or [supporting])[i]
-        forms = _forms_in(answer, [text[m] for m in asked])
+        asked, forms = (groups or [supporting])[i], forms_of[i]
         # a turn can say the answer again only after it was told: from the session's first marked turn on (an
         # assistant listing "e.g., Premier Silver, Premier Gold" before the user told their status says nothing)
         told_at: dict[str, int] = {}
