@@ -172,6 +172,24 @@ def test_coverage_of_checkpoint_counts_totals_and_extra_ids() -> None:
     assert t["coverage"] == 3 and t["signatures"] == 2 and t["observed"] == 2 and t["retained"] == 2
 
 
+def test_a_memory_a_mutant_wrote_is_no_coverage_gain_of_a_tracked_checkpoint() -> None:
+    """An update's or an add's own memory in the top-k is what the operation says it does, not a memory of the
+    checkpoint reached: it gains no coverage (and so retains nothing by itself); a checkpoint memory it brings up
+    does. An untracked checkpoint has no membership to tell them apart: every new id counts, as before."""
+    fs = FeedbackState()
+    fs.track([checkpoint("cp", 4)])
+    fs.observe("s", "cp", ex(["m0", "m1"]), None, False, 0.9)
+    written = fs.observe("s", "cp", ex(["m0", "m1~u1"]), None, False, 0.9)
+    assert written.coverage_gain == 0 and written.new_signature
+    again = fs.observe("s", "cp", ex(["m0", "m1~u1"]), None, False, 0.9)
+    assert not again.retained
+    reached = fs.observe("s", "cp", ex(["m2", "m1~u2"]), None, False, 0.9)
+    assert reached.coverage_gain == 1
+    assert fs.coverage_of(checkpoint("cp", 4)).extra == 2
+    untracked = FeedbackState()
+    assert untracked.observe("s", "cq", ex(["m0", "m1~u1"]), None, False, 0.9).coverage_gain == 2
+
+
 def test_p_is_validated() -> None:
     with pytest.raises(ValueError, match="between 0 and 1"):
         FeedbackState().observe("s", "cp", ex(["m1"]), ex(["m1"]), False, 1.0)

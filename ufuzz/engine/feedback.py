@@ -3,7 +3,9 @@
 Per campaign, a :class:`FeedbackState` tracks:
 
 * **retrieval coverage** — the set of ``(checkpoint_id, memory_id)`` pairs that appeared in any observed
-  top-k;
+  top-k; a mutant's *gain* counts only the checkpoint's own memories (once :meth:`FeedbackState.track` named it):
+  a memory an update or add wrote, retrieved, is what its operation says it does, not a part of the memory
+  reached (each write has a fresh id, so counting it made every state mutant "gain" and be kept for it);
 * **top-k novelty** — per seed id, the set of ordered top-k signatures seen (a signature is the tuple of
   retrieved ids in rank order);
 * **response novelty** (only for backends whose retrieval is *hidden*, i.e. that expose a response but no
@@ -215,14 +217,15 @@ class FeedbackState:
     def _observe_visible(self, seed_id: str, checkpoint_id: str, execution: Execution,
                          parent: Execution | None, p: float, expected: Sequence[str] | None = None) -> Feedback:
         covered = self._covered[checkpoint_id]
-        before = len(covered)
         own = self._members.get(checkpoint_id)
+        gain = 0  # checkpoint memories reached for the first time (every new id where the checkpoint is not tracked)
         for mid in execution.top_ids:
             if mid not in covered:
                 covered.add(mid)
-                if own is not None and mid in own:
-                    self._reached += 1
-        gain = len(covered) - before if self.ablate.use_coverage else 0
+                if own is None or mid in own:
+                    gain += 1
+                    self._reached += own is not None
+        gain = gain if self.ablate.use_coverage else 0
 
         sigs = self._signatures[seed_id]
         sig = execution.signature
