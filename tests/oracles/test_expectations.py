@@ -20,6 +20,7 @@ from ufuzz.oracles.verdict import (
     failure_key,
     judge,
     normalise_id,
+    root_id,
 )
 
 
@@ -170,6 +171,27 @@ def test_one_defect_is_one_cause_across_values_and_replacement_targets():
     other = cause_key(_case("x5", "s1", "update", "value=Brask", attribute="employer"), "stale_ranked_above_valid",
                       "selection", o)
     assert other != a
+
+
+def test_one_defect_is_one_cause_along_a_chain_of_updates():
+    """An update of an update: the first version and the second both outrank the third, or only the second does;
+    it is the same memory's old value outranking its replacement, on the same fact — one cause (the unique-failure
+    keys stay apart: they are the paper's unit)."""
+    assert root_id("p7-m22~u1a9a7~u2b3c4") == root_id("p7-m22~u1a9a7") == root_id("p7-m22") == "p7-m22"
+    assert root_id("cp~b1abcd-3") == root_id("cp~a1b2c3") == "cp" and root_id("mem~x") == "mem~x"
+    once = cause_key(_case("x1", "s1", "update", "value=Brask"), "stale_ranked_above_valid", "selection",
+                     ("p1-m3",))
+    chain = cause_key(_case("x2", "s1", "update", "value=Quill"), "stale_ranked_above_valid", "selection",
+                      ("p1-m3", "p1-m3~u1abcd"))
+    second = cause_key(_case("x3", "s1", "update", "value=Quill"), "stale_ranked_above_valid", "selection",
+                       ("p1-m3~u1abcd",))
+    assert once == chain == second
+    other = cause_key(_case("x4", "s1", "update", "value=Quill"), "stale_ranked_above_valid", "selection",
+                      ("p1-m4~u1abcd",))
+    assert other != once  # another memory's version is another defect
+    keys = {failure_key("s1", "update", "value=Quill", "stale_ranked_above_valid", "selection", o)
+            for o in (("p1-m3",), ("p1-m3", "p1-m3~u1abcd"), ("p1-m3~u1abcd",))}
+    assert len(keys) == 3
 
 
 def test_failure_records_carry_level_cause_and_responder():

@@ -6,9 +6,11 @@ its parent passes; :func:`failure` names it with the two keys:
 
 * the **unique-failure key** (the paper's unit, counted by UF@B): seed, operator, obligation target, kind,
   level and the offending memory ids with the random part of mutation-generated ids stripped;
-* the **cause key**: operator, kind, level, the normalised offending memories (or, when none, the state
-  operation) and the answer-affecting fields other than the one the operator swapped — so repeats of one
-  defect across update values, paraphrase wordings or replacement targets are one cause with N occurrences.
+* the **cause key**: operator, kind, level, the offending memories reduced to the memories they descend from
+  (:func:`root_id`; or, when none, the state operation) and the answer-affecting fields other than the one the
+  operator swapped — so repeats of one defect across update values, paraphrase wordings, replacement targets or
+  the steps of a chain of updates (the first version and the second both outranking the third) are one cause
+  with N occurrences.
 
 Verdicts made with the opt-in top-evidence reader are the reader's, not the memory system's
 (:func:`ufuzz.backends.responders.counts_for_system`).
@@ -122,8 +124,21 @@ def _sha(parts: list[str]) -> str:
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:20]
 
 
+def root_id(memory_id: str) -> str:
+    """The memory a mutation-generated id descends from (``p7-m22~u1a9a7~u2b3c4`` → ``p7-m22``; an add's
+    ``cp~a1b2c3`` → its checkpoint ``cp``): every version along a chain of updates is the same memory to a cause."""
+    return _GENERATED_ALL.sub("", memory_id)
+
+
+_GENERATED_ALL = re.compile(r"~[a-z]\d+[0-9a-f]{4}(?:-\d+)?(?![0-9a-f])")
+
+
 def _ids(offending: tuple[str, ...]) -> str:
     return ",".join(sorted({normalise_id(i) for i in offending}))
+
+
+def _roots(offending: tuple[str, ...]) -> str:
+    return ",".join(sorted({root_id(i) for i in offending}))
 
 
 def failure_key(seed_id: str, operator: str, target: str, kind: str, stage: str,
@@ -141,10 +156,10 @@ def cause_key(case: FuzzCase, kind: str, stage: str, offending: tuple[str, ...])
     """One defect, whatever value, wording or replacement target exposed it (see the module docstring)."""
     operator = case.operator or ""
     target = case.obligation.target if case.obligation else ""
-    what = _ids(offending)
+    what = _roots(offending)
     if not what and case.ops:
         last = case.ops[-1]
-        what = f"{last.op}:{normalise_id(last.target or (last.memory.id if last.memory else ''))}"
+        what = f"{last.op}:{root_id(last.target or (last.memory.id if last.memory else ''))}"
     swapped = swapped_field(operator, target)
     f = case.query.fields
     fields = [f"{name}={getattr(f, name)}" for name in ("entity", "attribute", "scope") if name != swapped]
