@@ -130,7 +130,7 @@ def run_with_progress(campaign: Any, *, quiet: bool = False, every_s: float = 10
             first(p)
             plain.update(p)
 
-        summary = campaign.run(on_progress=plain_update)
+        summary = campaign.run(on_progress=first, on_step=plain_update)  # per step: a batch is up to 128 of them
         plain.finish(campaign.progress)
         return summary
     from rich.console import Console
@@ -150,4 +150,4 @@ def run_with_progress(campaign: Any, *, quiet: bool = False, every_s: float = 10
             first(p)
             live.update(view(p))
 
-        return campaign.run(on_progress=update)
+        return campaign.run(on_progress=first, on_step=update)
