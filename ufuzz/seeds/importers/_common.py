@@ -40,6 +40,7 @@ from ufuzz.seeds.importers.fields import (
     PERSON_NAMES,
     accumulates,
     date_of,
+    in_asked_period,
     mentions_word,
     rewrite_time,
     value_pool,
@@ -378,7 +379,7 @@ class Builder:
                 # an update tells of the event at a new date, in a memory later than the conversation: never a
                 # date after that
                 end = max(datetime.fromisoformat(m.timestamp) for m in cp.memories).date()
-                pool = tuple(v for v in pool if (date_of(v) or end) <= end)[:3]
+                pool = tuple(v for v in pool if (date_of(v) or end) <= end and in_asked_period(v, p.text))[:3]
             if active.value_type == "text" and pool and accumulates(active.value, p.text):
                 pool = ()  # another pet is one more pet, not a new value of "what pet does she have"
             if active.value_type == "text" and pool:

@@ -653,6 +653,37 @@ def date_of(value: str):
     return None
 
 
+_SEASONS = {"spring": (3, 4, 5), "summer": (6, 7, 8), "autumn": (9, 10, 11), "fall": (9, 10, 11),
+            "winter": (12, 1, 2)}
+_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+                "November", "December")
+#: a season, and "fall" only as one ("in the fall", not "did she fall")
+_SEASON = re.compile(r"(?i)\b(spring|summer|autumn|winter)\b|\b(?:the|this|last|that|in|during)\s+(fall)\b")
+#: a month written with its capital, "May" not as the question's first word ("May I ask …")
+_MONTH = re.compile(r"(?<!^)\b(" + "|".join(_MONTH_NAMES) + r")\b")
+_YEAR = re.compile(r"\b((?:19|20)\d\d)\b")
+
+
+def in_asked_period(value: str, question: str) -> bool:
+    """Whether the date ``value`` lies in every period ``question`` names — a season, a month, a year: an update of
+    "When did she go to a pride parade during the summer?" must write a summer date (a May one would make the
+    question itself point at the old memory). True for a value that is no date and a question that names none."""
+    d = date_of(value)
+    if d is None:
+        return True
+    q = question.strip()
+    years = {int(y) for y in _YEAR.findall(q)}
+    if re.fullmatch(r"\s*\d{4}\s*", value):  # a year holds every season and month: only a year can bound it
+        return not years or d.year in years
+    seasons = {(m.group(1) or m.group(2)).lower() for m in _SEASON.finditer(q)}
+    if seasons and d.month not in {n for s in seasons for n in _SEASONS[s]}:
+        return False
+    months = {_MONTH_NAMES.index(m.group(1)) + 1 for m in _MONTH.finditer(q)}
+    if months and d.month not in months:
+        return False
+    return not years or d.year in years
+
+
 def _day(d: date) -> str:
     """``d`` written as LoCoMo and the shipped suite write a day ("2 June 2023")."""
     return f"{d.day} {d.strftime('%B %Y')}"
