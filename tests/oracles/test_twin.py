@@ -67,6 +67,26 @@ def test_a_sibling_question_after_an_ancestors_update_is_judged_against_the_sibl
         assert [f.seed_id for f in sunk if f.origin == "baseline"] == [b.id]  # reported once, as the seed's
     else:
         assert key is not None and [f.operator for f in mutant_failures] == ["target_change"]
+        # the question passes on the unmutated checkpoint: the failure says the inherited state change fails it
+        assert mutant_failures[0].detail["control"] == {"seed": b.id, "query": b.query.text, "level": "selection",
+                                                         "passed": True}
+
+
+def test_a_failure_with_a_passing_control_says_so_in_failures_show():
+    from ufuzz.reports.failures import control_note, render_show
+
+    note = control_note({"seed": "s7", "query": "Where does Ana live?", "level": "selection", "passed": True})
+    assert "passes on the unmutated checkpoint" in note and "s7" in note
+    view = {"key": "k", "cause": "c", "operator": "target_change", "kind": "missing_evidence", "stage": "selection",
+            "origin": "mutant", "responder": None, "seed": "s1", "case": "m1", "occurrences": 1, "first_seq": 3,
+            "offending": [], "reason": None, "mutation": "question", "baseline": None, "backend": "embedded",
+            "backend_info": {}, "checkpoint": "c", "checkpoint_memories": 3, "unbuildable": None,
+            "inherited_ops": [{"op": "update", "target": "m2", "memory": None, "text_before": None, "id": None,
+                               "text": None, "timestamp": None}],
+            "control": {"seed": "s7", "query": "Where does Ana live?", "level": "selection", "passed": True},
+            "state_change": [], "side_effects": [], "parent": {"id": None}, "mutant": {"id": None},
+            "commands": {}, "evidence": {"parent": None, "mutant": None}}
+    assert f"  {note}" in render_show(view, 100).splitlines()
 
 
 def test_a_state_mutant_is_never_judged_against_a_twin(default_suite):

@@ -14,6 +14,7 @@ that seed fails on the checkpoint's own state is that seed's baseline failure, n
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ufuzz.lru import LRU
@@ -219,6 +220,12 @@ class Oracle:
             same = self.levels_of(twin, twin_ex).get(out.level)
             if same is not None and not same.passed and same.kind == out.kind:
                 return None  # the seed's own baseline failure, recorded there (also after an abstaining parent)
+            if mutant.ops and same is not None and same.passed:
+                # the question passes on the unmutated state: what fails it is the state its ancestors changed, not
+                # the new question — said with the failure (`failures show`), so that it is triaged as the state
+                # change's interference (its key and class stay the operator's: the paper's unit)
+                out = replace(out, detail={**out.detail, "control": {
+                    "seed": twin.id, "query": twin.query.text, "level": out.level, "passed": True}})
         parent_ref = self._refs.get(parent.id)
         if mutant.ops == parent.ops and parent_ref is not None and parent_ref.abstain and not ref.abstain:
             # a question made answerable by re-asking it (e.g. about the other speaker) on the same state: the

@@ -293,6 +293,8 @@ def _view(f: Any, case: Any, parent: Any, execs: dict[str, list[Any]], data: Cam
         "backend": data.backend, "backend_info": data.backend_info, "checkpoint": cp.id if cp else None,
         "checkpoint_memories": len(cp.memories) if cp else None,
         "inherited_ops": [_op_view(o, texts) for o in (parent.ops if parent else ())],
+        # the question asked on the unmutated checkpoint passed: the inherited state change is what fails it
+        "control": f.detail.get("control"),
         "state_change": [_op_view(o, texts) for o in own],
         # a state-level failure: what the operation's verification saw change beyond it (list/get, no retrieval)
         "side_effects": list(f.detail.get("changes") or []) if f.stage == "state" else [],
@@ -303,6 +305,12 @@ def _view(f: Any, case: Any, parent: Any, execs: dict[str, list[Any]], data: Cam
     }
     view["evidence"] = {side: _evidence_at(view[side]) for side in ("parent", "mutant")}
     return view
+
+
+def control_note(control: dict[str, Any]) -> str:
+    """What a passing control says of a failure on an inherited state (see :meth:`ufuzz.oracles.oracle.Oracle.check`)."""
+    return (f"the same question passes on the unmutated checkpoint (seed {control.get('seed')}, at the "
+            f"{control.get('level')} level): the state its ancestors changed is what fails it")
 
 
 def _evidence_at(case: dict[str, Any]) -> dict[str, Any] | None:
@@ -438,6 +446,8 @@ def render_show(v: dict[str, Any], width: int = 90) -> str:
     if v["inherited_ops"]:
         lines.append(f"state the parent already had ({len(v['inherited_ops'])} ops from its ancestors):")
         lines += _ops_lines(v["inherited_ops"])
+        if v.get("control"):
+            lines.append(f"  {control_note(v['control'])}")
     lines.append("state change made by the mutation:")
     lines += _ops_lines(v["state_change"])
     if v.get("side_effects"):

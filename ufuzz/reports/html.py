@@ -26,7 +26,14 @@ from ufuzz.corpus.baseline import STATUSES
 from ufuzz.corpus.campaign import CampaignData, load_campaign
 from ufuzz.corpus.store import CorpusStore
 from ufuzz.engine.plotdata import read_plot_data
-from ufuzz.reports.failures import baseline_of, failure_rows, failure_views, group_by_cause, group_by_class
+from ufuzz.reports.failures import (
+    baseline_of,
+    control_note,
+    failure_rows,
+    failure_views,
+    group_by_cause,
+    group_by_class,
+)
 from ufuzz.reports.plot import Panel, Series, bar_chart_svg, inline_svg, line_chart_svg
 from ufuzz.reports.status import campaign_status, llm_line
 
@@ -430,6 +437,8 @@ def _failure_html(v: dict[str, Any]) -> str:
     inherited = ""
     if v["inherited_ops"]:
         inherited = f"<p>state the parent already had ({len(v['inherited_ops'])} ops):</p>" + _ops_html(v["inherited_ops"])
+        if v.get("control"):
+            inherited += f"<p class='control'>{esc(control_note(v['control']))}</p>"
     cmds = "".join(f"<pre>{esc(c)}</pre>" for c in v["commands"].values())
     return (f"<details class='failure' id='f-{esc(v['key'])}' data-operator='{esc(v['operator'])}' "
             f"data-kind='{esc(v['kind'])}' data-level='{esc(v['stage'])}' "
