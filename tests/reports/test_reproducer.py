@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import types
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -252,6 +253,23 @@ def test_the_script_embeds_the_verdict_code_verbatim(tmp_path):
     assert "def selection(" in src and "def response(" in src and "def caused(" in src
     body = [ln for ln in Path(expectations.__file__).read_text().splitlines() if not ln.startswith("from ufuzz")]
     assert "\n".join(body) in src  # nothing rewritten, so nothing can drift
+
+
+_DATETIMES = st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1))
+_TIMESTAMPS = st.one_of(_DATETIMES.map(datetime.isoformat), _DATETIMES.map(lambda d: d.isoformat() + "Z"),
+                        st.text(max_size=12))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TIMESTAMPS)
+def test_the_script_sends_the_times_the_adapter_sends(stamp):
+    """The request-time code is the adapter's own, embedded: the same placeholders for every timestamp."""
+    from ufuzz.backends.http import _times
+    from ufuzz.reports.reproducer import times_source
+
+    ns: dict = {}
+    exec(compile(times_source(), "<ufuzz times>", "exec"), ns)
+    assert ns["_times"](stamp) == _times(stamp)
 
 
 def test_a_corpus_record_gets_a_reproducer_too(product, tmp_path):

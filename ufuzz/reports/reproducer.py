@@ -28,6 +28,7 @@ from typing import Any
 
 from ufuzz.model import Memory, StateOp
 from ufuzz.model.execution import OVERWRITTEN
+from ufuzz.model.memory import utc_time
 from ufuzz.oracles import expectations, matching, verdict
 
 __all__ = ["http_reproducer", "record_reproducer", "verdict_source", "judging_facts"]
@@ -45,6 +46,15 @@ def verdict_source() -> list[str]:
     functions = "\n\n".join(inspect.getsource(f) for f in (verdict.judge, verdict.caused, verdict.first_failure))
     return [f"OVERWRITTEN = {OVERWRITTEN!r}", strip(inspect.getsource(matching)), strip(inspect.getsource(expectations)),
             "from __future__ import annotations\n\n" + functions]
+
+
+def times_source() -> str:
+    """The HTTP adapter's request-time code (:func:`ufuzz.backends.http._times` and the ISO parser it uses) as the
+    script embeds it, so that the reproducer sends the times the campaign sent."""
+    from ufuzz.backends import http
+
+    return "\n\n".join(["from __future__ import annotations\nfrom datetime import datetime, timezone",
+                         inspect.getsource(utc_time), inspect.getsource(http._times)])
 
 
 _SCRIPT = r'''#!/usr/bin/env python3
@@ -107,17 +117,11 @@ def render(template, values, quote=False):
     return template
 
 
-def times(timestamp):
-    """A memory's time for the request: ISO-8601 as recorded, and as epoch seconds and milliseconds (UTC)."""
-    import datetime
-    try:
-        when = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    except (AttributeError, ValueError):
-        return {{"timestamp": timestamp, "timestamp_s": None, "timestamp_ms": None}}
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    seconds = when.timestamp()
-    return {{"timestamp": timestamp, "timestamp_s": int(seconds), "timestamp_ms": int(round(seconds * 1000))}}
+# a memory's time for the request (ISO-8601 as recorded, epoch seconds and milliseconds): the adapter's own code
+TIMES_SOURCE = {times_src}
+_TIMES = {{}}
+exec(compile(TIMES_SOURCE, "<ufuzz times>", "exec"), _TIMES)
+times = _TIMES["_times"]
 
 
 def find(path, doc):
@@ -463,7 +467,8 @@ def http_reproducer(config: Any, *, key: str, operator: str, kind: str, stage: s
     auth = f"{config.auth_env}=... " if config.auth_env else ""
     return _SCRIPT.format(key=key, operator=operator, stage=stage, kind=kind, product=config.name, name=name,
                           auth_hint=auth, product_data=repr(product), case_data=repr(case),
-                          judging_data=repr(judging_facts(config, judging)), verdict_src=repr(verdict_source()))
+                          judging_data=repr(judging_facts(config, judging)), verdict_src=repr(verdict_source()),
+                          times_src=repr(times_source()))
 
 
 def record_reproducer(config: Any, record: Any, checkpoint: Any, k: int, *, judging: Any = None,
