@@ -23,7 +23,6 @@ from tests.support import planted
 from tests.support.planted_world import PATH as WORLD
 from tests.support.planted_world import plain_world
 from ufuzz.backends import registry
-from ufuzz.backends.planted import _target_is
 from ufuzz.engine.campaign import Campaign, CampaignConfig
 from ufuzz.model import Checkpoint, Memory
 from ufuzz.operators import registry as operators
@@ -94,7 +93,7 @@ def _of_class(cls, f, lineage) -> bool:
         parent, op, target = lineage[parent]
         if op in QUERY_OPERATORS:
             continue
-        return any(op == o and _target_is(target, t) for o, t in cls.by)
+        return cls.made_by(op, target)
     return False
 
 

@@ -290,7 +290,11 @@ class PlantedClass:
 
     def holds(self, f: Any) -> bool:
         """Whether failure ``f`` (a :class:`~ufuzz.oracles.verdict.Failure`) is of this class."""
-        return f.kind in self.kinds and any(f.operator == op and _target_is(f.target, t) for op, t in self.by)
+        return f.kind in self.kinds and self.made_by(f.operator, f.target)
+
+    def made_by(self, operator: str, target: str) -> bool:
+        """Whether a mutation of ``operator`` with obligation ``target`` is one that exposes the defect."""
+        return any(operator == op and _target_is(target, t) for op, t in self.by)
 
     def __str__(self) -> str:
         ops = " or ".join(f"{op}[{t}]" if t else op for op, t in self.by)
