@@ -16,7 +16,7 @@ from tests.support.http_product_server import start_product_server
 from ufuzz.backends import registry
 from ufuzz.backends.conformance import CHECKS, tiny_checkpoint
 from ufuzz.backends.http import HttpBackend, JsonPath, parse_config
-from ufuzz.backends.protocol import BackendError
+from ufuzz.backends.protocol import BackendError, BackendMismatch
 from ufuzz.model import Memory
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "product.toml"
@@ -470,6 +470,27 @@ def test_without_pagination_keys_one_page_is_all_there_is(tmp_path, server, toke
     server.page_size = 4
     try:
         assert len(b.list(s)) == 4  # the product paginates but the config does not say how: one page read
+    finally:
+        server.page_size = None
+
+
+@pytest.mark.parametrize("configured", [False, True], ids=["one-page", "paged"])
+def test_a_build_whose_listing_misses_memories_is_refused_not_judged(tmp_path, server, token_env, configured):
+    """A product that pages its listing, read as its first page, would make every side-effect check see memories
+    added and gone (a held-out product: 14 false "the delete added p10-m11"): the build is refused, saying how to
+    configure the listing — a configuration to fix at the start, a fault during a campaign."""
+    raw = example_raw()
+    if configured:
+        raw["list"] = {**raw["list"], "next": "$.links.next"}
+    b = HttpBackend(tmp_path / "work", {"config": str(write_config(tmp_path / "product.toml", raw)),
+                                        "base_url": server.base_url})
+    server.page_size = 4
+    try:
+        if configured:
+            assert [m.id for m in b.list(b.build(tiny_checkpoint()))] == ["m1", "m2", "m3", "m4", "m5", "m6"]
+        else:
+            with pytest.raises(BackendMismatch, match=r"holds 4 of the 6 memories .*\[list\] next or cursor"):
+                b.build(tiny_checkpoint())
     finally:
         server.page_size = None
 

@@ -70,6 +70,13 @@ def test_a_sibling_question_after_an_ancestors_update_is_judged_against_the_sibl
         # the question passes on the unmutated checkpoint: the failure says the inherited state change fails it
         assert mutant_failures[0].detail["control"] == {"seed": b.id, "query": b.query.text, "level": "selection",
                                                          "passed": True}
+        # asked in other words, the seed passing says nothing of this wording: no control is claimed
+        reworded = parent.child("m2", operator="target_change",
+                                query=replace(b.query, id="m2", text="Put differently: " + b.query.text),
+                                obligation=Obligation(a.id, "target_change", "question=other"))
+        oracle.register(reworded.id, rb.with_(query_id=reworded.id))
+        assert oracle.check(reworded, _run(reworded, [other.id]), parent, parent_ex, run_seed=lambda sid: twin_ex)
+        assert "control" not in [f for f in sunk if f.case_id == "m2"][0].detail
 
 
 def test_a_failure_with_a_passing_control_says_so_in_failures_show():

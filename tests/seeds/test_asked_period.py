@@ -27,9 +27,9 @@ def test_words_that_only_look_like_periods_bound_nothing():
     assert in_asked_period("12 May 2023", "When did Caroline go to the parade?")
 
 
-def test_the_importer_offers_no_date_outside_the_asked_month():
+def test_a_relative_dates_pool_can_hold_nothing_of_the_asked_month():
     """The pool the importer filters: a relative date anchored mid-July gives June and May dates — none for a
-    question about July."""
+    question about July (recall lost, never a contradictory update)."""
     pool = value_pool("two weekends before 17 July 2023", "relative_date", set(), ())
     assert pool and not [v for v in pool if in_asked_period(v, "When did Melanie go camping in July?")]
 
@@ -50,8 +50,8 @@ def test_a_year_bounds_only_by_its_year():
 
 
 def test_the_locomo_importer_keeps_an_update_in_the_asked_period(tmp_path):
-    """Imported end to end: the same event asked plainly gets earlier months to move to; asked "in June" it gets
-    only June dates, here none."""
+    """Imported end to end: the same event asked plainly gets dates in May and April to move to; asked "in May"
+    only the May ones."""
     import json
 
     from ufuzz.seeds.importers import import_file
@@ -65,7 +65,7 @@ def test_the_locomo_importer_keeps_an_update_in_the_asked_period(tmp_path):
                           {"speaker": "Ben", "dia_id": "D1:2", "text": "Hi Ana!"}],
             "session_2": [{"speaker": w, "dia_id": f"D2:{i + 1}", "text": t} for i, (w, t) in enumerate(turns)]}
     pools = {}
-    for question in ("When did Ana go to a pottery class?", "When did Ana go to a pottery class in June?"):
+    for question in ("When did Ana go to a pottery class?", "When did Ana go to a pottery class in May?"):
         path = tmp_path / "conv.json"
         qa = [{"question": question, "answer": "The weekend before 20 June 2023", "evidence": ["D2:3"],
                "category": 2}]
@@ -74,7 +74,7 @@ def test_the_locomo_importer_keeps_an_update_in_the_asked_period(tmp_path):
         [seed] = res.suite.seeds or [None]
         assert seed is not None, res.dropped
         pools[question] = seed.descriptor.value_pool
-    plain, june = pools.values()
-    assert plain and any(not in_asked_period(v, "in June") for v in plain)
-    assert all(in_asked_period(v, "When did Ana go to a pottery class in June?") for v in june)
-    assert set(june) < set(plain)
+    plain, may = pools.values()
+    assert any(not in_asked_period(v, "What then, in May?") for v in plain)  # April is on offer when no month is asked
+    assert may and all(in_asked_period(v, "What then, in May?") for v in may)
+    assert set(may) < set(plain)

@@ -933,10 +933,31 @@ class HttpBackend(MemoryBackend):
                     res = self._add(st, m)
                     if not res.ok:
                         raise BackendError(f"http backend: build of {checkpoint.id!r}: {res.detail}")
+                self._check_listing(st, checkpoint)
             except BackendError:
                 self._abandon(st)
                 raise
             return st.namespace
+
+    def _check_listing(self, st: _State, checkpoint: Checkpoint) -> None:
+        """The listing of a state just built holds every memory the product said it stored. One that does not
+        would make every side-effect check read memories as added or gone (a paged listing read as its first
+        page: "the delete added p10-m11"), so it is refused — a configuration to fix before a campaign, a fault
+        of that build during one — never judged."""
+        if "list" not in self.config.ops or not st.to_ufuzz:
+            return
+        listed = {str(m.metadata.get("product_id")) for m in self.list(st.namespace)}
+        missing = [uid for pid, uid in st.to_ufuzz.items() if str(pid) not in listed]
+        if not missing:
+            return
+        op = self.config.ops["list"]
+        paged = "next" in op.extra or "cursor" in op.extra
+        hint = ("it pages the listing further than [list] max_pages, or lost them" if paged else
+                "a product that pages its listing needs [list] next or cursor (docs/product-toml.md), or it lost them")
+        raise BackendMismatch(
+            f"http backend: [list] of a state built from {checkpoint.id!r} holds {len(st.to_ufuzz) - len(missing)} "
+            f"of the {len(st.to_ufuzz)} memories the product said it stored (missing e.g. {sorted(missing)[:3]}): "
+            f"{hint}")
 
     def fork(self, state: StateHandle) -> StateHandle:
         if "snapshot" not in self.config.ops:

@@ -5,7 +5,8 @@ Per campaign, a :class:`FeedbackState` tracks:
 * **retrieval coverage** — the set of ``(checkpoint_id, memory_id)`` pairs that appeared in any observed
   top-k; a mutant's *gain* counts only the checkpoint's own memories (once :meth:`FeedbackState.track` named it):
   a memory an update or add wrote, retrieved, is what its operation says it does, not a part of the memory
-  reached (each write has a fresh id, so counting it made every state mutant "gain" and be kept for it);
+  reached (each write has a fresh id, so counting it gave every state mutant phase-2 energy and an "effect");
+  a version an in-place update wrote keeps its memory's id and counts as that memory;
 * **top-k novelty** — per seed id, the set of ordered top-k signatures seen (a signature is the tuple of
   retrieved ids in rank order);
 * **response novelty** (only for backends whose retrieval is *hidden*, i.e. that expose a response but no

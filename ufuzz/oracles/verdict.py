@@ -130,7 +130,9 @@ def root_id(memory_id: str) -> str:
     return _GENERATED_ALL.sub("", memory_id)
 
 
-_GENERATED_ALL = re.compile(r"~[a-z]\d+[0-9a-f]{4}(?:-\d+)?(?![0-9a-f])")
+#: the markers ufuzz's mutations append (``~u`` + depth + four hex digits; a burst's ``-N``), and nothing longer: a
+#: product's own id such as ``k~e20240101`` keeps its suffix
+_GENERATED_ALL = re.compile(r"~[a-z]\d{1,3}[0-9a-f]{4}(?:-\d+)?(?![0-9a-f])")
 
 
 def _ids(offending: tuple[str, ...]) -> str:
