@@ -301,3 +301,21 @@ def test_a_seeds_baseline_failure_reproduces_alone(product, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"REPRODUCED {seeds[0]['stage']}:{seeds[0]['kind']} (the question fails on the unmutated state)" \
         in res.stdout and "parent" not in res.stdout
+
+
+def test_minimise_against_a_product_that_is_down_says_so_and_exits_3(tmp_path, monkeypatch):
+    """Walkthrough: with the product stopped, `minimise` said the failure "does not reproduce" (exit 2) — a
+    developer could close a real bug on it. A down product is exit 3, and nothing is written."""
+    monkeypatch.setenv(ENV, TOKEN)
+    with start_product_server(TOKEN, delete_bug=True) as srv:
+        cfg = tmp_path / "product.toml"
+        cfg.write_text((ROOT / "examples" / "product.toml").read_text()
+                       .replace('base_url = "http://127.0.0.1:8080"', f'base_url = "{srv.base_url}"'))
+        r = invoke("run", "--backend", "http", "--config", cfg, "--budget", 120, "--out", tmp_path / "camp",
+                   "--quiet")
+        assert r.exit_code == 0, r.output
+        key = one_per_kind(tmp_path / "camp")[0]["key"]
+    r = CliRunner().invoke(main, ["minimise", str(tmp_path / "camp"), key[:12], "-o", str(tmp_path / "min.jsonl")])
+    assert r.exit_code == 3, r.output
+    assert ("unreachable" in r.output or "backend fault" in r.output) and "does not reproduce" not in r.output
+    assert not (tmp_path / "min.jsonl").exists()

@@ -23,10 +23,10 @@ def minimise(campaign_dir: str, key: str, output: str | None, db: str | None, ma
     """Shrink failure KEY (a key or unique prefix) by delta debugging to the fewest memories and state
     operations on which the parent still passes and the mutant still fails the same way, and write it as a
     self-contained regression record that `ufuzz corpus check` replays."""
-    from ufuzz.backends.protocol import BackendError
+    from ufuzz.backends.protocol import BackendError, BackendUnreachable
     from ufuzz.cli.errors import BadInput, Unavailable, read_error, read_errors
     from ufuzz.corpus.campaign import load_campaign
-    from ufuzz.engine.minimise import minimise_failure, write_minimised
+    from ufuzz.engine.minimise import ReplayFault, minimise_failure, write_minimised
 
     if not Path(campaign_dir).is_dir():
         raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")
@@ -38,6 +38,10 @@ def minimise(campaign_dir: str, key: str, output: str | None, db: str | None, ma
         result = minimise_failure(data, key, max_tests=max_tests)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
+    except BackendUnreachable as exc:
+        raise Unavailable(f"the backend is unreachable, nothing was minimised: {exc}") from None
+    except ReplayFault as exc:
+        raise Unavailable(str(exc)) from None
     except BackendError as exc:
         raise Unavailable(f"cannot start the campaign's backend: {exc}") from None
     out = Path(output or Path(campaign_dir) / f"{result.record.failure_key[:12]}.min.jsonl")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ufuzz.backends.protocol import BackendError, MemoryBackend
+from ufuzz.backends.protocol import BackendError, BackendUnreachable, MemoryBackend
 from ufuzz.corpus.campaign import CampaignData, select_failures
 from ufuzz.corpus.regression import (
     RegressionRecord,
@@ -35,7 +35,7 @@ from ufuzz.engine.replay import fresh_backend, replay_pair
 from ufuzz.model import Checkpoint, Fact, MutationDescriptor, StateOp
 from ufuzz.oracles.judging import Judging
 
-__all__ = ["ddmin", "Minimised", "minimise_record", "minimise_failure", "write_minimised"]
+__all__ = ["ddmin", "Minimised", "ReplayFault", "minimise_record", "minimise_failure", "write_minimised"]
 
 T = TypeVar("T")
 
@@ -110,6 +110,11 @@ def _subset_checkpoint(cp: Checkpoint, keep: set[str], new_id: str) -> Checkpoin
                       entities=cp.entities)
 
 
+class ReplayFault(BackendError):
+    """Replaying the failure as recorded met a backend fault (the product down, a call failing): whether it still
+    reproduces is unknown — never reported as "does not reproduce"."""
+
+
 class _Trial:
     """Replays candidates of one record on one backend and counts them."""
 
@@ -118,6 +123,7 @@ class _Trial:
         self.backend, self.rec, self.cp, self.desc, self.k = backend, rec, cp, desc, k
         self.responder, self.context = judging.build(backend)
         self.tests = 0
+        self.fault: str | None = None  # the last backend fault a replay met (then it showed nothing)
         self._memo: dict[tuple[frozenset[str], tuple[int, ...]], bool] = {}
 
     def candidate(self, keep: set[str], ops: tuple[int, ...], cp_id: str) -> tuple[RegressionRecord, Checkpoint]:
@@ -143,8 +149,13 @@ class _Trial:
                                   stage=rec.stage, target=rec.target, seed_id=rec.seed_id, operator=rec.operator,
                                   responder=self.responder, context=self.context)
                 self._memo[memo_key] = res.status == "reproduced" and res.same_key
-            except BackendError:
+                if res.status == "error":  # the backend failed the replay: nothing was learnt of the candidate
+                    self.fault = res.reason
+            except BackendUnreachable:
+                raise  # a product that is down says nothing of the candidate: never "does not reproduce"
+            except BackendError as exc:
                 self._memo[memo_key] = False
+                self.fault = str(exc)
         return self._memo[memo_key]
 
 
@@ -157,6 +168,9 @@ def minimise_record(backend: MemoryBackend, rec: RegressionRecord, checkpoint: C
     all_ops = tuple(range(len(rec.mutant.ops)))
     all_mems = {m.id for m in checkpoint.memories}
     if not trial.shows_failure(all_mems, all_ops):
+        if trial.fault is not None:  # a product that is down or failing is no failure that stopped reproducing
+            raise ReplayFault(f"replaying failure {rec.failure_key} as recorded met a backend fault, so nothing was "
+                              f"minimised: {trial.fault}")
         raise ValueError(f"failure {rec.failure_key} does not reproduce on a fresh backend as recorded, so it "
                          "cannot be minimised (`ufuzz replay DIR --key KEY` says why)")
     mentioned = _mentioned(rec)
