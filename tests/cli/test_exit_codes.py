@@ -244,3 +244,19 @@ def test_a_truncated_importer_file_is_refused_unless_partial_is_allowed(tmp_path
     assert not out.exists()
     r = _invoke(["seeds", "import", "locomo", str(cut), "-o", str(out), "--allow-partial"])
     assert r.exit_code == 0 and out.is_file() and "evidence_in_missing_session" in r.output, r.output
+
+
+def test_backends_check_of_a_product_that_is_down_exits_3_naming_its_address(monkeypatch):
+    """Walkthrough: with the product stopped, `backends check` printed seven ERROR rows and exited 1 — the code of
+    a non-conformant product — where `run` and `corpus check` exit 3; and no message named the address."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("PRODUCT_API_TOKEN", "tok")
+    root = Path(__file__).resolve().parents[2]
+    r = CliRunner().invoke(main, ["backends", "check", "http", "--config", str(root / "examples" / "product.toml"),
+                                  "--opt", f"base_url=http://127.0.0.1:{port}"])
+    assert r.exit_code == 3, r.output
+    assert "unreachable" in r.output and f"http://127.0.0.1:{port}" in r.output

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ufuzz.backends.protocol import BackendError, MemoryBackend, StateHandle
+from ufuzz.backends.protocol import BackendError, BackendUnreachable, MemoryBackend, StateHandle
 from ufuzz.model import Checkpoint, Entity, Fact, Memory
 
 __all__ = ["CHECKS", "Check", "CheckResult", "ConformanceFailure", "ConformanceSuite", "Skip", "run_check",
@@ -245,6 +245,7 @@ class CheckResult:
     outcome: str  # passed | failed (a broken promise) | error (an exception) | skipped (does not apply)
     message: str = ""
     seconds: float = 0.0
+    unreachable: bool = False  # an error because the backend could not be reached at all (nothing was checked)
 
     @property
     def ok(self) -> bool:
@@ -254,6 +255,7 @@ class CheckResult:
 def run_check(check: Check, backend: MemoryBackend) -> CheckResult:
     """One check on ``backend``; never raises (an exception of the backend is an ``error`` result)."""
     start = time.perf_counter()
+    down = False
     try:
         check.fn(backend)
     except Skip as exc:
@@ -262,9 +264,11 @@ def run_check(check: Check, backend: MemoryBackend) -> CheckResult:
         outcome, message = "failed", str(exc)
     except Exception as exc:  # noqa: BLE001 - whatever the backend raised is the result
         outcome, message = "error", f"{type(exc).__name__}: {exc}"
+        down = isinstance(exc, BackendUnreachable)
     else:
         outcome, message = "passed", ""
-    return CheckResult(check.name, outcome, message, time.perf_counter() - start)
+    return CheckResult(check.name, outcome, message, time.perf_counter() - start,
+                       unreachable=outcome == "error" and down)
 
 
 def run_conformance(factory: Callable[[], MemoryBackend], checks: Iterable[Check] = CHECKS, *,

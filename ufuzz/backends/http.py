@@ -809,7 +809,8 @@ class HttpBackend(MemoryBackend):
         answers wrongly; BackendMismatch when a successful answer has nothing where a JSON path of the config
         points (a path to fix, before a campaign starts)."""
         cls = BackendUnreachable if unreachable else BackendMismatch if mismatch else BackendError
-        return cls(self._mask(f"http backend ({self.config.source}): {op}: {msg}"))
+        where = f" at {self.config.base_url}" if unreachable else ""  # which address was down (walkthrough)
+        return cls(self._mask(f"http backend ({self.config.source}){where}: {op}: {msg}"))
 
     def _request(self, op_name: str, values: dict[str, Any], not_found_ok: bool = False,
                  path: str | None = None) -> tuple[int, Any]:

@@ -63,7 +63,8 @@ def _list() -> None:
               help="Working directory of the backend (default: a temporary one, removed afterwards).")
 def check(name: str, opts: tuple[str, ...], config_file: str | None, isolation: str, fresh: bool,
           workdir: str | None) -> None:
-    """Run the backend conformance kit on backend NAME: one line per check, exit 1 when one fails."""
+    """Run the backend conformance kit on backend NAME: one line per check; exit 1 when one fails, 3 when the
+    backend cannot be reached at all."""
     from ufuzz.backends import conformance, registry
     from ufuzz.backends.protocol import BackendError, BackendUnavailable
 
@@ -105,7 +106,11 @@ def check(name: str, opts: tuple[str, ...], config_file: str | None, isolation: 
             raise Unavailable(f"backend {name!r} could not start: {exc}") from None
     counts = {o: sum(r.outcome == o for r in results) for o in ("passed", "failed", "error", "skipped")}
     click.echo(f"{len(results)} checks: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
-    if any(not r.ok for r in results):
+    bad = [r for r in results if not r.ok]
+    if bad and all(r.unreachable for r in bad):  # the product is down: nothing was checked, as `run` says too
+        click.echo(f"the backend is unreachable: {bad[0].message}", err=True)
+        sys.exit(3)
+    if bad:
         sys.exit(1)
 
 

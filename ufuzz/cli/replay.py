@@ -41,8 +41,8 @@ def replay(campaign_dir: str, db: str | None, keys: tuple[str, ...], as_json: bo
         raise read_error(exc) from None
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str))
-    else:
-        click.echo(render_replay(report))
+    elif report.unreachable is None or report.total:
+        click.echo(render_replay(report))  # down before any replay: no "0/0 reproduced" table (walkthrough)
     if report.unreachable is not None:
         raise Unavailable(f"the backend is unreachable ({report.unreachable}); {report.not_run} failure(s) not "
                           "replayed")
