@@ -626,3 +626,26 @@ def test_a_state_whose_making_failed_is_dropped_by_the_products_own_name(tmp_pat
         assert set(server.namespaces) == before  # the product-named space it made is gone again
     finally:
         b.close()
+
+
+def test_a_search_without_texts_is_a_caveat_said_by_check_and_run(tmp_path, monkeypatch):
+    """Walkthrough: without `[search] texts` each result's text is read with GET, so a stale text returned under a
+    current id is invisible (a stale-update product: 0 failures instead of 94) — and nothing said so."""
+    from click.testing import CliRunner
+
+    from ufuzz.cli import main
+
+    full = write_config(tmp_path / "full.toml", example_raw())
+    raw = example_raw()
+    raw["search"] = {k: v for k, v in raw["search"].items() if k != "texts"}
+    bare = write_config(tmp_path / "bare.toml", raw)
+    assert HttpBackend.caveats({"config": str(full)}) == []
+    [caveat] = HttpBackend.caveats({"config": str(bare)})
+    assert "[search] gives no texts path" in caveat and "bare.toml" in caveat
+    monkeypatch.setenv("PRODUCT_API_TOKEN", "tok")
+    r = CliRunner().invoke(main, ["backends", "check", "http", "--config", str(bare), "--opt",
+                                  "base_url=http://127.0.0.1:9"])
+    assert f"warning: {caveat}" in r.output
+    r = CliRunner().invoke(main, ["run", "--backend", "http", "--config", str(bare), "--opt",
+                                  "base_url=http://127.0.0.1:9", "--out", str(tmp_path / "c"), "--quiet"])
+    assert r.exit_code == 3 and "[search] gives no texts path" in r.output  # said before the start fails

@@ -797,6 +797,26 @@ class HttpBackend(MemoryBackend):
                 "operations": {n: f"{o.method} {o.path}" for n, o in c.ops.items()},
                 "update_policy": c.ops["update"].policy if "update" in c.ops else None}
 
+    @classmethod
+    def caveats(cls, options: dict[str, Any] | None) -> list[str]:
+        """A ``[search]`` without ``texts``: each result's text is then read with GET, the memory as stored now,
+        so a search that returns an old text under a current id (an index an update did not reach, a superseded
+        revision) is invisible — a held-out product's stale-update bug gave 0 failures without ``texts`` and 94
+        with it."""
+        config = (options or {}).get("config")
+        if not config:
+            return []
+        try:
+            cfg = load_config(config, (options or {}).get("base_url"))
+        except (OSError, ValueError):
+            return []  # the config's own errors are reported where it is loaded
+        search = cfg.ops.get("search")
+        if search is not None and "texts" not in search.paths:
+            return [f"{cfg.source}: [search] gives no texts path, so each result's text is read with GET (the "
+                    "memory as stored now): a search that returns an old text under a current id is not seen; give "
+                    "[search] texts where the product's results carry the text"]
+        return []
+
     # -- HTTP plumbing -------------------------------------------------------------------------------------
     def _mask(self, text: str) -> str:
         if self._secret:

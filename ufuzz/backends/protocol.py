@@ -176,6 +176,12 @@ class MemoryBackend(ABC):
         """``options`` with secret values masked: what may be logged or recorded."""
         return _options.public(cls.options_spec or (), options or {})
 
+    @classmethod
+    def caveats(cls, options: dict[str, Any] | None) -> list[str]:
+        """What these options leave ufuzz unable to see (said by ``backends check`` and at a campaign's start,
+        never an error): e.g. a product whose search results carry no texts. None by default."""
+        return []
+
     # -- description -----------------------------------------------------------------------------------
     @property
     @abstractmethod

@@ -83,6 +83,8 @@ def check(name: str, opts: tuple[str, ...], config_file: str | None, isolation: 
         raise click.UsageError(str(exc)) from None
     shown = ", ".join(f"{k}={v}" for k, v in cls.public_options(options).items()) or "defaults"
     click.echo(f"conformance of backend {name!r} ({shown}): {len(conformance.CHECKS)} checks")
+    for caveat in cls.caveats(options):
+        click.echo(f"warning: {caveat}")
 
     def report(r: conformance.CheckResult) -> None:
         click.echo(f"{_MARK[r.outcome]:5s} {r.check:34s} {r.seconds:7.2f} s")

@@ -234,6 +234,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
         check_start(out_dir, db)
         campaign = Campaign(cfg)
         _size_notes(campaign, quiet)
+        _caveats(cfg)
     except StartError as exc:
         _start_error(exc)
     except SeedFileError as exc:
@@ -331,6 +332,19 @@ def _parse_price(text: str | None) -> tuple[float, float] | None:
         raise click.BadParameter(f"{text!r}: give two non-negative numbers IN,OUT (USD per million prompt and "
                                  "completion tokens), e.g. 0.15,0.60", param_hint="'--llm-price'")
     return price  # type: ignore[return-value]
+
+
+def _caveats(cfg: Any) -> None:
+    """What the backend's options leave unseen (``MemoryBackend.caveats``), said before the campaign runs — also
+    with --quiet: a nightly log should carry it."""
+    from ufuzz.backends import registry
+
+    try:
+        cls = registry.load(cfg.backend)
+    except Exception:  # noqa: BLE001 - a backend that cannot load is reported where the campaign starts it
+        return
+    for caveat in cls.caveats(cfg.backend_options):
+        click.echo(f"warning: {caveat}", err=True)
 
 
 def _size_notes(campaign: Any, quiet: bool) -> None:
