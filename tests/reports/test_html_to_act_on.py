@@ -154,3 +154,13 @@ def test_the_progress_line_says_coverage_is_hidden(tmp_path):
     lines = [x for x in r.stderr.splitlines() if x.startswith("[ufuzz] execs")]
     assert len(lines) >= 2 and all("coverage hidden" in x for x in lines[1:]) and "coverage 0/" not in r.stderr
     assert "coverage not observed (retrieval hidden)" in r.stdout
+
+
+def test_the_report_names_the_behaviour_that_fails_the_night(product_runs):
+    """Walkthrough: the report said "1 new … the night fails" and named nothing: each behaviour that is not known
+    is listed by status, id and title, before anything else."""
+    page = (product_runs / "buggy.html").read_text(encoding="utf-8")
+    head = page.split("<h2", 1)[0]
+    assert "the night fails" in head
+    assert re.search(r"<li><b>NEW</b> <code>deleted-still-retrieved[^<]*</code>: a deleted memory is still retrieved"
+                     r" — \d+ unique failures, \d+ causes</li>", head), _text(head)

@@ -540,6 +540,11 @@ def build_report(campaign_dir: Path, *, db: str | None = None, max_failures: int
                 + ", ".join(f"{n[m]} {m}" for m in STATUSES) + " behaviours ("
                 + ", ".join(f"{len(getattr(baseline, m))} {m}" for m in STATUSES)
                 + f" unique failures); the night {'fails' if baseline.failed else 'passes'}</p>")
+        named = [b for m in STATUSES if m != "known" for b in baseline.behaviours_by(m)]
+        if named:  # what to act on, by name (walkthrough: the counts alone named nothing)
+            base += "<ul class='baseline'>" + "".join(
+                f"<li><b>{esc(str(b['status']).upper())}</b> <code>{esc(b['id'])}</code>: {esc(b['title'])} — "
+                f"{esc(b['unique'])} unique failures, {esc(b['causes'])} causes</li>" for b in named) + "</ul>"
         if baseline.mismatch:
             base += (f"<p><b>Not the baseline's campaign</b> ({esc('; '.join(baseline.mismatch))}): a behaviour "
                      "the baseline lacks counts as new only once met more often than the baseline's campaign could "
