@@ -119,6 +119,10 @@ def test_an_unchanged_product_is_green_and_a_new_bug_is_red(product, fixed_team,
     assert "selection:deleted_evidence_retrieved" in failed[0].find("failure").text
     assert suite(tmp_path / "new" / "campaign.xml").get("failures") == "1"
     assert re.search(r"\n  NEW +deleted-still-retrieved: a deleted memory is still retrieved\n", res.stdout)
+    # after the fact, `status` of the night's campaign says which behaviour made it red (walkthrough)
+    st = invoke("status", tmp_path / "new" / "campaign").output
+    assert re.search(r"against baseline .*: 0 regressed, 1 new, .* the night fails", st), st
+    assert re.search(r"\n  NEW +deleted-still-retrieved: a deleted memory is still retrieved — \d+ unique", st), st
 
 
 def test_another_seed_or_budget_is_said_up_front(fixed_team, tmp_path):

@@ -87,6 +87,8 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
                 summary["benchmark_accuracy"] = final["benchmark_accuracy"]
             if final.get("mutants_unjudged"):  # valid mutants not executed: none of their checks could fail
                 summary["mutants"]["unjudged"] = final["mutants_unjudged"]
+            if isinstance(final.get("baseline"), dict):  # a --baseline run's verdict, as its night ended
+                summary["baseline"] = final["baseline"]
     summary["failures_by_operator"] = dict(sorted(by_op.items()))
     summary["failures_by_kind"] = dict(sorted(by_kind.items()))
     summary["failure_groups"] = groups
@@ -182,6 +184,22 @@ def _short_results(counts: dict[int, int], k: Any) -> dict[str, int] | None:
     return {"k": k, "short": short, "executions": sum(counts.values())} if short else None
 
 
+def _baseline_lines(verdict: Any) -> list[str]:
+    """A ``--baseline`` run's verdict: the counts by status and, by name, every behaviour that is not known —
+    what made the night red (walkthrough: only the console of the night's run said which)."""
+    if not isinstance(verdict, dict) or not isinstance(verdict.get("behaviour_counts"), dict):
+        return []
+    n = verdict["behaviour_counts"]
+    counts = ", ".join(f"{n.get(s, 0)} {s}" for s in ("regressed", "new", "worse", "unconfirmed", "known", "unseen"))
+    out = [f"against baseline {verdict.get('corpus') or '?'} (by behaviour): {counts} — the night "
+           f"{'fails' if verdict.get('failed') else 'passes'}"]
+    for b in verdict.get("behaviours") or ():
+        if isinstance(b, dict) and b.get("status") not in (None, "known"):
+            out.append(f"  {str(b['status']).upper():12s} {b.get('id')}: {b.get('title')} — {b.get('unique')} unique "
+                       f"failures, {b.get('causes')} causes (e.g. {str(b.get('example') or '')[:12]})")
+    return out
+
+
 def render_status(st: dict[str, Any]) -> str:
     lines = [
         f"campaign   {st['campaign']}  ({st['status']}, strategy {st.get('strategy')}, seed {st.get('seed')}"
@@ -223,6 +241,7 @@ def render_status(st: dict[str, Any]) -> str:
         lines.append(f"  {'class':40s} {'causes':>6s} {'unique':>6s} {'seen':>6s}  behaviour")
         for c in st["behaviour_classes"]:
             lines.append(f"  {c['class']:40s} {c['causes']:6d} {c['unique']:6d} {c['occurrences']:6d}  {c['title']}")
+    lines.extend(_baseline_lines(st.get("baseline")))
     lines.extend(accuracy_lines(st.get("benchmark_accuracy")))
     rej = st.get("rejections") or []
     if rej:
