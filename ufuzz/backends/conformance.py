@@ -267,8 +267,7 @@ def run_check(check: Check, backend: MemoryBackend) -> CheckResult:
         down = isinstance(exc, BackendUnreachable)
     else:
         outcome, message = "passed", ""
-    return CheckResult(check.name, outcome, message, time.perf_counter() - start,
-                       unreachable=outcome == "error" and down)
+    return CheckResult(check.name, outcome, message, time.perf_counter() - start, unreachable=down)
 
 
 def run_conformance(factory: Callable[[], MemoryBackend], checks: Iterable[Check] = CHECKS, *,

@@ -222,8 +222,9 @@ class Oracle:
                 return None  # the seed's own baseline failure, recorded there (also after an abstaining parent)
             if mutant.ops and same is not None and same.passed and twin.query.text == mutant.query.text:
                 # the same question, word for word, passes on the unmutated state: what fails it is the state its
-                # ancestors changed, not the new question (another wording could fail by itself) — said with the failure (`failures show`), so that it is triaged as the state
-                # change's interference (its key and class stay the operator's: the paper's unit)
+                # ancestors changed, not the new question (another wording could fail by itself) — said with the
+                # failure (`failures show`), so that it is triaged as the state change's interference (its key and
+                # class stay the operator's: the paper's unit)
                 out = replace(out, detail={**out.detail, "control": {
                     "seed": twin.id, "query": twin.query.text, "level": out.level, "passed": True}})
         parent_ref = self._refs.get(parent.id)

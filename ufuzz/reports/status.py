@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ufuzz.corpus.baseline import STATUSES
 from ufuzz.corpus.campaign import resolve_campaign
 from ufuzz.corpus.failures import FailureStore
 from ufuzz.corpus.store import CorpusStore, database_errors, default_url
@@ -190,7 +191,7 @@ def _baseline_lines(verdict: Any) -> list[str]:
     if not isinstance(verdict, dict) or not isinstance(verdict.get("behaviour_counts"), dict):
         return []
     n = verdict["behaviour_counts"]
-    counts = ", ".join(f"{n.get(s, 0)} {s}" for s in ("regressed", "new", "worse", "unconfirmed", "known", "unseen"))
+    counts = ", ".join(f"{n.get(s, 0)} {s}" for s in (*STATUSES, "unseen"))
     out = [f"against baseline {verdict.get('corpus') or '?'} (by behaviour): {counts} — the night "
            f"{'fails' if verdict.get('failed') else 'passes'}"]
     for b in verdict.get("behaviours") or ():
