@@ -12,8 +12,9 @@ from tests.support.benchmark_judge import judge_by_benchmark
 from tests.support.llm_server import start_llm_server
 from ufuzz.engine.campaign import Campaign, CampaignConfig
 from ufuzz.oracles.accuracy import benchmark_accuracy
+from ufuzz.reports.html import _accuracy as _accuracy_html
 from ufuzz.reports.html import build_report
-from ufuzz.reports.status import campaign_status, render_status
+from ufuzz.reports.status import accuracy_lines, campaign_status, render_status
 from ufuzz.seeds.importers import import_file
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "importers" / "locomo_sample.json"
@@ -81,3 +82,13 @@ def test_accuracy_counts_types_and_leaves_unscored_types_out():
     assert acc["locomo"]["seeds"] == 5 and "text matching" in acc["locomo"]["judge"]
     assert list(acc["longmemeval"]["by_type"]) == ["multi-session (abstention)"]
     assert benchmark_accuracy([], llm_judge=True) == {}
+
+
+def test_a_campaign_without_response_level_says_not_judged_not_zero():
+    """Selection-only campaigns judge no seed's response: "0/0" beside published accuracies would read as a
+    measured zero."""
+    acc = benchmark_accuracy([], llm_judge=False, seeds={"locomo": 264})
+    text = "\n".join(accuracy_lines(acc))
+    assert "0/0" not in text and "locomo" in text and "not judged" in text and "264 seeds" in text
+    html = _accuracy_html(acc)
+    assert "none judged (no response level)" in html

@@ -211,6 +211,9 @@ def _accuracy(acc: dict[str, Any] | None) -> str:
         return ""
     rows: list[list[Any]] = []
     for bench, a in sorted(acc.items()):
+        if not any(cell["judged"] for cell in a.get("by_type", {}).values()):
+            rows.append([esc(bench), "none judged (no response level)", 0, 0, "", ""])
+            continue
         rows.append([esc(bench), "all scored", a["correct"], a["judged"], _percent(a.get("accuracy")),
                      esc(a["judge"])])
         for qtype, cell in a.get("by_type", {}).items():

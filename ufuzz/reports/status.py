@@ -299,6 +299,10 @@ def accuracy_lines(acc: dict[str, Any] | None) -> list[str]:
              "results)"]
     for bench, a in sorted(acc.items()):
         judged = sum(cell["judged"] for cell in a.get("by_type", {}).values())
+        if not judged:  # a campaign with no response level judges no seed: no accuracy to set beside anything
+            lines.append(f"  {bench:28s} not judged (no response of its {a['seeds']} seeds was judged: the "
+                         "campaign has no response level)")
+            continue
         lines.append(f"  {bench:28s} {_pct(a)}  ({judged} of {a['seeds']} seeds judged, by {a['judge']})")
         for qtype, cell in a.get("by_type", {}).items():
             note = "" if cell.get("in_score", True) else "  (not in the published score)"
