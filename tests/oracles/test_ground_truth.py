@@ -58,6 +58,8 @@ SETUPS: dict[str, Setup] = {
     # the clean threshold sits between what a question about an unmentioned person scores on its decoy (at most
     # 0.24 measured over a 1000-execution campaign) and the lowest score of supporting evidence (0.83)
     "low-threshold": Setup(seeds=str(WORLD), k=10, options={"low": "0.05", "high": "0.5"}),
+    # the shipped suite: an update's new words (a value, often a name) are what its old text lacks
+    "stale-index": Setup(seeds=None),
 }
 
 

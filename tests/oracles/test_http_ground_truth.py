@@ -72,6 +72,10 @@ DEFECTS: dict[str, Defect] = {
     # updated versions kept as peers, near ties ranked oldest first
     "version-peers": Defect({"peers_oldest_first": True}, {}, ("stale_ranked_above_valid",), ("update",),
                             extra=REVISE),
+    # a kind found on a held-out product: an update stored but not re-indexed, searched by its old words — seen by
+    # reading the write back (ufuzz.engine.readback)
+    "stale-index": Defect({"stale_index": True}, {}, ("write_not_found",), ("update", "unrelated_edit", "stress_edit"),
+                          stage="state"),
     # a kind beyond the five: an update also stamps the memory stored before its target with the new time
     # (every in-place update shows it, so a short campaign is enough)
     "update-retimes-neighbour": Defect({"retime_neighbour": True}, {}, ("collateral_retime",),

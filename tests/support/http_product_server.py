@@ -39,6 +39,10 @@ server: a redeploy):
 soft-delete flag the search index never learns about), so search keeps returning deleted memories. Setting it
 back to False is the fixed build (the flag can be flipped on a running server: a redeploy).
 
+``stale_index`` plants a defect of a kind found on a held-out product: PUT stores the new text (list and get show
+it) but the search index is not told — search scores the memory by the text it had before (and returns the text
+it has now), so a question in the new text's words does not find it.
+
 ``retime_neighbour`` plants a defect of a kind issue 23 did not name: PUT also stamps the memory stored just
 before the one it rewrites with the new timestamp (a careless "touch" of the wrong row), so that memory now
 claims a time it was never said at; its text and everything else stay as they were.
@@ -125,6 +129,7 @@ class ProductServer:
     capacity: int | None = None
     peers_oldest_first: bool = False
     retime_neighbour: bool = False
+    stale_index: bool = False
     #: list pagination: pages of this many memories, linked by ``next`` (a path) or by an opaque ``cursor``
     page_size: int | None = None
     page_style: str = "next"
@@ -221,6 +226,8 @@ class ProductServer:
                     if self.shadow_update:  # the old index entry is never dropped: a hidden copy stays searchable
                         sid = self._new_id()
                         store[sid] = {**m, "id": sid, "deleted": True, "shadow": True}
+                    if self.stale_index:  # the index keeps what it had: the first text it was told
+                        m.setdefault("indexed", m["text"])
                     m["text"] = body["text"]
                     m["timestamp"] = str(body.get("timestamp", m["timestamp"]))
                     if self.retime_neighbour:
@@ -290,7 +297,7 @@ class ProductServer:
         # (the older index entry) first
         order = {i: (m.get("external_id") or "", not m.get("shadow"), _num(m.get("seq") or i))
                  for i, m in store.items()}
-        ranked = bm25(query, {i: m["text"] for i, m in store.items()})
+        ranked = bm25(query, {i: m.get("indexed", m["text"]) for i, m in store.items()})
         hits = sorted(ranked, key=lambda x: (-x[1], order[x[0]]))
         if any("revises" in m for m in store.values()):
             hits = self._order_versions(store, hits)

@@ -247,7 +247,7 @@ class EmbeddedBackend(MemoryBackend):
     def capabilities(self) -> Capabilities:
         return Capabilities(visible_retrieval=True, copyable=True, native_update=True, native_delete=True,
                             observable_state=True, answers=False, deterministic=True, cheap_fork=True,
-                            reader_threshold=ABSTAIN[self.retrieval], relevance_threshold=self.relevance_threshold,
+                            verbatim_search=True, reader_threshold=ABSTAIN[self.retrieval], relevance_threshold=self.relevance_threshold,
                             notes=f"{self.retrieval} retrieval, update_policy={self.update_policy}, "
                                   f"delete={self.delete_mode}"
                                   + (f", relevance threshold {self.relevance_threshold}"

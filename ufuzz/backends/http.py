@@ -771,7 +771,7 @@ class HttpBackend(MemoryBackend):
             notes.append(f"update policy {ops['update'].policy}")
         return Capabilities(visible_retrieval="search" in ops, copyable="snapshot" in ops,
                             native_update="update" in ops, native_delete="delete" in ops, observable_state=True,
-                            answers="answer" in ops,
+                            answers="answer" in ops, verbatim_search="search" in ops,
                             deterministic=self.config.deterministic,
                             relevance_threshold=self.config.abstain_threshold,
                             abstain_phrases=tuple(ops["answer"].extra.get("abstain_phrases", ()))

@@ -33,12 +33,13 @@ from ufuzz.model import Checkpoint, Memory
 #: metadata flags the planted builds keep on stored rows (never shown through get/list)
 HIDDEN = "planted_hidden"  # deleted from the document store's point of view, still in the search index
 UNINDEXED = "planted_unindexed"  # still stored, evicted from the search index
-_FLAGS = (HIDDEN, UNINDEXED)
+STORED = "planted_stored_text"  # the text the document store holds, where the search index still has an older one
+_FLAGS = (HIDDEN, UNINDEXED, STORED)
 
 
 def _public(m: StoredMemory) -> StoredMemory:
     meta = {k: v for k, v in m.metadata.items() if k not in _FLAGS}
-    return StoredMemory(m.id, m.text, m.timestamp, m.active, meta)
+    return StoredMemory(m.id, m.metadata.get(STORED, m.text), m.timestamp, m.active, meta)
 
 
 class _Planted(EmbeddedBackend):
@@ -277,6 +278,34 @@ class RelevanceCutoff(_Planted):
         super().__init__(workdir, opts, **kw)
 
 
+# -- (f) an update stored but not re-indexed -----------------------------------------------------------------
+
+class StaleIndex(_Planted):
+    """Both builds update in place (``update_policy=rewrite``): ``get``/``list`` show the new text under the
+    memory's id. Planted: the search index is not told — it keeps the old text's terms and vector for the memory,
+    and search returns the memory (with the text the store holds) wherever the *old* text would rank, so a
+    question in the new text's words does not find it. Clean: the index is rewritten with the store."""
+
+    def __init__(self, workdir, options=None, **kw: Any) -> None:
+        super().__init__(workdir, {**(options or {}), "update_policy": "rewrite"}, **kw)
+
+    def _update(self, state: StateHandle, memory_id: str, new: Memory) -> OpResult:
+        old = self._rows(state).get(memory_id)
+        res = super()._update(state, memory_id, new)
+        if not self.defect or not res.ok or old is None:
+            return res
+        indexed = old.text  # what the index had for the memory (an earlier stale update's included)
+        self._put(self._writable(state), _Row(memory_id, indexed, new.timestamp, True, False,
+                                              {**old.metadata, **new.metadata, STORED: new.text}))
+        self._conn.commit()
+        return res
+
+    def _retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:
+        rows = self._rows(state)
+        return [Retrieved(r.id, rows[r.id].metadata.get(STORED, r.text) if r.id in rows else r.text, r.score)
+                for r in super()._retrieve(state, query, k)]
+
+
 # -- the pairs -------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -322,6 +351,7 @@ PAIRS: dict[str, tuple[type[_Planted], type[_Planted]]] = {
     "entity-blind": _pair(EntityBlindCache),
     "add-evicts": _pair(CapacityEviction),
     "low-threshold": _pair(RelevanceCutoff),
+    "stale-index": _pair(StaleIndex),
 }
 # importable by name, as a campaign's lanes (other processes) import a backend class
 for _bad, _good in PAIRS.values():
@@ -340,6 +370,12 @@ CLASSES: dict[str, PlantedClass] = {
     "add-evicts": PlantedClass(("missing_evidence",), (("unrelated_edit", "add"),)),
     # the decoy of a question about a person nobody mentioned returned as relevant
     "low-threshold": PlantedClass(("unsupported_retrieved",), (("unsupported", "entity"),)),
+    # the memory an update rewrote, searched for by its new words, not found (ufuzz.engine.readback)
+    # the memory an update rewrote, searched for by its own words, not found where its old text was
+    # (ufuzz.engine.readback), whichever operator made the update
+    "stale-index": PlantedClass(("write_not_found",), (("update", None), ("unrelated_edit", "update"),
+                                                       ("stress_edit", "update-oldest"),
+                                                       ("stress_edit", "update-newest"))),
 }
 
 
@@ -362,6 +398,7 @@ SETTINGS: dict[str, Setting] = {
     "entity-blind": Setting("plain-world", k=2),
     "add-evicts": Setting("plain-world"),
     "low-threshold": Setting("plain-world", k=10, options=(("low", "0.05"), ("high", "0.5"))),
+    "stale-index": Setting("shipped"),
 }
 
 

@@ -76,6 +76,10 @@ class Capabilities:
     # phrases unless abstain_defaults is False (ufuzz.oracles.matching.Abstention)
     abstain_phrases: tuple[str, ...] = ()
     abstain_defaults: bool = True
+    # retrieve() returns the stored memories themselves (their ids or their stored texts), not facts derived from
+    # them (a graph's edges): a memory's own text must find it — the read-your-writes probe
+    # (ufuzz.engine.readback) searches for each write; False (the default) leaves writes unprobed
+    verbatim_search: bool = False
     notes: str = ""
 
     def to_dict(self) -> dict[str, Any]:

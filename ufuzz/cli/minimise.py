@@ -18,22 +18,33 @@ import click
 @click.option("--reproducer", default=None, type=click.Path(dir_okay=False),
               help="HTTP backends: also write a standalone Python script that replays the minimised failure "
                    "against the product.")
+@click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE",
+              help="Backend option (repeatable; overrides the campaign's, e.g. base_url= of a product restarted "
+                   "elsewhere); the minimised record keeps the options it was minimised with.")
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
+              help="Backend config file (e.g. the product TOML of --backend http); default: the campaign's.")
 def minimise(campaign_dir: str, key: str, output: str | None, db: str | None, max_tests: int,
-             reproducer: str | None) -> None:
+             reproducer: str | None, opts: tuple[str, ...], config_file: str | None) -> None:
     """Shrink failure KEY (a key or unique prefix) by delta debugging to the fewest memories and state
     operations on which the parent still passes and the mutant still fails the same way, and write it as a
     self-contained regression record that `ufuzz corpus check` replays."""
+    from dataclasses import replace
+
     from ufuzz.backends.protocol import BackendError, BackendUnreachable
+    from ufuzz.cli.corpus import _check_options
     from ufuzz.cli.errors import BadInput, Unavailable, read_error, read_errors
     from ufuzz.corpus.campaign import load_campaign
     from ufuzz.engine.minimise import ReplayFault, minimise_failure, write_minimised
 
     if not Path(campaign_dir).is_dir():
         raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")
+    options = _check_options(opts, config_file)
     try:
         data = load_campaign(Path(campaign_dir), db)
     except read_errors() as exc:
         raise read_error(exc) from None
+    if options:
+        data = replace(data, backend_options={**data.backend_options, **options})
     try:
         result = minimise_failure(data, key, max_tests=max_tests)
     except ValueError as exc:

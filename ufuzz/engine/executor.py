@@ -78,6 +78,9 @@ class Executor:
         self.copyable = caps.copyable
         self.hidden = hidden or not caps.visible_retrieval
         self.answers = caps.answers
+        # every verified write is searched for by its own words beside a twin on a copy (ufuzz.engine.readback)
+        # where search returns the stored memories themselves, states can be copied and retrieval is seen
+        self.readback = bool(caps.verbatim_search) and self.copyable and not self.hidden
         self.responder = responder
         # what the responder says when it abstains: the backend's own phrases when it answers, else the
         # configured answerer's (Judging.build sets them), else the built-in ones

@@ -31,8 +31,9 @@ from ufuzz.corpus.regression import (
     campaign_header,
     write_corpus,
 )
-from ufuzz.engine.replay import fresh_backend, replay_pair
+from ufuzz.engine.replay import fresh_backend, replay_pair, replay_state
 from ufuzz.model import Checkpoint, Fact, MutationDescriptor, StateOp
+from ufuzz.oracles.expectations import STATE
 from ufuzz.oracles.judging import Judging
 
 __all__ = ["ddmin", "Minimised", "ReplayFault", "minimise_record", "minimise_failure", "write_minimised"]
@@ -144,10 +145,15 @@ class _Trial:
             rec, cp = self.candidate(keep, ops, f"{self.cp.id}-t{self.tests}")
             parent, mutant = rec.cases(cp, self.desc)
             try:
-                res = replay_pair(self.backend, {cp.id: cp}, parent, mutant, rec.parent.reference,
-                                  rec.mutant.reference, k=self.k, failure_key=rec.failure_key, kind=rec.kind,
-                                  stage=rec.stage, target=rec.target, seed_id=rec.seed_id, operator=rec.operator,
-                                  responder=self.responder, context=self.context)
+                if rec.stage == STATE:  # a side effect or an unread write: re-run as the operation's check saw it
+                    res = replay_state(self.backend, {cp.id: cp}, parent, mutant, failure_key=rec.failure_key,
+                                       kind=rec.kind, target=rec.target, seed_id=rec.seed_id, operator=rec.operator,
+                                       k=self.k)
+                else:
+                    res = replay_pair(self.backend, {cp.id: cp}, parent, mutant, rec.parent.reference,
+                                      rec.mutant.reference, k=self.k, failure_key=rec.failure_key, kind=rec.kind,
+                                      stage=rec.stage, target=rec.target, seed_id=rec.seed_id,
+                                      operator=rec.operator, responder=self.responder, context=self.context)
                 self._memo[memo_key] = res.status == "reproduced" and res.same_key
                 if res.status == "error":  # the backend failed the replay: nothing was learnt of the candidate
                     self.fault = res.reason

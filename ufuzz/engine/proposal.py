@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ufuzz.backends.protocol import BackendError
+from ufuzz.engine.readback import readback
 from ufuzz.model import FuzzCase, Reference
 from ufuzz.operators import sideeffects
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
@@ -38,6 +39,9 @@ class Proposal:
     #: a side effect the state operation's verification saw (an ``operators.sideeffects.Finding``): rejected as
     #: a test, recorded as a failure of the state level
     finding: Any = None
+    #: a valid state mutant whose written memory a search for its own words did not return
+    #: (:mod:`ufuzz.engine.readback`): a failure of the state level recorded beside the mutant, which stays a test
+    unread: Any = None
 
 
 def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target: str, obligation: Any,
@@ -59,6 +63,8 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
         mutation = op.mutate(parent, reference, target, rng, view)
         verdict = _side_effect(view, mutation, op.meaning_preserving) or op.validate(parent, mutation, view)
         ok, reason, proposal.finding = verdict.ok, verdict.reason, verdict.finding
+        if ok and view is not None and getattr(executor, "readback", False):  # verified: now read it back
+            proposal.unread = readback(executor.backend, proposal.handle, mutation.ops, mutation.results, executor.k)
     except Rejected as exc:
         reason, final = str(exc), exc.final
     except (BackendError, NotImplementedError) as exc:

@@ -208,7 +208,7 @@ def _check_one(be: MemoryBackend, rc: RegressionCorpus, r: RegressionRecord, res
     try:
         if r.stage == STATE:  # a side effect of the mutant's operation, re-run as its verification saw it
             res = replay_state(be, rc.checkpoints, parent, mutant, failure_key=r.failure_key, kind=r.kind,
-                               target=r.target, seed_id=r.seed_id, operator=r.operator)
+                               target=r.target, seed_id=r.seed_id, operator=r.operator, k=rc.k)
         else:
             res = replay_pair(be, rc.checkpoints, parent, mutant, r.parent.reference, r.mutant.reference,
                               k=rc.k, failure_key=r.failure_key, kind=r.kind, stage=r.stage,

@@ -33,6 +33,7 @@ from ufuzz.backends.protocol import BackendError, BackendUnreachable, MemoryBack
 from ufuzz.backends.responders import Responder
 from ufuzz.corpus.campaign import CampaignData, case_of, load_campaign, select_failures
 from ufuzz.engine.executor import Executor
+from ufuzz.engine.readback import readback
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference, StateOp
 from ufuzz.operators import sideeffects
 from ufuzz.operators.registry import classes as operator_classes
@@ -225,7 +226,7 @@ def _replay_one(f: Any, backend: MemoryBackend, data: CampaignData, responder: R
         m = mutants.get(f.case_id)
         return replay_state(backend, checkpoints, parent, mutant, failure_key=f.failure_key, kind=f.kind,
                             target=(m.target if m is not None else None) or "", seed_id=f.seed_id,
-                            operator=f.operator)
+                            operator=f.operator, k=data.k)
     for cid in (parent.id, mutant.id):
         if cid not in refs:
             return ReplayResult(reproduced=False, reason=f"no stored reference for case {cid}", **base)
@@ -311,10 +312,11 @@ def _apply(backend: MemoryBackend, state: str, op: StateOp) -> OpResult:
 
 def replay_state(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], parent: FuzzCase, mutant: FuzzCase,
                  *, failure_key: str, kind: str, target: str, seed_id: str | None = None,
-                 operator: str | None = None) -> ReplayResult:
+                 operator: str | None = None, k: int = 5) -> ReplayResult:
     """Re-run a state-level failure: rebuild the parent's state on its own, list it, apply the mutant's own
     operations, list it again and look for the same side effect (:mod:`ufuzz.operators.sideeffects`), as the
-    operator's verification did. Nothing is retrieved or judged against a reference."""
+    operator's verification did; a write not found by its own words (``write_not_found``) is searched for again
+    in the top ``k`` (:mod:`ufuzz.engine.readback`). Nothing is judged against a reference."""
     base = {"failure_key": failure_key, "case_id": mutant.id, "parent_id": parent.id,
             "seed_id": seed_id or mutant.seed_id, "operator": operator if operator is not None else mutant.operator,
             "kind": kind, "stage": STATE}
@@ -329,16 +331,20 @@ def replay_state(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], par
             return ReplayResult(reproduced=False, reason=f"the backend refused the {bad.op}: {bad.detail}",
                                 status="error", **base)
         after = backend.list(state)
+        # the replay's own state: the twin is added to it (the last thing done to it)
+        unread = (readback(backend, state, own, results, k, scratch=True)
+                  if kind == sideeffects.WRITE_NOT_FOUND else None)
     except BackendError as exc:
         return ReplayResult(reproduced=False, reason=f"backend error while rebuilding: {exc}", status="error",
                             **base)
     finally:
         executor.close()
-    found = sideeffects.find(before, after, own, results,
-                             deactivation=_unrelated(mutant.operator))
+    found = unread if kind == sideeffects.WRITE_NOT_FOUND else sideeffects.find(
+        before, after, own, results, deactivation=_unrelated(mutant.operator))
     if found is None:
-        return ReplayResult(reproduced=False, reason="the operation changes nothing else now", status="fixed",
-                            **base)
+        now = ("a search for the written memory's own words finds it now" if kind == sideeffects.WRITE_NOT_FOUND
+               else "the operation changes nothing else now")
+        return ReplayResult(reproduced=False, reason=now, status="fixed", **base)
     key = failure_key_of(mutant.seed_id, mutant.operator or "", target, found.kind, STATE, found.memories)
     got = {"got_kind": found.kind, "got_stage": STATE, "got_offending": tuple(found.memories), "got_key": key}
     if found.kind != kind:

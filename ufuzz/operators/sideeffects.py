@@ -14,7 +14,9 @@ Kinds (most serious first, one per finding): ``collateral_removal`` (a memory go
 text changed), ``collateral_deactivation`` (active before, inactive after), ``collateral_retime`` (its timestamp
 changed: the memory now claims another time, which moves it in any recency ranking and answers any "when" or
 "latest" question wrongly), ``duplicate_left`` (a new memory carrying the old text of the updated one),
-``unrequested_memory`` (any other new memory).
+``unrequested_memory`` (any other new memory). One more kind of the state level is found by a search, after the
+verification, not by it: ``write_not_found`` — the memory an operation wrote is not found by its own words
+(:mod:`ufuzz.engine.readback`).
 
 A timestamp counts only where both listings give one and they name different instants (ISO 8601 texts are
 compared as times, so ``2024-01-01T00:00:00`` and ``2024-01-01T00:00:00+00:00`` are one instant; other texts as
@@ -33,11 +35,13 @@ from ufuzz.backends.protocol import OpResult, StoredMemory
 from ufuzz.model import StateOp
 from ufuzz.model.memory import utc_time
 
-__all__ = ["KINDS", "STATE", "Finding", "find", "touched_by"]
+__all__ = ["KINDS", "STATE", "WRITE_NOT_FOUND", "Finding", "find", "touched_by"]
 
 STATE = "state"
+#: a written memory that a search for its own text does not return (:mod:`ufuzz.engine.readback`)
+WRITE_NOT_FOUND = "write_not_found"
 KINDS = ("collateral_removal", "collateral_rewrite", "collateral_deactivation", "collateral_retime",
-         "duplicate_left", "unrequested_memory")
+         "duplicate_left", "unrequested_memory", WRITE_NOT_FOUND)
 _CHANGE_KIND = {"removed": "collateral_removal", "rewritten": "collateral_rewrite",
                 "deactivated": "collateral_deactivation", "retimed": "collateral_retime",
                 "duplicate": "duplicate_left", "added": "unrequested_memory"}

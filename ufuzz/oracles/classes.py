@@ -120,6 +120,11 @@ _BY_KIND = {
 }
 
 
+#: a written memory its own words do not find (:mod:`ufuzz.engine.readback`): one behaviour of the system's index,
+#: whichever operation wrote the memory
+WRITE_NOT_FOUND = _c("write-not-found-by-its-words", "a memory just written is not found by a search for its own words")
+
+
 def class_of(operator: str | None, level: str, kind: str) -> BehaviourClass:
     """The behaviour class of a failure of ``operator`` (empty: a seed failing as asked) at ``level``/``kind``."""
     op = operator or ""
@@ -128,6 +133,8 @@ def class_of(operator: str | None, level: str, kind: str) -> BehaviourClass:
     known = _TABLE.get((op, level, kind))
     if known is not None:
         return known
+    if (level, kind) == ("state", "write_not_found"):
+        return WRITE_NOT_FOUND
     if level in ("selection", "response") and kind in _BY_KIND:
         return _BY_KIND[kind](op)
     return _c(f"{op}:{level}:{kind}", f"after {op}, {level} fails: {kind.replace('_', ' ')}")

@@ -194,10 +194,13 @@ def state_failure(mutant: FuzzCase, parent: FuzzCase, finding: Any, parent_ex: E
     ignores the question: one side effect of one operation on the memories it hit, whichever seed reached it)."""
     target = mutant.obligation.target if mutant.obligation else ""
     kind, offending = finding.kind, tuple(finding.memories)
+    # a write its own words do not find is one defect of the memory written, whatever new value it was given
+    cause = (_sha([mutant.operator or "", kind, STATE, _roots(offending)]) if kind == "write_not_found"
+             else _sha([mutant.operator or "", kind, STATE, target, _ids(offending)]))
     return Failure(
         key=failure_key(mutant.seed_id, mutant.operator or "", target, kind, STATE, offending),
         case_id=mutant.id, seed_id=mutant.seed_id, operator=mutant.operator or "", target=target, kind=kind,
-        stage=STATE, offending=offending, cause=_sha([mutant.operator or "", kind, STATE, target, _ids(offending)]),
+        stage=STATE, offending=offending, cause=cause,
         detail={"reason": finding.reason, "changes": [dict(c) for c in finding.changes],
                 "operations": [o.to_dict() for o in mutant.ops[len(parent.ops):]], "query": mutant.query.text,
                 "mutation": mutant.detail,

@@ -408,9 +408,25 @@ def _exec_lines(side: str, case: dict[str, Any], width: int) -> list[str]:
     return out
 
 
+def _state_words(v: dict[str, Any]) -> str:
+    """How a state-level failure was seen, for the mutant's evidence line."""
+    if v["kind"] == "write_not_found":
+        return ("its written memory was searched for by its own text right after the operation, beside a fresh "
+                "copy of it (the mutant itself is judged as any other)")
+    return "not executed: its operation changed more than it asked (found by the operation's verification, " \
+           "before any retrieval)"
+
+
 def _side_effect_lines(changes: list[dict[str, Any]], width: int) -> list[str]:
     out = []
     for c in changes:
+        if c.get("change") == "not_found":  # a write its own words do not find (engine.readback)
+            top = ", ".join(c.get("top_ids") or []) or "nothing"
+            at = f"at rank {c['rank']}" if c.get("rank") else "not returned"
+            out.append(f"  {c.get('memory')} {at} in a search for its own text "
+                       f"{_short(str(c.get('after', '')), width)!r}; a fresh copy of it ({c.get('twin')}) at rank "
+                       f"{c.get('twin_rank')} (the search returned: {top})")
+            continue
         line = f"  {c.get('memory')} {c.get('change')}"
         if c.get("before") is not None:
             line += f"  was {_short(str(c['before']), width)!r}"
@@ -440,8 +456,7 @@ def render_show(v: dict[str, Any], width: int = 90) -> str:
     sides = [("parent", ev.get("parent"))] if v["parent"].get("id") is not None else []
     sides.append(("mutant" if sides else "case", ev.get("mutant")))
     for i, (side, e) in enumerate(sides):
-        words = ("not executed: its operation changed more than it asked (found by the operation's verification, "
-                 "before any retrieval)") if v["stage"] == "state" and side == "mutant" else _evidence_words(e)
+        words = (_state_words(v) if v["stage"] == "state" and side == "mutant" else _evidence_words(e))
         lines.append(f"  {'evidence' if i == 0 else '':<8}  {side} {words}")
     if v["inherited_ops"]:
         lines.append(f"state the parent already had ({len(v['inherited_ops'])} ops from its ancestors):")
@@ -451,7 +466,9 @@ def render_show(v: dict[str, Any], width: int = 90) -> str:
     lines.append("state change made by the mutation:")
     lines += _ops_lines(v["state_change"])
     if v.get("side_effects"):
-        lines.append("what else changed (the state's listing before and after the operation):")
+        lines.append("read back right after the operation, beside a fresh copy of the written memory:"
+                     if v["kind"] == "write_not_found" else
+                     "what else changed (the state's listing before and after the operation):")
         lines += _side_effect_lines(v["side_effects"], width)
     lines += _exec_lines("parent", v["parent"], width)
     lines += _exec_lines("mutant", v["mutant"], width)

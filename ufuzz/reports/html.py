@@ -419,6 +419,16 @@ def _side_effects_html(v: dict[str, Any]) -> str:
     if not changes:
         return ""
     items = []
+    if v.get("kind") == "write_not_found":
+        for c in changes:
+            top = ", ".join(c.get("top_ids") or []) or "nothing"
+            at = f"at rank {c['rank']}" if c.get("rank") else "not returned"
+            items.append(f"<li><code>{esc(c.get('memory'))}</code> {esc(at)} in a search for its own text "
+                         f"<q>{esc(c.get('after', ''))}</q>; a fresh copy of it at rank {esc(c.get('twin_rank'))} "
+                         f"(the search returned: <code>{esc(top)}</code>)</li>")
+        return ("<p>read back right after the operation (get/list show the memory written; a search for its own "
+                f"words, on a copy with a fresh memory of the same text and time, does not find it beside that "
+                f"copy):</p><ul>{''.join(items)}</ul>")
     for c in changes:
         was = f" was <q>{esc(c['before'])}</q>" if c.get("before") is not None else ""
         now = f" now <q>{esc(c['after'])}</q>" if c.get("after") is not None else ""

@@ -359,10 +359,12 @@ def main():
 def reproduce(args):
     """0 when the recorded failure reproduces, 1 when it does not, 2 when a request failed, 3 when ufuzz must
     judge it."""
-    if CASE["stage"] == "state":  # seen through list/get around the operation, before any search
-        print(f"state:{{CASE['kind']}} is a side effect of the mutant's operation, seen through the product's "
-              "listing before and after it, not through a search: run `ufuzz replay` or `ufuzz corpus check` "
-              "to reproduce it")
+    if CASE["stage"] == "state":  # seen around the operation (list/get, or a search for what it wrote)
+        how = ("a search for the memory the operation wrote, by its own words, right after it"
+               if CASE["kind"] == "write_not_found" else
+               "the product's listing before and after it, not through a search")
+        print(f"state:{{CASE['kind']}} is seen through {{how}}: run `ufuzz replay` or `ufuzz corpus check` to "
+              "reproduce it")
         return 3
     v = load_verdict()
     product = Product(args.base_url, args.quiet)

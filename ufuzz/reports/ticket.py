@@ -86,6 +86,13 @@ def summary_sentence(v: dict[str, Any]) -> str:
             return (f"asked {_quote(mutant_q)} (the question {_quote(parent_q)} about another target), {search} "
                     "does not return the memory that answers it.")
         return f"{search} does not return the memory that answers {_quote(mutant_q)}."
+    if kind == "write_not_found":
+        c = next(iter(v.get("side_effects") or []), {})
+        made = (f"after {_a(_op_word('update', be, info))} to {_quote(updated.get('text'))}" if updated
+                else "after an add")
+        where = f"ranks it {c['rank']}" if c.get("rank") else "does not return it"
+        return (f"{made}, the memory is stored (get and list show it) but {search} for exactly its text "
+                f"{where}, while a fresh memory of the same text and time comes at rank {c.get('twin_rank')}.")
     if kind == "unsupported_retrieved":
         return (f"asked {_quote(mutant_q)}, about something never stored, {search} returns "
                 f"{_quote(_offending_text(v))} above the product's own relevance threshold.")
@@ -134,6 +141,8 @@ def minimal_steps(v: dict[str, Any], minimised: Any = None) -> list[str]:
         if len(inherited) > _MAX_LISTED:
             lines.append(f"    - … and {len(inherited) - _MAX_LISTED} more (the reproducer has them all)")
         step += 1
+    if v["stage"] == "state":
+        return lines + _state_steps(v, own, step)
     p_q, m_q = v["parent"].get("query"), v["mutant"].get("query")
     if p_q is not None:
         lines.append(f"{step}. Ask {_quote(p_q, 200)}: this passes (the parent).")
@@ -143,6 +152,32 @@ def minimal_steps(v: dict[str, Any], minimised: Any = None) -> list[str]:
         lines += [f"    - {o}" for o in own]
         step += 1
     lines.append(f"{step}. Ask {_quote(m_q, 200)}: this fails with **{v['stage']}:{v['kind']}**.")
+    return lines
+
+
+def _state_steps(v: dict[str, Any], own: list[str], step: int) -> list[str]:
+    """The steps of a state-level failure: no question is involved — a search for the written memory's words
+    around the operation (``write_not_found``), or the listing before and after it (a side effect)."""
+    lines: list[str] = []
+    c = next(iter(v.get("side_effects") or []), {})
+    unread = v["kind"] == "write_not_found"
+    if not unread:
+        lines.append(f"{step}. List the memories.")
+        step += 1
+    lines.append(f"{step}. Change the state:")
+    lines += [f"    - {o}" for o in own]
+    step += 1
+    if unread:
+        ids = list(c.get("top_ids") or [])
+        top = ", ".join(f"`{i}`" for i in ids) or "nothing"
+        at = f"at rank {c['rank']}" if c.get("rank") else "not returned"
+        lines.append(f"{step}. Add a second memory with exactly the text and time `{c.get('memory')}` has now "
+                     f"(`{c.get('twin')}`, a control; on a copy of the state).")
+        lines.append(f"{step + 1}. Search for exactly {_quote(c.get('after'), 200)}: the control comes at rank "
+                     f"{c.get('twin_rank')}, `{c.get('memory')}` {at} (results: {top}) — **state:write_not_found**.")
+    else:
+        lines.append(f"{step}. List the memories again: {v.get('reason') or 'other memories changed'} — "
+                     f"**state:{v['kind']}**.")
     return lines
 
 
@@ -212,8 +247,9 @@ def render_ticket(v: dict[str, Any], minimised: Any = None) -> str:
              *([f"As the campaign saw it, on the whole checkpoint ({v['checkpoint_memories']} memories): the "
                 "minimised steps above fail the same way (`ufuzz corpus check` on the minimised record replays "
                 "them), with other memories around the ones that matter.", ""] if minimised is not None else []),
-             *_side_lines("Before the change (parent)", v["parent"]),
-             *_side_lines("After the change (mutant)", v["mutant"])]
+             *([] if v["stage"] == "state" else
+               [*_side_lines("Before the change (parent)", v["parent"]),
+                *_side_lines("After the change (mutant)", v["mutant"])])]
     if v.get("reason"):
         lines += [f"Verdict: {v['reason']}", ""]
     lines += ["## Reproduce", "", "```sh", *v["commands"].values(), "```", ""]
