@@ -194,6 +194,28 @@ def test_one_defect_is_one_cause_along_a_chain_of_updates():
     assert len(keys) == 3
 
 
+def test_one_or_two_out_of_date_memories_above_the_current_one_are_one_cause():
+    """Hand audit (LongMemEval): an update's rewritten memory alone above its replacement, or with an echo of the old
+    value beside it, is one defect of one fact: one cause (two unique failures). For an update the cause is the
+    memory it rewrote; for any other operator the highest-ranked out-of-date memory."""
+    from dataclasses import replace
+
+    from ufuzz.model import Memory, StateOp
+
+    upd = (StateOp("update", "p1-m3", Memory("p1-m3~u1abcd", "Lena lives in Quill.", "2024-02-01T00:00:00")),)
+    m = replace(_case("x1", "s1", "update", "value=Quill"), ops=upd)
+    alone = cause_key(m, "stale_ranked_above_valid", "selection", ("p1-m3",))
+    echo_first = cause_key(m, "stale_ranked_above_valid", "selection", ("p1-m9", "p1-m3"))
+    echo_only = cause_key(m, "stale_ranked_above_valid", "selection", ("p1-m9",))
+    assert alone == echo_first == echo_only
+    assert len({failure_key("s1", "update", "value=Quill", "stale_ranked_above_valid", "selection", o)
+                for o in (("p1-m3",), ("p1-m9", "p1-m3"))}) == 2
+    t = _case("x2", "s1", "target_change", "scope=current")
+    first = cause_key(t, "stale_ranked_above_valid", "selection", ("p1-m3",))
+    assert cause_key(t, "stale_ranked_above_valid", "selection", ("p1-m3", "p1-m9")) == first
+    assert cause_key(t, "stale_ranked_above_valid", "selection", ("p1-m9", "p1-m3")) != first
+
+
 def test_failure_records_carry_level_cause_and_responder():
     m = _case("x1", "s1", "update", "value=Brask")
     e = ex(["m0", "m1"], "Brask", responder="reader:top-evidence")

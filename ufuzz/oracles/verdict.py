@@ -159,6 +159,13 @@ def cause_key(case: FuzzCase, kind: str, stage: str, offending: tuple[str, ...])
     operator = case.operator or ""
     target = case.obligation.target if case.obligation else ""
     what = _roots(offending)
+    if kind == "stale_ranked_above_valid" and offending:
+        # one out-of-date memory or two above the current one is one defect (hand audit, LongMemEval: an echo of
+        # the old value rising beside the rewritten memory split one update into two causes): an update's is the
+        # memory it rewrote, any other the highest-ranked out-of-date memory (offending ids come in rank order)
+        last = case.ops[-1] if case.ops else None
+        what = (root_id(last.target) if operator == "update" and last is not None and last.op == "update"
+                and last.target else root_id(offending[0]))
     if not what and case.ops:
         last = case.ops[-1]
         what = f"{last.op}:{root_id(last.target or (last.memory.id if last.memory else ''))}"
