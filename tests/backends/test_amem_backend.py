@@ -49,7 +49,7 @@ def test_registered_and_described_without_llm(backend):
     assert registry.load("a-mem") is AMemBackend
     assert AMemBackend.dependencies_installed() == (True, "")
     caps = backend.capabilities
-    assert caps.copyable and caps.deterministic
+    assert caps.copyable and caps.deterministic and caps.verbatim_search  # writes are read back (engine.readback)
     assert "evolution disabled" in caps.notes
     assert AMemBackend.static_capabilities() == caps  # what `ufuzz backends` prints
     d = backend.describe()
@@ -174,7 +174,7 @@ def test_with_llm_analysis_and_evolution_run(tmp_path, monkeypatch):
         assert m2.metadata["links"] and m2.metadata["links"][0] in {"m1"}  # evolution linked it, ufuzz ids
         assert m2.metadata["tags"] == ["linked"]
         caps, d = b.capabilities, b.describe()
-        assert not caps.deterministic and "evolution on" in caps.notes
+        assert not caps.deterministic and "evolution on" in caps.notes and not caps.verbatim_search
         assert d["llm"]["calls"] == 5 and d["llm"]["failures"] == 0 and "sk-local" not in json.dumps(d)
         b.close()
 

@@ -69,6 +69,8 @@ def test_each_message_is_one_add_with_infer_and_maps_to_what_mem0_added(built):
     assert b.get(s, "m3") is None, "mem0 stored nothing new for a message it already holds"
     assert [m.id for m in b.list(s)] == ["m1", "m2"]
     assert b.describe()["write_mode"] == "infer" and b.describe()["extraction_prompt_sha256"]
+    # an LLM decides what a write stores: no twin can be written to read it back beside (engine.readback)
+    assert b.capabilities.verbatim_search is False
 
 
 def test_retrieval_reports_checkpoint_ids_once_each(built):

@@ -217,7 +217,7 @@ def _capabilities(llm_model: str | None) -> Capabilities:
                "set llm_base_url + llm_model to enable)")
     return Capabilities(visible_retrieval=True, copyable=True, native_update=True, native_delete=True,
                         observable_state=True, answers=False, deterministic=llm_model is None,
-                        verbatim_search=True,
+                        verbatim_search=llm_model is None,  # with its LLM a note is analysed: no twin
                         reader_threshold=ABSTAIN,
                         notes=f"{llm}; ChromaDB cosine search over MiniLM; update in place without "
                               "re-analysis; numeric/JSON-looking content changes type on read "

@@ -259,7 +259,9 @@ class Mem0Backend(MemoryBackend):
         hybrid = self.settings["hybrid"]
         return Capabilities(
             visible_retrieval=True, copyable=True, native_update=True, native_delete=True,
-            observable_state=True, verbatim_search=True,  # search returns the stored memories (infer: extracted)
+            # search returns the stored memories; with infer an LLM decides what a write stores (a twin would be
+            # another LLM call, and no twin): no read-back
+            observable_state=True, verbatim_search=not self._infer,
             answers=False,  # mem0 OSS 2.2.1 Memory.chat() raises NotImplementedError: no own answerer
             deterministic=not self._infer,  # an LLM decides what infer stores (replays answer from the cache)
             reader_threshold=None if hybrid else ABSTAIN_SEMANTIC,
