@@ -16,6 +16,7 @@ from ufuzz.seeds.importers.fields import (
     find_entity,
     head_attribute,
     heuristic_fields,
+    mentions_word,
     stated_forms,
     value_forms,
 )
@@ -177,6 +178,24 @@ def test_longmemeval_support_is_completed_with_the_answer_as_the_marked_turn_wri
     assert value_forms("18") == ("18", "eighteen")  # rewriting a value never takes an ordinal for it
 
 
+def test_longmemeval_support_is_completed_whatever_quotation_marks_the_turn_uses(tmp_path):
+    """Hand audit: the answer "the 'Walk for Hunger' charity event" is echoed by a turn that writes the name in
+    double quotes; it states the answer as well and counts as support."""
+    rec = _lme_record(question="What charity event did I take part in?",
+                      answer="the 'Walk for Hunger' charity event")
+    rec["haystack_sessions"][0] = [
+        {"role": "user", "content": "I took part in the 'Walk for Hunger' charity event.", "has_answer": True},
+        {"role": "assistant", "content": "Congratulations on completing the \u201cWalk for Hunger\u201d charity "
+                                         "event!"},
+        {"role": "user", "content": "I also walked to the shop."}]
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps([rec]))
+    res = import_file("longmemeval", path)
+    assert res.suite.references["lme:q1"].supporting == ("s1:0", "s1:1")
+    assert mentions_word(['he said "Walk for Hunger"'], "'walk for hunger'")
+    assert not mentions_word(["Walk for Hungerford"], "Walk for Hunger")
+
+
 def test_longmemeval_previous_value_support_is_completed_in_its_own_session_after_it_was_told(tmp_path):
     """Hand audit: "What was my previous status?" — the assistant's "Congratulations on … Premier Silver status!"
     right after the user told it says the previous value again and counts; an assistant turn listing "e.g.,
@@ -224,7 +243,9 @@ def test_longmemeval_real_subset_imports_and_roundtrips(tmp_path):
         # a current question's older value is a decoy (invalidated), a previous question's newer value history
         texts = {m.id: m.text for m in s.checkpoint_of(seed).memories}
         extra = set(ref.supporting) - marked
-        assert all(ref.answer.lower() in texts[m].lower() and m.rsplit(":", 1)[0] in
+        def q(t: str) -> str:  # any quotation mark for any other ("the 'Walk for Hunger'" / the "Walk for Hunger")
+            return t.lower().translate(str.maketrans({c: '"' for c in "'\u2018\u2019\u201c\u201d`"}))
+        assert all(q(ref.answer) in q(texts[m]) and m.rsplit(":", 1)[0] in
                    {x.rsplit(":", 1)[0] for x in ref.supporting if x in marked} for m in extra)
         if r["question_type"] == "knowledge-update" and seed.query.fields.scope == "previous":
             assert set(ref.supporting) - extra < marked and not ref.invalidated

@@ -394,14 +394,20 @@ def stated_forms(value: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(forms))
 
 
+#: quotation marks and apostrophes, straight and typographic, read as one mark: an answer "the 'Walk for Hunger'
+#: event" is stated by a turn that writes "the \"Walk for Hunger\" event" (LongMemEval hand audit)
+_QUOTES = str.maketrans({c: '"' for c in "'\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f`\u00b4"})
+
+
 def mentions_word(texts: Sequence[str], word: str) -> bool:
-    """True when ``word`` occurs as a whole word (case-insensitive) in any of ``texts``.
+    """True when ``word`` occurs as a whole word (case-insensitive, any quotation mark for any other) in any of
+    ``texts``.
 
     Whole word means no word character right before or after it — so values that start or end with
     punctuation (``#aurora-pager``, ``lead approval for core/``) match too, where ``\\b`` would not."""
-    w = word.lower()
+    w = word.lower().translate(_QUOTES)
     pat = re.compile(rf"(?<!\w){re.escape(w)}(?!\w)")
-    return any(w in t.lower() and pat.search(t.lower()) for t in texts)
+    return any(w in (low := t.lower().translate(_QUOTES)) and pat.search(low) for t in texts)
 
 
 #: Classes of ordinary words a free-text answer may be one of, so that another member is a type-compatible new
