@@ -59,9 +59,9 @@ def test_search_and_answer_together_judge_both_levels(tmp_path, monkeypatch):
     (lambda r: r.pop("answer"), "agent.toml: needs [search] (ranked retrieval), [answer] (the product's own "
                                 "response) or both"),
     (lambda r: r["answer"].pop("text"), "agent.toml: [answer] missing 'text'"),
-    (lambda r: r["answer"].update(text="$.replies[*]"), "agent.toml: [answer] text: '$.replies[*]' must select "
+    (lambda r: r["answer"].update(text="$.replies[*]"), "agent.toml: [answer] 'text': '$.replies[*]' must select "
                                                         "one value, not a list (no [*])"),
-    (lambda r: r["answer"].update(cited="$.sources[0].id"), "agent.toml: [answer] cited: '$.sources[0].id' must "
+    (lambda r: r["answer"].update(cited="$.sources[0].id"), "agent.toml: [answer] 'cited': '$.sources[0].id' must "
                                                             "select a list with [*]"),
     (lambda r: r["answer"].update(body={"message": "{query}", "top_k": "{k}"}),
      "agent.toml: [answer] uses placeholder(s) k that answer does not provide; it provides: namespace, query"),

@@ -238,9 +238,12 @@ def _drop(table: str) -> dict[str, Any]:
 BAD_CONFIGS = [
     (_without("search", "path"), "product.toml: [search] missing 'path'"),
     (_without("search", "ids"), "product.toml: [search] missing 'ids'"),
-    (_with("search", "ids", "$.results[*.id"), "product.toml: [search] ids: bad JSON path '$.results[*.id'"),
-    (_with("get", "text", "memory.text"), "product.toml: [get] text: bad JSON path 'memory.text': must start"),
-    (_with("list", "ids", "$.memories[0].id"), "product.toml: [list] ids: '$.memories[0].id' must select a list"),
+    (_with("search", "ids", "$.results[*.id"), "product.toml: [search] 'ids': bad JSON path '$.results[*.id'"),
+    (_with("get", "text", "memory.text"), "product.toml: [get] 'text': bad JSON path 'memory.text': must start"),
+    (_with("list", "ids", "$.memories[0].id"),
+     "product.toml: [list] 'ids': '$.memories[0].id' must select a list"),
+    (_with("get", "policy", "append"), "product.toml: [get] unknown key(s) 'policy'; known: active, body, id, method, "
+                                       "not_found, path, text, timestamp"),
     (_drop("get"), "product.toml: missing required operation [get]"),
     (_with("add", "method", "FETCH"), "product.toml: [add] 'method' must be one of"),
     (_with("add", "path", "/v1/{nmespace}/memories"), "product.toml: [add] uses unknown placeholder(s) nmespace"),

@@ -260,10 +260,10 @@ _PATH_KEYS: dict[str, dict[str, bool]] = {
     "create": {"id": False},
     "drop": {},
 }
-_OTHER_KEYS = {"method", "path", "body", "not_found", "policy"}
+_OTHER_KEYS = {"method", "path", "body", "not_found"}
 #: keys of one operation only
 _OWN_KEYS = {"answer": {"abstain_phrases", "abstain_defaults"}, "list": {"next", "cursor", "cursor_param",
-                                                                        "max_pages"}}
+                                                                        "max_pages"}, "update": {"policy"}}
 _TOP_KEYS = {"base_url", "name", "timeout", "retries", "retry_backoff", "deterministic", "abstain_threshold",
              "headers", "auth", "namespace", *REQUIRED_OPS, *OPTIONAL_OPS}
 _TABLES = {"headers", "auth", "namespace", *REQUIRED_OPS, *OPTIONAL_OPS}
@@ -388,7 +388,7 @@ def _config_error(src: str, exc: ValidationError) -> ValueError:
         return ValueError(f"{src}: {where}missing '{key}'")
     if err["type"] == "extra_forbidden":
         known = sorted(_TOP_KEYS) if table is None else sorted(
-            _OTHER_KEYS | set(_PATH_KEYS[table]) if table in _PATH_KEYS else
+            _OTHER_KEYS | set(_PATH_KEYS[table]) | _OWN_KEYS.get(table, set()) if table in _PATH_KEYS else
             {"auth": {"header", "env", "scheme"}, "namespace": {"prefix"}}.get(table, set()))
         return ValueError(f"{src}: {where}unknown key(s) '{key}'; known: {', '.join(known)}")
     _field, message = first_error(exc)
@@ -508,21 +508,19 @@ def _parse_op(name: str, t: dict[str, Any], err: Any) -> Operation:
         try:
             jp = JsonPath.parse(t[key])
         except ValueError as exc:
-            raise err(where, f"{key}: {exc}") from None
+            raise err(where, f"'{key}': {exc}") from None
         if (name in ("search", "list") or key == "cited") and not jp.multi:
-            raise err(where, f"{key}: {jp.text!r} must select a list with [*] (e.g. '$.results[*].{key}')")
+            raise err(where, f"'{key}': {jp.text!r} must select a list with [*] (e.g. '$.results[*].{key}')")
         if name == "answer" and key == "text" and jp.multi:
-            raise err(where, f"text: {jp.text!r} must select one value, not a list (no [*])")
+            raise err(where, f"'text': {jp.text!r} must select one value, not a list (no [*])")
         paths[key] = jp
     nf = t.get("not_found", [404])
     if not isinstance(nf, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in nf):
         raise err(where, f"'not_found' must be a list of HTTP status codes, got {nf!r}")
-    policy = t.get("policy", "rewrite")
-    if name != "update" and "policy" in t:
-        raise err(where, "'policy' is only meaningful in [update]")
+    policy = t.get("policy", "rewrite")  # [update] only: another table's 'policy' is an unknown key above
     if policy not in ("rewrite", "append"):
         raise err(where, f"'policy' must be 'rewrite' or 'append', got {policy!r}")
-    extra = {k: t[k] for k in own if k in t}
+    extra = {k: t[k] for k in own if k in t and k != "policy"}
     if "abstain_phrases" in extra:
         if not all(isinstance(p, str) and re.search(r"\w", p) for p in extra["abstain_phrases"]):
             raise err(where, "'abstain_phrases' must be a list of phrases with words in them")

@@ -136,7 +136,7 @@ def _operation(name: str) -> dict[str, Any]:
         props["policy"] = {"enum": ["rewrite", "append"], "default": "rewrite", "description": KEY_DOCS["policy"]}
     for key in keys:
         props[key] = {"type": "string", "pattern": r"^\$", "description": KEY_DOCS[key]}
-    for key in sorted(http._OWN_KEYS.get(name, ())):
+    for key in sorted(http._OWN_KEYS.get(name, set()) - {"policy"}):  # policy: above, with its enum
         props[key] = {**_OWN_SCHEMA[key], "description": KEY_DOCS[key]}
     provides = ", ".join(f"`{{{p}}}`" for p in sorted(http.PROVIDES[name]))
     return {"type": "object", "additionalProperties": False, "properties": props,
