@@ -333,11 +333,18 @@ def _state_line(st: dict[str, Any]) -> str:
     return text
 
 
+#: the facts that say which system it is, first on the backend line (before it is cut): a product's name and URL,
+#: a library's retrieval mode and model
+_IDENTITY = ("product", "base_url", "retrieval", "update_policy", "model", "write_mode")
+
+
 def _backend_words(facts: dict[str, Any], width: int = 160) -> str:
-    """The backend's scalar facts as key=value words, nested ones (e.g. a product's operations) by their keys
-    only, cut at ``width`` characters: one readable line (``ufuzz status --json`` has every fact)."""
+    """The backend's scalar facts as key=value words — the identifying ones first (:data:`_IDENTITY`), then the rest
+    by name — nested ones (e.g. a product's operations) by their keys only, cut at ``width`` characters: one
+    readable line (``ufuzz status --json`` has every fact)."""
     words = []
-    for k, v in sorted(facts.items()):
+    order = {k: i for i, k in enumerate(_IDENTITY)}
+    for k, v in sorted(facts.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])):
         if k == "backend" or v is None:
             continue
         words.append(f"{k}=[{', '.join(map(str, v))}]" if isinstance(v, dict) else f"{k}={v}")
