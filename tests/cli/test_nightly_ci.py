@@ -204,6 +204,15 @@ def test_a_fresh_campaign_against_the_baseline_marks_known_and_new(team, buggy, 
     listed = invoke("failures", "list", tmp_path / "other", "--json")
     marks = {row["key"]: row["baseline"] for row in json.loads(listed.output)}
     assert sorted(k for k, v in marks.items() if v == "new") == sorted(b["new_keys"])
+    # by behaviour class and by cause, each group says what its failures are to the baseline (new first)
+    rows = json.loads(listed.output)
+    for by, field in (("class", "class"), ("cause", "cause")):
+        groups = json.loads(invoke("failures", "list", tmp_path / "other", "--by", by, "--json").output)
+        for g in groups:
+            own = {r["baseline"] for r in rows if r[field] == g[field]}
+            assert g["baseline"] == sorted(own, key=lambda m: (m != "new", m)), (by, g)
+        text = invoke("failures", "list", tmp_path / "other", "--by", by).output
+        assert text.splitlines()[0].split()[-2] == "baseline", text  # the column before the last
 
 
 def _nightly(env_extra: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:

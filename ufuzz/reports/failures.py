@@ -106,7 +106,16 @@ def group_by_cause(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         g["keys"].append(r["key"])
         if r["seed"] not in g["seeds"]:
             g["seeds"].append(r["seed"])
+        _mark(g, r)
     return sorted(groups.values(), key=lambda g: (-g["unique"], g["first_seq"] or 0, g["cause"]))
+
+
+def _mark(group: dict[str, Any], row: dict[str, Any]) -> None:
+    """A group's baseline marks (``ufuzz run --baseline``): the statuses of its rows, in a fixed order ("new"
+    first: a group with one new behaviour in it is news)."""
+    if row.get("baseline"):
+        marks = set(group.get("baseline") or ()) | {row["baseline"]}
+        group["baseline"] = sorted(marks, key=lambda m: (m != "new", m))
 
 
 def group_by_class(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -122,6 +131,7 @@ def group_by_class(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for name, value in (("causes", r["cause"]), ("operators", r["operator"] or "-"), ("seeds", r["seed"])):
             if value not in g[name]:
                 g[name].append(value)
+        _mark(g, r)
     return sorted(groups.values(), key=lambda g: (-len(g["causes"]), -g["unique"], g["first_seq"] or 0, g["class"]))
 
 
@@ -139,23 +149,27 @@ def _short(text: Any, n: int) -> str:
 
 def render_list(rows: list[dict[str, Any]], by: str = "key") -> str:
     """The plain-text table of ``ufuzz failures list``."""
+    marks = any(r["baseline"] for r in rows)
+    mark = (lambda g: [",".join(g.get("baseline") or ["-"])]) if marks else (lambda g: [])
+    marked = ("baseline",) if marks else ()
     if by == "class":
         classes = group_by_class(rows)
         body = [(c["class"], str(len(c["causes"])), str(c["unique"]), str(c["occurrences"]), str(len(c["seeds"])),
-                 ",".join(c["operators"]), c["example"][:12], c["title"]) for c in classes]
-        lines = _table(("class", "causes", "unique", "seen", "seeds", "operators", "example", "behaviour"), body)
+                 ",".join(c["operators"]), c["example"][:12], *mark(c), c["title"]) for c in classes]
+        lines = _table(("class", "causes", "unique", "seen", "seeds", "operators", "example", *marked, "behaviour"),
+                       body)
         lines.append(f"{len(classes)} behaviour classes, {len({r['cause'] for r in rows})} causes, "
                      f"{len(rows)} unique failures")
         return "\n".join(lines)
     if by == "cause":
         groups = group_by_cause(rows)
         body = [(g["cause"][:12], g["operator"] or "-", g["stage"], g["kind"], str(g["unique"]), str(g["occurrences"]),
-                 str(len(g["seeds"])), g["example"][:12], _short(",".join(g["offending"]), 30)) for g in groups]
-        lines = _table(("cause", "operator", "level", "kind", "unique", "seen", "seeds", "example", "offending"),
-                       body)
+                 str(len(g["seeds"])), g["example"][:12], *mark(g), _short(",".join(g["offending"]), 30))
+                for g in groups]
+        lines = _table(("cause", "operator", "level", "kind", "unique", "seen", "seeds", "example", *marked,
+                        "offending"), body)
         lines.append(f"{len(groups)} causes, {len(rows)} unique failures")
         return "\n".join(lines)
-    marks = any(r["baseline"] for r in rows)
     body = [(r["key"][:12], r["cause"][:8], r["operator"] or "-", r["stage"], r["kind"], str(r["occurrences"]),
              r["case"], *([r["baseline"] or "-"] if marks else []), _short(r["query"], 50)) for r in rows]
     head = ("key", "cause", "operator", "level", "kind", "seen", "case", *(("baseline",) if marks else ()), "query")
