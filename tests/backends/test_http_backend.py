@@ -381,6 +381,18 @@ def test_json_path_rejects_bad_syntax_with_the_position(bad, why):
     assert msg.startswith(f"bad JSON path {bad!r}: ") and why in msg and "\n" not in msg, msg
 
 
+def test_search_results_are_read_back_unless_the_product_says_they_are_not_its_memories(tmp_path, token_env):
+    """[search] verbatim (default true): a product whose search returns derived facts or chunks says false, and
+    its writes are not read back beside a twin (ufuzz.engine.readback)."""
+    on = HttpBackend(tmp_path / "a", {"config": str(write_config(tmp_path / "a.toml", example_raw()))})
+    off = HttpBackend(tmp_path / "b", {"config": str(write_config(tmp_path / "b.toml",
+                                                                   _with("search", "verbatim", False)))})
+    assert on.capabilities.verbatim_search is True and off.capabilities.verbatim_search is False
+    with pytest.raises(ValueError, match="verbatim"):
+        HttpBackend(tmp_path / "c", {"config": str(write_config(tmp_path / "c.toml",
+                                                                _with("search", "verbatim", "no")))})
+
+
 def test_static_capabilities_for_the_backends_listing():
     caps = HttpBackend.static_capabilities()
     assert not caps.copyable and "[snapshot]" in caps.notes

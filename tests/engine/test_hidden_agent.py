@@ -57,7 +57,7 @@ def test_fixed_build_shows_nothing_and_retention_runs_on_responses(tmp_path, sui
     c, s, _ = run(tmp_path, suite)
     assert s["status"] == "budget_spent" and s["executions"] == BUDGET and s["errors"] == 0
     assert s["judging"] == {"selection": False, "retrieval": "hidden by the backend", "relevance_threshold": None,
-                            "responder": "backend", "judge": "text"}
+                            "responder": "backend", "judge": "text", "readback": False}  # hidden: nothing read back
     assert s["unique_failures"] == 0 and s["baseline_failures"] == 0
     execs = [e.execution for e in c.store.executions(c.campaign_id)]
     assert execs and all(not e.top_ids and not e.top_scores and e.response for e in execs)

@@ -1,9 +1,11 @@
-"""Read your writes (ufuzz.engine.readback): a written memory must stand next to a fresh twin of itself in a search
-for its own text. A correct backend is never charged, whatever its scorer; an index that keeps an updated
+"""Read your writes (ufuzz.engine.readback): a written memory must stand above a fresh twin of itself, or next to it,
+in a search for its own text, where an untouched memory stands next to its own twin. A correct backend is never
+charged, whatever its scorer, tie order, deduplication or diversification; an index that keeps an updated
 memory's old words, or never learns of an add, is; the failure sits beside a valid mutant and replays."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import tempfile
 
@@ -11,19 +13,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ufuzz.backends import planted
+from ufuzz.backends import planted, registry
 from ufuzz.backends.embedded import EmbeddedBackend
-from ufuzz.backends.protocol import Retrieved
+from ufuzz.backends.protocol import BackendError, Retrieved
 from ufuzz.corpus.regression import export_campaign
 from ufuzz.engine.campaign import Campaign, CampaignConfig
-from ufuzz.engine.readback import apart, readback
+from ufuzz.engine.readback import apart, below, readback
 from ufuzz.engine.regression import check_corpus
 from ufuzz.engine.replay import replay_campaign
 from ufuzz.model import Checkpoint, Memory, StateOp
 
-WORDS = ["mopsa", "has", "a", "pet", "dragon", "bearded", "tarantula", "coffee", "park", "walks", "likes", "rome",
-         "the", "named", "fang", "dog", "budgie", "snake", "corn"]
-TEXTS = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(" ".join)
+WORDS = ["mopsa", "has", "a", "the", "budgie", "pet", "dragon", "coffee", "park", "likes", "named", "fang", "dog",
+         "snake", "corn", "Mopsa", "has."]
+TEXTS = st.lists(st.sampled_from(WORDS), min_size=1, max_size=7).map(" ".join)
 
 
 def _checkpoint(texts: list[str]) -> Checkpoint:
@@ -31,39 +33,42 @@ def _checkpoint(texts: list[str]) -> Checkpoint:
                                                        for j, t in enumerate(texts)))
 
 
-def _write(be, h, texts: list[str], i: int, new: str, add: bool, policy: str):
-    if add:
-        op = StateOp("add", None, Memory("n1", new, "2024-02-01T00:00:00"))
-        return op, be.add(h, op.memory)
+def _update(be, h, i: int, new: str, policy: str = "rewrite"):
     nid = f"m{i}" if policy == "rewrite" else f"m{i}~u1abcd"
     op = StateOp("update", f"m{i}", Memory(nid, new, "2024-02-01T00:00:00"))
     return op, be.update(h, f"m{i}", op.memory)
 
 
-@pytest.fixture(scope="module", params=[("bm25", "append"), ("bm25", "rewrite"), ("hybrid", "append")])
+@pytest.fixture(scope="module", params=[("bm25", "append"), ("bm25", "rewrite"), ("hybrid", "rewrite")])
 def correct(request):
     retrieval, policy = request.param
     return EmbeddedBackend(tempfile.mkdtemp(), {"db": "memory", "retrieval": retrieval,
                                                 "update_policy": policy}), policy
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(texts=st.lists(TEXTS, min_size=2, max_size=9), i=st.integers(0, 8), word=st.sampled_from(WORDS),
-       pos=st.integers(0, 7), add=st.booleans())
-def test_a_correct_backend_is_never_charged(correct, texts, i, word, pos, add):
-    """Repeated terms, stop words, duplicates, short texts: BM25 may rank another memory above a text's own, but
-    never apart from a memory of the same text and time."""
+@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts=st.lists(TEXTS, min_size=11, max_size=14), i=st.integers(0, 13), perm=st.permutations(range(7)),
+       add=st.booleans())
+def test_a_correct_backend_is_never_charged(correct, texts, i, perm, add):
+    """Eleven memories and more (ids m1 < m10 < m1~twin: a tie may put another memory between a memory and its
+    twin), bag-of-words duplicates (another memory with the new text's words in another order, case or
+    punctuation), repeated terms and stop words: never charged."""
     be, policy = correct
     i %= len(texts)
     words = texts[i].split()
-    words[pos % len(words)] = word
+    new = " ".join(words[j] for j in perm if j < len(words)) or "mopsa"
+    texts = [*texts, " ".join(reversed(new.split()))]  # its words in another order, stored too
     h = be.build(_checkpoint(texts))
     try:
-        op, res = _write(be, h, texts, i, " ".join(words), add, policy)
+        if add:
+            op = StateOp("add", None, Memory("m1x", new, "2024-02-01T00:00:00"))
+            res = be.add(h, op.memory)
+        else:
+            op, res = _update(be, h, i, new, policy)
         assert res.ok
         before = sorted(m.id for m in be.list(h))
-        assert readback(be, h, (op,), (res,), 5) is None
-        assert sorted(m.id for m in be.list(h)) == before  # the twin went to a copy
+        assert readback(be, h, (op,), (res,), 5).finding is None
+        assert sorted(m.id for m in be.list(h)) == before  # the twins went to a copy
     finally:
         be.release(h)
 
@@ -77,52 +82,106 @@ def test_an_index_that_keeps_the_old_words_is_found():
     for cls, charged in ((bad, True), (good, False)):
         be = cls(tempfile.mkdtemp(), {"db": "memory", "retrieval": "bm25"})
         h = be.build(_checkpoint(STALE))
-        op = StateOp("update", "m0", Memory("m0", "Mopsa has a corn snake.", "2024-02-01T00:00:00"))
-        res = be.update(h, "m0", op.memory)
+        op, res = _update(be, h, 0, "Mopsa has a corn snake.")
         assert res.ok and be.get(h, "m0").text == "Mopsa has a corn snake."  # what get/list verify
-        found = readback(be, h, (op,), (res,), 5)
-        assert (found is not None) is charged, cls.__name__
+        read = readback(be, h, (op,), (res,), 5)
+        assert (read.finding is not None) is charged and read.inconclusive is None, cls.__name__
         if charged:
-            c = found.changes[0]
-            assert found.kind == "write_not_found" and found.memories == ("m0",)
+            f, c = read.finding, read.finding.changes[0]
+            assert f.kind == "write_not_found" and f.memories == ("m0",)
             assert c["twin_rank"] == 1 and c["rank"] == 3 and c["top_ids"][1] == "m1"  # the snake in between
-            assert "m0" in found.reason and "rank 3" in found.reason
+            assert "m0" in f.reason and "rank 3" in f.reason
 
 
-class _Unindexed:
-    """A backend whose search never returns one memory (an add that never reached the index)."""
+class _Unindexed(EmbeddedBackend):
+    """Planted: search never returns memory n1 (an add that never reached the index)."""
 
-    def __init__(self, inner, hidden: str) -> None:
-        self.inner, self.hidden = inner, hidden
-        self.forks = self.releases = 0
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def fork(self, state):
-        self.forks += 1
-        return self.inner.fork(state)
-
-    def release(self, state):
-        self.releases += 1
-        return self.inner.release(state)
-
-    def retrieve(self, state, query, k):
-        return [r for r in self.inner.retrieve(state, query, k + 1) if r.id != self.hidden][:k]
+    def _retrieve(self, state, query, k):
+        return [r for r in super()._retrieve(state, query, k + 1) if r.id != "n1"][:k]
 
 
 def test_an_add_search_never_sees_is_found_on_a_copy():
-    inner = EmbeddedBackend(tempfile.mkdtemp(), {"db": "memory", "retrieval": "bm25"})
-    be = _Unindexed(inner, "n1")
-    h = inner.build(_checkpoint(STALE))
+    be = _Unindexed(tempfile.mkdtemp(), {"db": "memory", "retrieval": "bm25"})
+    h = be.build(_checkpoint(STALE))
     op = StateOp("add", None, Memory("n1", "Mopsa adopted a hedgehog.", "2024-02-01T00:00:00"))
-    res = inner.add(h, op.memory)
-    found = readback(be, h, (op,), (res,), 5)
-    assert found is not None and found.changes[0]["rank"] is None and "not returned" in found.reason
-    assert (be.forks, be.releases) == (1, 1)
-    assert "n1~twin" not in {m.id for m in inner.list(h)}
-    # nothing written, a delete, a refused write: nothing to read back
-    assert readback(be, h, (StateOp("delete", "m1"),), (inner.delete(h, "m1"),), 5) is None
+    res = be.add(h, op.memory)
+    read = readback(be, h, (op,), (res,), 5)
+    assert read.finding is not None and read.finding.changes[0]["rank"] is None and "not at all" in read.finding.reason
+    assert "n1~twin" not in {m.id for m in be.list(h)}
+    assert readback(be, h, (StateOp("delete", "m1"),), (be.delete(h, "m1"),), 5).inconclusive  # nothing written
+
+
+# -- correct designs the premise does not hold for: never charged, the read-back says why ---------------------
+
+def _toks(t: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", t.lower()))
+
+
+class _DedupResults(EmbeddedBackend):
+    """Correct: identical texts collapsed in the results, the newest kept."""
+
+    def _retrieve(self, state, query, k):
+        hits = sorted(super()._retrieve(state, query, 3 * k), key=lambda r: (-r.score, "~twin" not in r.id))
+        seen, out = set(), []
+        for r in hits:
+            if r.text.strip() not in seen:
+                seen.add(r.text.strip())
+                out.append(r)
+        return out[:k]
+
+
+class _MMR(EmbeddedBackend):
+    """Correct: maximal marginal relevance, near-duplicates of a picked result pushed down."""
+
+    def _retrieve(self, state, query, k):
+        cand = super()._retrieve(state, query, max(4 * k, 20))
+        top, picked = max((r.score for r in cand), default=1.0) or 1.0, []
+        while cand and len(picked) < k:
+            def mmr(r):
+                red = max((len(_toks(r.text) & _toks(p.text)) / max(1, len(_toks(r.text) | _toks(p.text)))
+                           for p in picked), default=0.0)
+                return 0.5 * r.score / top - 0.5 * red
+            best = max(cand, key=mmr)
+            cand.remove(best)
+            picked.append(best)
+        return picked
+
+
+class _DedupOnWrite(EmbeddedBackend):
+    """Correct: an add of a text already stored replaces the older memory."""
+
+    def _add(self, state, memory):
+        for m in self._list(state):
+            if m.active and m.text.strip() == memory.text.strip():
+                self._delete(state, m.id)
+        return super()._add(state, memory)
+
+
+@pytest.mark.parametrize(("cls", "why"), [(_DedupResults, "does not stand next to"), (_MMR, None),
+                                          (_DedupOnWrite, "merges duplicates")])
+def test_a_correct_system_that_does_not_rank_twins_together_is_never_charged(cls, why):
+    """Each was charged before the calibration (review): the written memory collapsed into its twin, pushed
+    below it by diversification, or replaced by it."""
+    be = cls(tempfile.mkdtemp(), {"db": "memory", "retrieval": "bm25", "update_policy": "rewrite"})
+    h = be.build(_checkpoint([*STALE, "Bob has a cat.", "Bob likes coffee.", "Carol reads books."]))
+    for i, new in ((0, "Mopsa has a budgie and a dog."), (3, "Mopsa lives in Rome."), (5, "Bob has a dog.")):
+        op, res = _update(be, h, i, new)
+        read = readback(be, h, (op,), (res,), 5)
+        assert read.finding is None, (cls.__name__, read.finding.reason)
+        assert why is None or why in (read.inconclusive or ""), (cls.__name__, read)
+
+
+def test_a_memory_ranked_above_its_twin_was_found_by_its_words():
+    """Ties ordered by id put m10 ("Mopsa has the budgie": the same bag of words) between m1 and m1~twin; m1 is
+    first: found (review: it was charged before)."""
+    be = EmbeddedBackend(tempfile.mkdtemp(), {"db": "memory", "retrieval": "bm25", "update_policy": "rewrite"})
+    texts = ["Mopsa likes tea.", "Mopsa has a dog.", *(f"Filler {n} walks." for n in range(8)), "Mopsa has the budgie"]
+    h = be.build(_checkpoint(texts))
+    op, res = _update(be, h, 1, "Mopsa has a budgie.")
+    assert readback(be, h, (op,), (res,), 5).finding is None
+    hits = [Retrieved("m1", "t", 1.0), Retrieved("m10", "u", 1.0), Retrieved("m1~twin", "t", 1.0)]
+    assert apart(hits, "m1", "m1~twin", "t") == 1 and not below(hits, "m1", "m1~twin", "t")
+    assert below(list(reversed(hits)), "m1", "m1~twin", "t")
 
 
 def _r(i: str, text: str = "x") -> Retrieved:
@@ -132,13 +191,14 @@ def _r(i: str, text: str = "x") -> Retrieved:
 def test_apart_counts_only_other_texts_and_first_places():
     t = "the text"
     assert apart([_r("w~twin", t), _r("w", t)], "w", "w~twin", t) == 0
-    assert apart([_r("w", t), _r("w~twin", t)], "w", "w~twin", t) == 0
     assert apart([_r("w~twin", t), _r("d", t), _r("w", t)], "w", "w~twin", t) == 0  # a duplicate between
     assert apart([_r("w~twin", t), _r("o"), _r("w", t)], "w", "w~twin", t) == 1
     assert apart([_r("w~twin", t), _r("w", t), _r("o"), _r("w", "old")], "w", "w~twin", t) == 0  # returned twice
     assert apart([_r("w~twin", t), _r("o")], "w", "w~twin", t) == 2
     assert apart([_r("w", t), _r("o")], "w", "w~twin", t) is None
 
+
+# -- in a campaign ---------------------------------------------------------------------------------------------
 
 def test_the_failure_sits_beside_a_valid_mutant_and_replays(tmp_path):
     planted.register_all()
@@ -163,5 +223,100 @@ def test_the_failure_sits_beside_a_valid_mutant_and_replays(tmp_path):
     export_campaign(out, tmp_path / "c.jsonl")
     report = check_corpus(tmp_path / "c.jsonl", backend="clean-stale-index",
                           options={"db": "memory", "retrieval": "bm25"})
-    status = {r.failure_key: r.status for r in report.results}
-    assert {status[k] for k in keys} == {"fixed"}
+    status = {r.failure_key: (r.status, r.reason) for r in report.results}
+    assert {status[k][0] for k in keys} == {"fixed"}
+    assert all("finds it now" in status[k][1] for k in keys)
+    # a system the premise does not hold for (results deduplicated) says nothing: changed, never fixed
+    registry.register("test-dedup-results", _DedupResults)
+    report = check_corpus(tmp_path / "c.jsonl", backend="test-dedup-results",
+                          options={"db": "memory", "retrieval": "bm25", "update_policy": "rewrite"})
+    status = {r.failure_key: (r.status, r.reason) for r in report.results}
+    assert {status[k][0] for k in keys} == {"changed"} and all("says nothing" in status[k][1] for k in keys)
+
+
+class _RefusesDuplicates(EmbeddedBackend):
+    """Correct: a second memory of a text already stored is refused with an error (an HTTP 409)."""
+
+    def _add(self, state, memory):
+        if any(m.active and m.text.strip() == memory.text.strip() for m in self._list(state)):
+            raise BackendError("HTTP 409: a memory with this text exists")
+        return super()._add(state, memory)
+
+
+def test_a_backend_fault_in_the_read_back_costs_no_mutant(tmp_path):
+    """The read-back's fault is an error record; the verified mutant is executed and judged as without it."""
+    registry.register("test-refuses-duplicates", _RefusesDuplicates)
+    got = {}
+    for rb in (True, False):
+        c = Campaign(CampaignConfig(backend="test-refuses-duplicates", backend_options={"db": "memory"},
+                                    budget=150, seed=1, out=str(tmp_path / str(rb)), readback=rb,
+                                    max_consecutive_errors=0))
+        s = c.run()
+        got[rb] = (s["mutants_valid"], sorted(f.key for _, f in c.failure_log), s["errors"])
+    assert got[True][:2] == got[False][:2] and got[False][2] == 0 and got[True][2] > 0
+
+
+def test_the_failure_is_shown_ticketed_and_minimised(tmp_path):
+    """What a developer gets: the steps (the write, the twin, the search), the class, one cause per memory written
+    whatever value, and a minimised record that still reproduces (with --opt passed through)."""
+    from click.testing import CliRunner
+
+    from ufuzz.cli import main
+    from ufuzz.oracles.classes import class_of
+
+    planted.register_all()
+    out = tmp_path / "c"
+    c = Campaign(CampaignConfig(backend="planted-stale-index", backend_options={"db": "memory", "retrieval": "bm25"},
+                                budget=300, seed=1, out=str(out)))
+    c.run()
+    f = next(f for _, f in c.failure_log if f.kind == "write_not_found")
+    assert class_of(f.operator, f.stage, f.kind).id == "write-not-found-by-its-words"
+    run = CliRunner()
+    shown = run.invoke(main, ["failures", "show", str(out), f.key[:12]])
+    assert shown.exit_code == 0 and "read back right after the operation, beside a fresh copy" in shown.output
+    md = run.invoke(main, ["failures", "show", str(out), f.key[:12], "--format", "md"]).output
+    assert "Add a second memory with exactly the text and time" in md and "**state:write_not_found**" in md
+    assert "listed under *Evidence*" not in md
+    listed = run.invoke(main, ["status", str(out)]).output
+    assert "writes read back" in listed
+    mini = run.invoke(main, ["minimise", str(out), f.key[:12], "-o", str(tmp_path / "m.jsonl"),
+                             "--opt", "retrieval=bm25"])
+    assert mini.exit_code == 0, mini.output
+    before, after = re.search(r"memories (\d+) -> (\d+)", mini.output).groups()
+    assert int(after) < int(before)
+    checked = run.invoke(main, ["corpus", "check", str(tmp_path / "m.jsonl")])
+    assert checked.exit_code == 0 and "1 known failures reproduce" in checked.output, checked.output
+
+
+def test_one_cause_per_memory_written_whatever_its_new_value():
+    from ufuzz.model import FuzzCase, MutationDescriptor, Obligation, Provenance, Query, QueryFields
+    from ufuzz.operators.sideeffects import Finding
+    from ufuzz.oracles.verdict import state_failure
+
+    def case(cid: str, value: str, written: str) -> FuzzCase:
+        q = Query("q", "Where does Lena live?", QueryFields("Lena", "city"))
+        op = StateOp("update", "p1-m3", Memory(written, f"Lena lives in {value}.", "2024-02-01T00:00:00"))
+        return FuzzCase(id=cid, seed_id="s1", checkpoint_id="c", query=q, descriptor=MutationDescriptor(),
+                        provenance=Provenance((), (), frozenset()), parent_id="p", operator="update",
+                        obligation=Obligation("s1", "update", f"value={value}"), ops=(op,))
+
+    def unread(wid: str) -> Finding:
+        return Finding("write_not_found", (wid,), ({"memory": wid, "change": "not_found"},), "r")
+
+    a = state_failure(case("x1", "Brask", "p1-m3~u1abcd"), case("p", "", "p1-m3"), unread("p1-m3~u1abcd"))
+    b = state_failure(case("x2", "Quill", "p1-m3~u19f00"), case("p", "", "p1-m3"), unread("p1-m3~u19f00"))
+    c = state_failure(case("x3", "Quill", "p1-m4~u19f00"), case("p", "", "p1-m4"), unread("p1-m4~u19f00"))
+    assert a.cause == b.cause != c.cause and a.key != b.key
+
+
+def test_no_readback_is_said_by_status(tmp_path):
+    from click.testing import CliRunner
+
+    from ufuzz.cli import main
+
+    run = CliRunner()
+    for flag, said in (("--no-readback", "writes not read back"), ("--readback", "writes read back")):
+        out = tmp_path / flag.strip("-")
+        r = run.invoke(main, ["run", "--budget", "20", "--quiet", "--out", str(out), "--opt", "db=memory", flag])
+        assert r.exit_code == 0, r.output
+        assert said in run.invoke(main, ["status", str(out)]).output

@@ -135,6 +135,8 @@ def test_planted_defect_is_found_and_nothing_else(pair, names, tmp_path):
     assert found, f"{pair}: the defective build shows no failure of the planted class {cls}"
     assert not [f for f in clean if cls.holds(f)], \
         f"{pair}: the clean build fails the planted class: {_describe(f for f in clean if cls.holds(f))}"
+    # every write of every clean build is read back beside its twin (engine.readback): none is charged
+    assert not [f for f in clean if f.kind == "write_not_found"], pair
 
     # a failure of the defective build is the defect's when the clean build does not show it: not in the clean
     # campaign, and — the two campaigns' schedules part as soon as their results differ — not on replay either

@@ -119,6 +119,8 @@ def test_planted_product_defect_found_fixed_build_clean(name, tmp_path, monkeypa
     found = _of_class(defect, bad)
     assert found, f"{name}: no failure of its class; got {sorted({(f.operator or '', f.stage, f.kind) for f in bad})}"
     assert not _of_class(defect, good), f"{name}: the fixed build fails its class: {_of_class(defect, good)[:3]}"
+    # every write of every fixed build is read back beside its twin (engine.readback): none is charged
+    assert not [f for f in good if f.kind == "write_not_found"], name
 
 
 def test_a_shadow_copy_failure_reproduces_in_the_standalone_script(tmp_path, monkeypatch):

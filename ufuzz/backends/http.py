@@ -26,7 +26,9 @@ is replaced by the typed value) and JSON paths to the response fields:
 
 * add: ``id`` (the product's id of the new memory; without it the ufuzz id is the product id)
 * search: ``ids`` (required), ``texts``, ``scores`` (all wildcard paths, e.g. ``$.results[*].id``); the
-  results are judged in the order the product returns them (its first k), never re-sorted by score
+  results are judged in the order the product returns them (its first k), never re-sorted by score;
+  ``verbatim`` (default true: results are the stored memories themselves, so every verified write is read back
+  beside a twin, :mod:`ufuzz.engine.readback`; false for a product whose search returns derived facts or chunks)
 * answer: ``text`` (required: the product's response to the question ``{query}``), ``cited`` (a wildcard
   path to the product ids of the memories the response cites, if it says); ``abstain_phrases`` (what the
   product says when it has no answer, e.g. ``["No matching note."]``: matched as whole words) and
@@ -263,7 +265,8 @@ _PATH_KEYS: dict[str, dict[str, bool]] = {
 _OTHER_KEYS = {"method", "path", "body", "not_found"}
 #: keys of one operation only
 _OWN_KEYS = {"answer": {"abstain_phrases", "abstain_defaults"}, "list": {"next", "cursor", "cursor_param",
-                                                                        "max_pages"}, "update": {"policy"}}
+                                                                        "max_pages"}, "update": {"policy"},
+             "search": {"verbatim"}}
 _TOP_KEYS = {"base_url", "name", "timeout", "retries", "retry_backoff", "deterministic", "abstain_threshold",
              "headers", "auth", "namespace", *REQUIRED_OPS, *OPTIONAL_OPS}
 _TABLES = {"headers", "auth", "namespace", *REQUIRED_OPS, *OPTIONAL_OPS}
@@ -344,6 +347,7 @@ class _Operation(StrictModel):
     cited: str | None = None
     abstain_phrases: list[Text(500)] | None = None
     abstain_defaults: bool | None = None
+    verbatim: bool | None = None
     next: str | None = None
     cursor: str | None = None
     cursor_param: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.~-]+$", max_length=100)] | None = None
@@ -769,7 +773,8 @@ class HttpBackend(MemoryBackend):
             notes.append(f"update policy {ops['update'].policy}")
         return Capabilities(visible_retrieval="search" in ops, copyable="snapshot" in ops,
                             native_update="update" in ops, native_delete="delete" in ops, observable_state=True,
-                            answers="answer" in ops, verbatim_search="search" in ops,
+                            answers="answer" in ops,
+                            verbatim_search="search" in ops and ops["search"].extra.get("verbatim", True) is not False,
                             deterministic=self.config.deterministic,
                             relevance_threshold=self.config.abstain_threshold,
                             abstain_phrases=tuple(ops["answer"].extra.get("abstain_phrases", ()))

@@ -14,8 +14,8 @@ fuzzer finds the planted defect (operator + failure kind, :class:`PlantedClass`)
 
 The planted behaviours are memory-system bugs a tester meets in real products: a delete that only reaches the
 document store, versions kept as peers with ties broken by age, a "semantic" result cache that does not tell
-questions about different people apart, a fixed-capacity search index, a relevance cut-off set too low. None
-of them looks at what the fuzzer does: they act on ordinary add/update/delete/retrieve calls.
+questions about different people apart, a fixed-capacity search index, a relevance cut-off set too low, an update
+stored but not re-indexed. None of them looks at what the fuzzer does: they act on ordinary add/update/delete/retrieve calls.
 """
 
 from __future__ import annotations
@@ -370,8 +370,7 @@ CLASSES: dict[str, PlantedClass] = {
     "add-evicts": PlantedClass(("missing_evidence",), (("unrelated_edit", "add"),)),
     # the decoy of a question about a person nobody mentioned returned as relevant
     "low-threshold": PlantedClass(("unsupported_retrieved",), (("unsupported", "entity"),)),
-    # the memory an update rewrote, searched for by its new words, not found (ufuzz.engine.readback)
-    # the memory an update rewrote, searched for by its own words, not found where its old text was
+    # the memory an update rewrote, searched for by its own words, not found beside a fresh memory of them
     # (ufuzz.engine.readback), whichever operator made the update
     "stale-index": PlantedClass(("write_not_found",), (("update", None), ("unrelated_edit", "update"),
                                                        ("stress_edit", "update-oldest"),

@@ -89,6 +89,11 @@ KEY_DOCS: dict[str, str] = {
               "null or empty ends the listing.",
     "cursor_param": "`[list]` only: the query parameter the cursor is sent back in (default `cursor`).",
     "max_pages": "`[list]` only: pages read at most (default 1000); more is an error, never a partial listing.",
+    "verbatim": "`[search]` only: whether results are the stored memories themselves (default true). Then every "
+                "verified add or update is read back: a copy of the state gets a fresh memory of the written text "
+                "and time, and a search for that text must find the written memory beside it (kind "
+                "`write_not_found`; `ufuzz run --no-readback` turns it off). False for a product whose search "
+                "returns derived facts, chunks or summaries.",
 }
 
 _OWN_SCHEMA: dict[str, dict[str, Any]] = {
@@ -98,6 +103,7 @@ _OWN_SCHEMA: dict[str, dict[str, Any]] = {
     "cursor": {"type": "string", "pattern": r"^\$"},
     "cursor_param": {"type": "string", "pattern": "^[A-Za-z0-9_.~-]+$", "default": "cursor"},
     "max_pages": {"type": "integer", "minimum": 1, "maximum": 100000, "default": 1000},
+    "verbatim": {"type": "boolean", "default": True},
 }
 
 

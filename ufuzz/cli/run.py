@@ -143,6 +143,11 @@ from ufuzz.engine.ending import EXIT_CODES, INTERNAL_ERROR
 @click.option("--max-consecutive-errors", type=click.IntRange(min=0, max=10**9), default=20, show_default=True,
               help="End the campaign (reason error, exit 3) after this many backend errors in a row (checked "
                    "between batches: the batch that reached it finishes first); 0 = never.")
+@click.option("--readback/--no-readback", default=True, show_default=True,
+              help="Read every verified add or update back: search a copy of the state for the written text "
+                   "beside a fresh memory of the same text and time (a search index not kept with the store is a "
+                   "state failure, write_not_found). Only where search returns the stored memories and states "
+                   "can be copied; it costs a copy, two adds and up to two searches per write.")
 @click.option("--preflight/--no-preflight", default=True, show_default=True,
               help="A round trip through the backend (build, add, search, get, list, delete) and the LLM "
                    "endpoint before the campaign: an unreachable backend fails at once (exit 3), nothing written.")
@@ -163,7 +168,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
         llm_price: str | None, max_llm_tokens: int | None,
         ray_address: str | None, max_time: str | None,
         baseline: str | None, fail_on: str | None, match_baseline: bool, junit_out: str | None,
-        progress_every: int, max_consecutive_errors: int,
+        progress_every: int, max_consecutive_errors: int, readback: bool,
         preflight: bool, resume_dir: str | None, force: bool, quiet: bool,
         abstain_phrases: tuple[str, ...] = (), no_default_abstain: bool = False) -> None:
     """Run a fuzzing campaign (or continue one: --resume DIR)."""
@@ -224,7 +229,8 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
                              llm_tpm=llm_tpm,
                              llm_rate_limit_wait=llm_rate_limit_wait, llm_price=price,
                              max_llm_tokens=max_llm_tokens,
-                             max_consecutive_errors=max_consecutive_errors, preflight=preflight)
+                             max_consecutive_errors=max_consecutive_errors, preflight=preflight,
+                             readback=readback)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     _set_abstention(cfg, abstain_phrases, no_default_abstain)

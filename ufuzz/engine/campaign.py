@@ -161,8 +161,10 @@ class Campaign:
         self.operators = create_all(realizer=realizer, only=tuple(cfg.operators) if cfg.operators else None)
         responder, context = judging.build(self.backend, self.llm)
         self.executor = Executor(self.backend, self.suite.checkpoints, k=cfg.k, responder=responder,
-                                 max_live_states=cfg.max_live_states, hidden=not context.visible)
-        self.judging = judging.describe(self.backend, responder)
+                                 max_live_states=cfg.max_live_states, hidden=not context.visible,
+                                 readback=cfg.readback)
+        # whether verified writes are read back (ufuzz.engine.readback): said by status beside the levels
+        self.judging = {**judging.describe(self.backend, responder), "readback": self.executor.readback}
         ending.write_atomic(self.out / "campaign.json", json.dumps({"campaign": self.campaign_id,
                                                                    "judging": self.judging,
                                                                    "llm": llm_facts(cfg, self.backend)}) + "\n")

@@ -52,6 +52,9 @@ class CampaignConfig:
     # and Kuzu does not survive thousands of database opens in one process). True/False force it.
     fork_queries: bool | None = None
     max_live_states: int = 32  # mutated states kept open at once; older ones are rebuilt on demand
+    # every verified add or update read back beside a twin on a copy (ufuzz.engine.readback) where the backend's
+    # search returns its stored memories and states can be copied; --no-readback turns it off
+    readback: bool = True
     # "auto": adapters over native libraries (mem0, Graphiti, A-Mem) run in a worker process that is recycled
     # when it grows past worker_max_rss_mb (or every worker_recycle backend calls) and restarted after a crash;
     # "process" forces a worker, "none" runs the backend in the fuzzer's own process.

@@ -69,7 +69,8 @@ class SharedStates:
 class Executor:
     def __init__(self, backend: MemoryBackend, checkpoints: dict[str, Checkpoint], k: int = 5,
                  responder: Responder | None = None, max_live_states: int = 32, hidden: bool = False,
-                 max_parent_executions: int = MAX_PARENT_EXECUTIONS, shared: SharedStates | None = None) -> None:
+                 max_parent_executions: int = MAX_PARENT_EXECUTIONS, shared: SharedStates | None = None,
+                 readback: bool = True) -> None:
         self.backend = backend
         self.shared = shared  # checkpoint states shared with other thread lanes (never released here)
         self.checkpoints = checkpoints
@@ -80,7 +81,7 @@ class Executor:
         self.answers = caps.answers
         # every verified write is searched for by its own words beside a twin on a copy (ufuzz.engine.readback)
         # where search returns the stored memories themselves, states can be copied and retrieval is seen
-        self.readback = bool(caps.verbatim_search) and self.copyable and not self.hidden
+        self.readback = readback and bool(caps.verbatim_search) and self.copyable and not self.hidden
         self.responder = responder
         # what the responder says when it abstains: the backend's own phrases when it answers, else the
         # configured answerer's (Judging.build sets them), else the built-in ones

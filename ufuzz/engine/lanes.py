@@ -179,7 +179,7 @@ class LaneCore:
             responder, self.context = judging.build(self.backend, self.llm)
             self.executor = Executor(self.backend, spec.checkpoints, k=cfg.k, responder=responder,
                                      max_live_states=cfg.max_live_states, hidden=not self.context.visible,
-                                     shared=shared)
+                                     shared=shared, readback=cfg.readback)
             self.operators = create_all(only=tuple(cfg.operators) if cfg.operators else None)
         except BaseException:
             if self.owns_backend:

@@ -64,7 +64,7 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
         verdict = _side_effect(view, mutation, op.meaning_preserving) or op.validate(parent, mutation, view)
         ok, reason, proposal.finding = verdict.ok, verdict.reason, verdict.finding
         if ok and view is not None and getattr(executor, "readback", False):  # verified: now read it back
-            proposal.unread = readback(executor.backend, proposal.handle, mutation.ops, mutation.results, executor.k)
+            proposal.unread = _read_back(executor, proposal.handle, mutation)
     except Rejected as exc:
         reason, final = str(exc), exc.final
     except (BackendError, NotImplementedError) as exc:
@@ -82,6 +82,16 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
     proposal.mutation = mutation if proposal.valid else None
     proposal.final = not proposal.valid and (final or not op.varies(parent, target))
     return proposal
+
+
+def _read_back(executor: Any, handle: str, mutation: Mutation) -> Any:
+    """The finding of reading the mutation's write back (:mod:`ufuzz.engine.readback`), or None. A backend fault on
+    the way is kept with the executor's faults (an error record) and never costs the mutant, which is verified."""
+    try:
+        return readback(executor.backend, handle, mutation.ops, mutation.results, executor.k).finding
+    except BackendError as exc:
+        executor.faults.append(("readback", f"{type(exc).__name__}: {exc}"))
+        return None
 
 
 def _side_effect(view: StateView | None, mutation: Mutation, unrelated: bool) -> Verdict | None:

@@ -4,45 +4,62 @@ A state operator verifies its write through get/list only (:mod:`ufuzz.operators
 system whose search index is not kept with its store — an update whose new text is stored but still searched by
 the old one, an add that reaches the store and never the index — passes that verification, and every question
 that does not hinge on the new words: the seed's question about the updated field finds the record by the words
-the old and the new text share (the person's name). So the write is read back, against a control.
+the old and the new text share (the person's name). So the write is read back, against controls.
 
 On a scratch copy of the state after the write, a **twin** is added: a new memory with exactly the written
-memory's text and time as the system stores them (``get``). Then the copy is searched for that text. Whatever the
-system's scorer — dense, BM25 with its length and term-frequency quirks, a recency boost — two memories with the
-same text and the same time are the same to it, so the written memory must stand next to its twin: right above
-or right below it, or apart from it only by memories carrying that very text. Where the twin is in the top-k
-and the written memory is further away, or not returned at all, the system does not search the memory by what it
-stores: a failure of the state level (kind ``write_not_found``), recorded beside the mutant — which stays a valid
-test, judged as any other. Where the twin is not in the top-k either, the search does not find this text by its
-words at all, and nothing is said. (A search for the text alone, without the twin, would blame correct scorers:
-BM25 ranks "mopsa mopsa has" above "has mopsa" for the query "has mopsa".)
+memory's text and time as the system stores them (``get``). Then the copy is searched for that text. Two memories
+of the same text and time are the same to a scorer — dense, BM25 with its length and term-frequency quirks, a
+recency boost by the stored time — so the written memory must stand above its twin, or below it apart only by
+memories carrying that very text. Further below, or not returned, while the twin is in the top-k, the system does
+not search the memory by what it stores — unless the premise does not hold on this system, which is checked on
+the same copy before anything is said:
 
-Only backends whose search returns the stored memories themselves (``Capabilities.verbatim_search``: not a
-graph's derived facts) and whose states can be copied are read back, and nothing when retrieval is hidden. It
-costs a copy, an add and a search per write; no reference, no threshold, no response is involved.
+* the twin's add must leave the written memory as it was (a product that merges duplicates at write time has no
+  twin to compare with);
+* a **calibration** memory the operation did not touch (the best-ranked other result, else the first listed)
+  gets a twin too, and must stand next to it in a search for its text: a product that collapses identical
+  results, diversifies them (MMR) or ranks by a clock or an access count the twin cannot copy fails this, and
+  then the comparison says nothing.
+
+What is charged is a failure of the state level (kind ``write_not_found``), recorded beside the mutant — which
+stays a valid test, judged as any other. A search for the text alone, without the twin, would blame correct
+scorers (BM25 ranks "mopsa mopsa has" above "has mopsa" for the query "has mopsa"). Only backends whose search
+returns the stored memories themselves (``Capabilities.verbatim_search``: not a graph's derived facts, not an
+LLM's extraction) and whose states can be copied are read back, nothing when retrieval is hidden or the campaign
+says ``--no-readback``. It costs a copy, two adds and up to two searches per verified write.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from ufuzz.backends.protocol import MemoryBackend, OpResult, Retrieved, StateHandle
+from ufuzz.backends.protocol import MemoryBackend, OpResult, Retrieved, StateHandle, StoredMemory
 from ufuzz.model import Memory, StateOp
 from ufuzz.operators.sideeffects import WRITE_NOT_FOUND, Finding
 
-__all__ = ["TWIN", "apart", "readback"]
+__all__ = ["TWIN", "Readback", "apart", "below", "readback"]
 
-#: what the twin's id is the written memory's id with
+#: what a twin's id is its original's id with
 TWIN = "~twin"
+
+
+@dataclass(frozen=True)
+class Readback:
+    """What reading a write back said: a finding, nothing wrong (both None), or why it could say nothing
+    (``inconclusive``) — which a replay must not read as "fixed"."""
+
+    finding: Finding | None = None
+    inconclusive: str | None = None
 
 
 def apart(hits: Sequence[Retrieved], memory_id: str, twin_id: str, text: str) -> int | None:
     """How many results stand between ``memory_id`` and ``twin_id`` in ``hits``, not counting results that carry
     exactly ``text`` (0: next to each other); None when the twin is not among them (nothing to compare with), and
-    ``len(hits)`` when the twin is and the memory is not."""
+    ``len(hits)`` when the twin is and the memory is not. Where a memory stands is where it first stands."""
     pos: dict[str, int] = {}
     for i, r in enumerate(hits):
-        pos.setdefault(r.id, i)  # where each memory first stands (a product may return one memory twice)
+        pos.setdefault(r.id, i)  # a product may return one memory twice
     if twin_id not in pos:
         return None
     if memory_id not in pos:
@@ -51,42 +68,95 @@ def apart(hits: Sequence[Retrieved], memory_id: str, twin_id: str, text: str) ->
     return sum(1 for r in hits[lo + 1:hi] if r.text.strip() != text)
 
 
+def below(hits: Sequence[Retrieved], memory_id: str, twin_id: str, text: str) -> bool:
+    """Whether ``memory_id`` stands below its twin apart from it (or is not returned while the twin is): not found
+    by its words as its twin is. A memory above its twin has been found by them."""
+    ids = [r.id for r in hits]
+    if twin_id not in ids:
+        return False
+    if memory_id in ids and ids.index(memory_id) < ids.index(twin_id):
+        return False
+    return bool(apart(hits, memory_id, twin_id, text))
+
+
 def readback(backend: MemoryBackend, state: StateHandle, ops: Sequence[StateOp], results: Sequence[OpResult],
-             k: int, *, scratch: bool = False) -> Finding | None:
-    """The finding when the memory the last writing operation of ``ops`` wrote does not stand next to its twin in a
-    search of a copy of ``state`` for its text (see the module docstring); None otherwise. ``scratch``: ``state``
-    is the caller's to spend (a replay's): the twin is added to it, not to a copy."""
+             k: int, *, scratch: bool = False) -> Readback:
+    """Read back the memory the last writing operation of ``ops`` wrote (see the module docstring). ``scratch``:
+    ``state`` is the caller's to spend (a replay's): the twins are added to it, not to a copy."""
     written = _last_write(ops, results)
     if written is None:
-        return None
+        return Readback(inconclusive="the operation wrote nothing")
     op, wid = written
     got = backend.get(state, wid)
-    if got is None or not got.text.strip():
-        return None
-    text = got.text.strip()
-    twin = Memory(id=f"{wid}{TWIN}", text=got.text, timestamp=got.timestamp or (op.memory.timestamp if op.memory
-                                                                                 else ""))
+    if got is None or not got.active or not got.text.strip():
+        return Readback(inconclusive=f"{wid} is not stored as active with a text")
     copy = state if scratch else backend.fork(state)
     try:
-        added = backend.add(copy, twin)
-        if not added.ok:
-            return None  # the system refused a second memory of this text: no control
-        twin_id = added.written[0] if added.written else twin.id
-        hits = backend.retrieve(copy, text, k + 1)
+        return _compare(backend, copy, state, op, wid, got, ops, k)
     finally:
         if not scratch:
             backend.release(copy)
-    gap = apart(hits, wid, twin_id, text)
-    if gap is None or gap == 0 or twin_id not in [r.id for r in hits[:k]]:
-        return None
-    top = [r.id for r in hits]  # (list.index: where each first stands, as apart() counts)
-    where = ("not returned" if wid not in top else f"at rank {top.index(wid) + 1}")
+
+
+def _compare(backend: MemoryBackend, copy: StateHandle, state: StateHandle, op: StateOp, wid: str,
+             got: StoredMemory, ops: Sequence[StateOp], k: int) -> Readback:
+    text = got.text.strip()
+    twin_id = _twin(backend, copy, wid, got)
+    if twin_id is None:
+        return Readback(inconclusive="the system refused a second memory of the written text")
+    again = backend.get(copy, wid)
+    if again is None or not again.active or again.text.strip() != text:
+        return Readback(inconclusive="adding a second memory of the written text changed the written one (the "
+                                     "system merges duplicates)")
+    hits = backend.retrieve(copy, text, k + 1)
+    top = [r.id for r in hits]
+    if twin_id not in top[:k]:
+        return Readback(inconclusive=f"a search for the written text does not rank a fresh memory of it in its top "
+                                     f"{k}")
+    if not below(hits, wid, twin_id, text):
+        return Readback()
+    why = _calibrate(backend, copy, state, hits, {wid, twin_id, *(o.target for o in ops if o.target)}, text, k)
+    if why is not None:
+        return Readback(inconclusive=why)
+    rank = top.index(wid) + 1 if wid in top else None
+    where = f"at rank {rank}" if rank else "not at all"
     change = {"memory": wid, "change": "not_found", "after": text, "twin": twin_id, "top_ids": top, "k": k,
-              "rank": None if wid not in top else top.index(wid) + 1, "twin_rank": top.index(twin_id) + 1}
-    return Finding(WRITE_NOT_FOUND, (wid,), (change,),
-                   f"the {op.op} wrote {wid}, but a search for its own words finds it {where} while a fresh memory "
-                   f"of the same text and time comes at rank {top.index(twin_id) + 1} "
-                   f"({', '.join(top)}): the search does not score the memory by what it stores")
+              "rank": rank, "twin_rank": top.index(twin_id) + 1}
+    return Readback(Finding(WRITE_NOT_FOUND, (wid,), (change,),
+                            f"the {op.op} wrote {wid}, but a search for its own words finds it {where} while a "
+                            f"fresh memory of the same text and time comes at rank {top.index(twin_id) + 1} "
+                            f"({', '.join(top)}): the search does not score the memory by what it stores"))
+
+
+def _twin(backend: MemoryBackend, copy: StateHandle, memory_id: str, of: StoredMemory) -> str | None:
+    """Add a twin of ``of`` (stored as ``memory_id``) to ``copy``; its id, or None when the system refused it."""
+    added = backend.add(copy, Memory(id=f"{memory_id}{TWIN}", text=of.text, timestamp=of.timestamp))
+    if not added.ok:
+        return None
+    return added.written[0] if added.written else f"{memory_id}{TWIN}"
+
+
+def _calibrate(backend: MemoryBackend, copy: StateHandle, state: StateHandle, hits: Sequence[Retrieved],
+               touched: set[str], text: str, k: int) -> str | None:
+    """None when an untouched memory of the state stands next to its own twin in a search for its text (the
+    premise holds on this system); else why it does not (then nothing is charged)."""
+    ids = [r.id for r in hits if r.id not in touched and r.text.strip() and r.text.strip() != text]
+    ctrl = next(((i, m) for i, m in ((i, backend.get(copy, i)) for i in ids) if m is not None and m.active), None)
+    if ctrl is None:
+        ctrl = next(((m.id, m) for m in backend.list(state) if m.active and m.id not in touched and m.text.strip()
+                     and m.text.strip() != text), None)
+    if ctrl is None:
+        return "no untouched memory to calibrate the comparison with"
+    cid, cmem = ctrl
+    twin_id = _twin(backend, copy, cid, cmem)
+    if twin_id is None:
+        return "the system refused a second memory of the calibration text"
+    ctext = cmem.text.strip()
+    chits = backend.retrieve(copy, ctext, k + 1)
+    if twin_id not in [r.id for r in chits[:k]] or below(chits, cid, twin_id, ctext):
+        return (f"an untouched memory ({cid}) does not stand next to a fresh memory of its own text either: this "
+                "system does not rank two memories of one text together, so the comparison says nothing")
+    return None
 
 
 def _last_write(ops: Sequence[StateOp], results: Sequence[OpResult]) -> tuple[StateOp, str] | None:

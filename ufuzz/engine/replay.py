@@ -310,6 +310,12 @@ def _apply(backend: MemoryBackend, state: str, op: StateOp) -> OpResult:
     raise BackendError(f"cannot replay malformed op {op}")
 
 
+def _reads_back(backend: MemoryBackend) -> bool:
+    """Whether writes on ``backend`` can be read back (:mod:`ufuzz.engine.readback`), as a campaign would."""
+    caps = backend.capabilities
+    return bool(caps.verbatim_search) and caps.visible_retrieval
+
+
 def replay_state(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], parent: FuzzCase, mutant: FuzzCase,
                  *, failure_key: str, kind: str, target: str, seed_id: str | None = None,
                  operator: str | None = None, k: int = 5) -> ReplayResult:
@@ -331,15 +337,19 @@ def replay_state(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], par
             return ReplayResult(reproduced=False, reason=f"the backend refused the {bad.op}: {bad.detail}",
                                 status="error", **base)
         after = backend.list(state)
-        # the replay's own state: the twin is added to it (the last thing done to it)
-        unread = (readback(backend, state, own, results, k, scratch=True)
-                  if kind == sideeffects.WRITE_NOT_FOUND else None)
+        # the replay's own state: the twins are added to it (the last thing done to it)
+        read = (readback(backend, state, own, results, k, scratch=True)
+                if kind == sideeffects.WRITE_NOT_FOUND and _reads_back(backend) else None)
     except BackendError as exc:
         return ReplayResult(reproduced=False, reason=f"backend error while rebuilding: {exc}", status="error",
                             **base)
     finally:
         executor.close()
-    found = unread if kind == sideeffects.WRITE_NOT_FOUND else sideeffects.find(
+    if kind == sideeffects.WRITE_NOT_FOUND and (read is None or read.inconclusive):
+        why = read.inconclusive if read is not None else "this backend's writes are not read back"
+        return ReplayResult(reproduced=False, reason=f"the read-back says nothing now: {why}", status="changed",
+                            **base)
+    found = read.finding if read is not None else sideeffects.find(
         before, after, own, results, deactivation=_unrelated(mutant.operator))
     if found is None:
         now = ("a search for the written memory's own words finds it now" if kind == sideeffects.WRITE_NOT_FOUND

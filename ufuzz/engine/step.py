@@ -240,7 +240,8 @@ class Steps:
             return StepOutcome(valid=False, final=True) if proposal.final else NO_MUTANT
         p.mutants_valid += 1
         if proposal.unread is not None:  # its write is not found by its own words: a state-level failure beside
-            self.oracle.state_failure(mutant, parent, proposal.unread, parent_ex)  # the mutant, which stays a test
+            self.oracle.state_failure(mutant, parent, proposal.unread, parent_ex,  # the mutant, which stays a test
+                                      reference=mutation.reference)
         if proposal.unjudged:
             p.mutants_unjudged += 1
             return StepOutcome(valid=False, final=True)

@@ -193,11 +193,12 @@ class Oracle:
         return self._seeds[sid]
 
     def state_failure(self, mutant: FuzzCase, parent: FuzzCase, finding: Any,
-                      parent_ex: Execution | None = None) -> str:
-        """Record what a state mutant's verification saw the system change beyond its operation (a failure of
-        the state level; the mutant itself is not a test). Returns the failure key."""
+                      parent_ex: Execution | None = None, reference: Reference | None = None) -> str:
+        """Record a failure of the state level: what a state mutant's verification saw the system change beyond
+        its operation (the mutant is then no test), or a write it could not read back (the mutant stays a test:
+        ``reference`` is its own). Returns the failure key."""
         f = state_failure(mutant, parent, finding, parent_ex)
-        ref = self._refs.get(parent.id)
+        ref = reference if reference is not None else self._refs.get(parent.id)
         if ref is not None and self._reference_sink is not None:  # kept with the mutant so that the failure can be
             self._reference_sink(mutant.id, ref)  # exported and shown (a state failure is never judged by it)
         self._sink(f, ref)

@@ -171,7 +171,8 @@ def _judging_line(j: dict[str, Any] | None) -> str:
         sel = f"no selection (retrieval {j.get('retrieval') or 'hidden'})"
     who = j.get("responder")
     resp = f"response by {who}, judged by {j.get('judge')}" if who else "no response level (no responder)"
-    return f"judging    {sel}; {resp}"
+    read = {True: "; writes read back", False: "; writes not read back"}.get(j.get("readback"), "")
+    return f"judging    {sel}; {resp}{read}"
 
 
 def _short_results(counts: dict[int, int], k: Any) -> dict[str, int] | None:

@@ -130,8 +130,10 @@ def minimal_steps(v: dict[str, Any], minimised: Any = None) -> list[str]:
         inherited, own = ops[:n_parent], ops[n_parent:]
     else:
         n = v["checkpoint_memories"]
+        where = ("the ones that matter are named in the steps" if v["stage"] == "state" else
+                 "the ones that matter are listed under *Evidence*")
         lines.append(f"1. Start from checkpoint `{v['checkpoint']}` ({n} memories; `ufuzz minimise` shrinks it; "
-                     "the ones that matter are listed under *Evidence*).")
+                     f"{where}).")
         inherited = [_view_op(o) for o in v["inherited_ops"]]
         own = [_view_op(o) for o in v["state_change"]]
     step = 2
