@@ -334,9 +334,10 @@ def _state_line(st: dict[str, Any]) -> str:
     return text
 
 
-#: the facts that say which system it is, first on the backend line (before it is cut): a product's name and URL,
-#: a library's retrieval mode and model
-_IDENTITY = ("product", "base_url", "retrieval", "update_policy", "model", "write_mode")
+#: the facts that say which system it is, first on the backend line (before it is cut): a product's name, URL and
+#: operations, a library's retrieval mode and model; file paths, whose length depends on the machine, last
+_IDENTITY = ("product", "base_url", "retrieval", "update_policy", "model", "write_mode", "operations")
+_LAST = ("config",)
 
 
 def _backend_words(facts: dict[str, Any], width: int = 160) -> str:
@@ -344,8 +345,8 @@ def _backend_words(facts: dict[str, Any], width: int = 160) -> str:
     by name — nested ones (e.g. a product's operations) by their keys only, cut at ``width`` characters: one
     readable line (``ufuzz status --json`` has every fact)."""
     words = []
-    order = {k: i for i, k in enumerate(_IDENTITY)}
-    for k, v in sorted(facts.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])):
+    order = {k: i for i, k in enumerate(_IDENTITY)} | {k: len(_IDENTITY) + 1 + i for i, k in enumerate(_LAST)}
+    for k, v in sorted(facts.items(), key=lambda kv: (order.get(kv[0], len(_IDENTITY)), kv[0])):
         if k == "backend" or v is None:
             continue
         words.append(f"{k}=[{', '.join(map(str, v))}]" if isinstance(v, dict) else f"{k}={v}")
