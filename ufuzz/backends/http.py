@@ -514,7 +514,7 @@ def _parse_op(name: str, t: dict[str, Any], err: Any) -> Operation:
         except ValueError as exc:
             raise err(where, f"'{key}': {exc}") from None
         if (name in ("search", "list") or key == "cited") and not jp.multi:
-            raise err(where, f"'{key}': {jp.text!r} must select a list with [*] (e.g. '$.results[*].{key}')")
+            raise err(where, f"'{key}': {jp.text!r} must select a list with [*] (e.g. '$.results[*].{key.rstrip('s')}')")
         if name == "answer" and key == "text" and jp.multi:
             raise err(where, f"'text': {jp.text!r} must select one value, not a list (no [*])")
         paths[key] = jp

@@ -516,7 +516,8 @@ def _baseline_mismatch(corpus: Any, cfg: Any, strategy: str) -> list[str]:
     from ufuzz.oracles.judging import Judging
 
     diffs = baseline_mismatch(corpus, seed=cfg.seed, budget=cfg.budget, strategy=strategy, k=cfg.k,
-                              backend=cfg.backend, judging=Judging.of(cfg).to_dict(), batch=cfg.batch)
+                              backend=cfg.backend, judging=Judging.of(cfg).to_dict(), batch=cfg.batch,
+                              readback=cfg.readback)
     if diffs:
         click.echo(f"note: this campaign differs from the one baseline {corpus.path} was exported from: "
                    f"{'; '.join(diffs)}. Failures are matched by behaviour, so known bugs met on other facts stay "

@@ -241,12 +241,14 @@ def baseline_source(corpus: RegressionCorpus) -> dict[str, Any]:
     src = dict(corpus.header.get("source") or {})
     return {"seed": src.get("seed"), "budget": src.get("budget"), "strategy": src.get("strategy"),
             "batch": src.get("batch"),
+            # whether its writes were read back (ufuzz.engine.readback); a baseline exported before did not
+            "readback": bool(src.get("readback", False)) if src else None,
             "k": corpus.header.get("k"), "backend": corpus.header.get("backend"),
             "judging": dict(corpus.header.get("judging") or {})}
 
 
 def baseline_mismatch(corpus: RegressionCorpus, *, seed: int, budget: int, strategy: str, k: int, backend: str,
-                      judging: dict[str, Any], batch: int | None = None) -> list[str]:
+                      judging: dict[str, Any], batch: int | None = None, readback: bool | None = None) -> list[str]:
     """What differs between the campaign about to run and the one the baseline was exported from. Failures are
     matched by behaviour, so a known bug met on other facts stays known whatever the seed or budget; but another
     campaign can reach behaviours the baseline's never did (new, or unconfirmed when rare), and other judging or another
@@ -254,7 +256,7 @@ def baseline_mismatch(corpus: RegressionCorpus, *, seed: int, budget: int, strat
     src = baseline_source(corpus)
     out = []
     for name, now in (("backend", backend), ("seed", seed), ("budget", budget), ("strategy", strategy), ("k", k),
-                      ("batch", batch)):
+                      ("batch", batch), ("readback", readback)):
         was = src[name]
         if was is not None and now is not None and was != now:
             out.append(f"{name} {now} (the baseline's campaign: {was})")

@@ -81,7 +81,7 @@ STAGES = ("selection", "post-selection", "response", "state")
 #: a verdict's kinds, and the side effects a state operation's verification records (level "state")
 FAILURE_KINDS = JUDGED_KINDS + STATE_KINDS
 #: per-record outcomes of a check; only the first one means "still reproduces"
-STATUSES = ("reproduced", "fixed", "changed", "parent_broken", "error")
+STATUSES = ("reproduced", "fixed", "changed", "parent_broken", "error", "inconclusive")
 #: what a record expects: a known failure that still fails, or a fixed one that must keep passing
 EXPECTED_STATUSES = ("failing", "fixed")
 #: backend options that name a file: stored relative to the corpus file
@@ -295,6 +295,7 @@ def campaign_header(data: Any, output: str | Path, records: int, generator: str)
         "backend_info": data.backend_info,
         "source": {"budget": data.config.get("budget"), "seed": data.config.get("seed"),
                    "strategy": data.config.get("strategy"), "batch": data.config.get("batch"),
+                   "readback": data.config.get("readback", False),  # campaigns before it existed did not
                    "seeds": Path(str(seeds_cfg)).name if seeds_cfg else "default"},
         "generator": f"{generator} (ufuzz {_version()})",
         "records": records,

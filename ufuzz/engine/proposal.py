@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ufuzz.backends.protocol import BackendError
-from ufuzz.engine.readback import readback
+from ufuzz.engine.readback import readback, written_times
 from ufuzz.model import FuzzCase, Reference
 from ufuzz.operators import sideeffects
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
@@ -64,7 +64,7 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
         verdict = _side_effect(view, mutation, op.meaning_preserving) or op.validate(parent, mutation, view)
         ok, reason, proposal.finding = verdict.ok, verdict.reason, verdict.finding
         if ok and view is not None and getattr(executor, "readback", False):  # verified: now read it back
-            proposal.unread = _read_back(executor, proposal.handle, mutation)
+            proposal.unread = _read_back(executor, proposal.handle, parent, mutation)
     except Rejected as exc:
         reason, final = str(exc), exc.final
     except (BackendError, NotImplementedError) as exc:
@@ -84,11 +84,13 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
     return proposal
 
 
-def _read_back(executor: Any, handle: str, mutation: Mutation) -> Any:
+def _read_back(executor: Any, handle: str, parent: FuzzCase, mutation: Mutation) -> Any:
     """The finding of reading the mutation's write back (:mod:`ufuzz.engine.readback`), or None. A backend fault on
     the way is kept with the executor's faults (an error record) and never costs the mutant, which is verified."""
+    checkpoint = executor.checkpoints.get(parent.checkpoint_id)
     try:
-        return readback(executor.backend, handle, mutation.ops, mutation.results, executor.k).finding
+        return readback(executor.backend, handle, mutation.ops, mutation.results, executor.k,
+                        times=written_times(checkpoint, (*parent.ops, *mutation.ops))).finding
     except BackendError as exc:
         executor.faults.append(("readback", f"{type(exc).__name__}: {exc}"))
         return None

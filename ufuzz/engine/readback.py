@@ -31,14 +31,24 @@ says ``--no-readback``. It costs a copy, two adds and up to two searches per ver
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from ufuzz.backends.protocol import MemoryBackend, OpResult, Retrieved, StateHandle, StoredMemory
+from ufuzz.backends.protocol import (
+    BackendError,
+    BackendUnreachable,
+    MemoryBackend,
+    OpResult,
+    Retrieved,
+    StateHandle,
+    StoredMemory,
+)
 from ufuzz.model import Memory, StateOp
 from ufuzz.operators.sideeffects import WRITE_NOT_FOUND, Finding
+from ufuzz.oracles.matching import normalize
 
-__all__ = ["TWIN", "Readback", "apart", "below", "readback"]
+__all__ = ["TWIN", "Readback", "apart", "below", "readback", "written_times"]
 
 #: what a twin's id is its original's id with
 TWIN = "~twin"
@@ -54,9 +64,11 @@ class Readback:
 
 
 def apart(hits: Sequence[Retrieved], memory_id: str, twin_id: str, text: str) -> int | None:
-    """How many results stand between ``memory_id`` and ``twin_id`` in ``hits``, not counting results that carry
-    exactly ``text`` (0: next to each other); None when the twin is not among them (nothing to compare with), and
-    ``len(hits)`` when the twin is and the memory is not. Where a memory stands is where it first stands."""
+    """How many results stand between ``memory_id`` and ``twin_id`` in ``hits`` (0: next to each other), not
+    counting results that carry ``text`` (case, accents, punctuation and spacing aside) or that score exactly as the
+    twin does (a tie a product may order by any key: a hashed id); None when the twin is not among them (nothing to
+    compare with), and ``len(hits)`` when the twin is and the memory is not. Where a memory stands is where it
+    first stands. (Scores a product does not report are 1/(rank+1): never a tie.)"""
     pos: dict[str, int] = {}
     for i, r in enumerate(hits):
         pos.setdefault(r.id, i)  # a product may return one memory twice
@@ -65,7 +77,8 @@ def apart(hits: Sequence[Retrieved], memory_id: str, twin_id: str, text: str) ->
     if memory_id not in pos:
         return len(hits)
     lo, hi = sorted((pos[memory_id], pos[twin_id]))
-    return sum(1 for r in hits[lo + 1:hi] if r.text.strip() != text)
+    same, tied = normalize(text), hits[pos[twin_id]].score
+    return sum(1 for r in hits[lo + 1:hi] if normalize(r.text) != same and r.score != tied)
 
 
 def below(hits: Sequence[Retrieved], memory_id: str, twin_id: str, text: str) -> bool:
@@ -80,9 +93,11 @@ def below(hits: Sequence[Retrieved], memory_id: str, twin_id: str, text: str) ->
 
 
 def readback(backend: MemoryBackend, state: StateHandle, ops: Sequence[StateOp], results: Sequence[OpResult],
-             k: int, *, scratch: bool = False) -> Readback:
+             k: int, *, scratch: bool = False, times: Mapping[str, str] | None = None) -> Readback:
     """Read back the memory the last writing operation of ``ops`` wrote (see the module docstring). ``scratch``:
-    ``state`` is the caller's to spend (a replay's): the twins are added to it, not to a copy."""
+    ``state`` is the caller's to spend (a replay's): the twins are added to it, not to a copy. ``times``: each
+    memory's time as ufuzz wrote it (checkpoint and operations), for a system whose ``get`` reports none — a twin
+    must carry its original's time."""
     written = _last_write(ops, results)
     if written is None:
         return Readback(inconclusive="the operation wrote nothing")
@@ -90,20 +105,24 @@ def readback(backend: MemoryBackend, state: StateHandle, ops: Sequence[StateOp],
     got = backend.get(state, wid)
     if got is None or not got.active or not got.text.strip():
         return Readback(inconclusive=f"{wid} is not stored as active with a text")
+    when = dict(times or {})
+    if op.memory is not None:
+        when.setdefault(wid, op.memory.timestamp)
     copy = state if scratch else backend.fork(state)
     try:
-        return _compare(backend, copy, state, op, wid, got, ops, k)
+        return _compare(backend, copy, state, op, wid, got, ops, k, when)
     finally:
         if not scratch:
             backend.release(copy)
 
 
 def _compare(backend: MemoryBackend, copy: StateHandle, state: StateHandle, op: StateOp, wid: str,
-             got: StoredMemory, ops: Sequence[StateOp], k: int) -> Readback:
+             got: StoredMemory, ops: Sequence[StateOp], k: int, when: Mapping[str, str]) -> Readback:
     text = got.text.strip()
-    twin_id = _twin(backend, copy, wid, got)
+    twin_id = _twin(backend, copy, wid, got, when)
     if twin_id is None:
-        return Readback(inconclusive="the system refused a second memory of the written text")
+        return Readback(inconclusive="the system refused a second memory of the written text (or its time is "
+                                     "unknown)")
     again = backend.get(copy, wid)
     if again is None or not again.active or again.text.strip() != text:
         return Readback(inconclusive="adding a second memory of the written text changed the written one (the "
@@ -115,7 +134,8 @@ def _compare(backend: MemoryBackend, copy: StateHandle, state: StateHandle, op: 
                                      f"{k}")
     if not below(hits, wid, twin_id, text):
         return Readback()
-    why = _calibrate(backend, copy, state, hits, {wid, twin_id, *(o.target for o in ops if o.target)}, text, k)
+    why = _calibrate(backend, copy, state, hits, {wid, twin_id, *(o.target for o in ops if o.target)}, text, k,
+                     when)
     if why is not None:
         return Readback(inconclusive=why)
     rank = top.index(wid) + 1 if wid in top else None
@@ -128,16 +148,27 @@ def _compare(backend: MemoryBackend, copy: StateHandle, state: StateHandle, op: 
                             f"({', '.join(top)}): the search does not score the memory by what it stores"))
 
 
-def _twin(backend: MemoryBackend, copy: StateHandle, memory_id: str, of: StoredMemory) -> str | None:
-    """Add a twin of ``of`` (stored as ``memory_id``) to ``copy``; its id, or None when the system refused it."""
-    added = backend.add(copy, Memory(id=f"{memory_id}{TWIN}", text=of.text, timestamp=of.timestamp))
+def _twin(backend: MemoryBackend, copy: StateHandle, memory_id: str, of: StoredMemory,
+          when: Mapping[str, str]) -> str | None:
+    """Add a twin of ``of`` (stored as ``memory_id``) to ``copy``: its text and its time (as the system reports it,
+    else as ufuzz wrote it); the twin's id, or None when the system refused it — a refusal answered with an error
+    (an HTTP 409 for a duplicate) included: a correct system may keep one memory per text."""
+    stamp = of.timestamp or when.get(memory_id, "")
+    if not stamp:
+        return None
+    try:
+        added = backend.add(copy, Memory(id=f"{memory_id}{TWIN}", text=of.text, timestamp=stamp))
+    except BackendUnreachable:
+        raise
+    except BackendError:
+        return None
     if not added.ok:
         return None
     return added.written[0] if added.written else f"{memory_id}{TWIN}"
 
 
 def _calibrate(backend: MemoryBackend, copy: StateHandle, state: StateHandle, hits: Sequence[Retrieved],
-               touched: set[str], text: str, k: int) -> str | None:
+               touched: set[str], text: str, k: int, when: Mapping[str, str]) -> str | None:
     """None when an untouched memory of the state stands next to its own twin in a search for its text (the
     premise holds on this system); else why it does not (then nothing is charged)."""
     ids = [r.id for r in hits if r.id not in touched and r.text.strip() and r.text.strip() != text]
@@ -148,7 +179,7 @@ def _calibrate(backend: MemoryBackend, copy: StateHandle, state: StateHandle, hi
     if ctrl is None:
         return "no untouched memory to calibrate the comparison with"
     cid, cmem = ctrl
-    twin_id = _twin(backend, copy, cid, cmem)
+    twin_id = _twin(backend, copy, cid, cmem, when)
     if twin_id is None:
         return "the system refused a second memory of the calibration text"
     ctext = cmem.text.strip()
@@ -157,6 +188,13 @@ def _calibrate(backend: MemoryBackend, copy: StateHandle, state: StateHandle, hi
         return (f"an untouched memory ({cid}) does not stand next to a fresh memory of its own text either: this "
                 "system does not rank two memories of one text together, so the comparison says nothing")
     return None
+
+
+def written_times(checkpoint: Any, ops: Sequence[StateOp]) -> dict[str, str]:
+    """Each memory's time as ufuzz wrote it: the checkpoint's, then the operations' (for :func:`readback`)."""
+    out = {m.id: m.timestamp for m in (checkpoint.memories if checkpoint is not None else ())}
+    out.update({op.memory.id: op.memory.timestamp for op in ops if op.memory is not None})
+    return out
 
 
 def _last_write(ops: Sequence[StateOp], results: Sequence[OpResult]) -> tuple[StateOp, str] | None:

@@ -2,7 +2,8 @@
 
 Each record's replay ends ``reproduced`` (parent passes, mutant fails with the same kind, stage and failure
 key), ``fixed`` (the mutant now passes), ``changed`` (it fails differently, or the same way on other offending
-memories), ``parent_broken`` (the parent no longer passes its own reference) or ``error`` (a backend fault).
+memories), ``parent_broken`` (the parent no longer passes its own reference), ``error`` (a backend fault) or
+``inconclusive`` (a write read back that cannot be compared any more: :mod:`ufuzz.engine.readback`).
 What that means for CI depends on what the record expects (``expected.status``):
 
 ==================  ==================================  ==========================================
@@ -13,6 +14,7 @@ fixed (passes)      ``fixed`` — ok, good news            ``passes`` — ok
 changed             ``changed`` — exit 1                 ``regressed`` — exit 1
 parent_broken       ``parent_broken`` — exit 1           ``parent_broken`` — exit 1
 error               ``error`` — exit 1                   ``error`` — exit 1
+inconclusive        ``inconclusive`` — ok, said          ``inconclusive`` — ok, said
 ==================  ==================================  ==========================================
 
 A backend that cannot be reached at all (:class:`~ufuzz.backends.protocol.BackendUnreachable`, found by a
@@ -48,7 +50,7 @@ from ufuzz.oracles.expectations import STATE
 __all__ = ["CheckResult", "CheckReport", "check_corpus", "OUTCOMES", "BAD_OUTCOMES", "EXIT_UNREACHABLE"]
 
 #: what a record's check means for CI, in display order (see the module docstring)
-OUTCOMES = ("known", "fixed", "passes", "changed", "regressed", "parent_broken", "error", "not_run")
+OUTCOMES = ("known", "fixed", "passes", "changed", "regressed", "parent_broken", "error", "inconclusive", "not_run")
 #: the outcomes that fail a check (exit 1)
 BAD_OUTCOMES = ("changed", "regressed", "parent_broken", "error")
 EXIT_UNREACHABLE = 3
@@ -125,7 +127,7 @@ class CheckReport:
 
 def _outcome(status: str, expected: str) -> str:
     """A record's CI outcome from its replay status and what it expects (the module docstring's table)."""
-    if status in ("parent_broken", "error"):
+    if status in ("parent_broken", "error", "inconclusive"):
         return status
     if expected == "fixed":
         return "passes" if status == "fixed" else "regressed"
@@ -143,7 +145,7 @@ def _classify(res: Any) -> tuple[str, str]:
         if res.same_key:
             return "reproduced", "parent passes, mutant fails the same way"
         return "changed", "same kind and stage, but other offending memories (failure key differs)"
-    if res.status in ("fixed", "changed", "parent_broken"):
+    if res.status in ("fixed", "changed", "parent_broken", "inconclusive"):
         return res.status, res.reason
     return "error", res.reason
 

@@ -33,7 +33,7 @@ from ufuzz.backends.protocol import BackendError, BackendUnreachable, MemoryBack
 from ufuzz.backends.responders import Responder
 from ufuzz.corpus.campaign import CampaignData, case_of, load_campaign, select_failures
 from ufuzz.engine.executor import Executor
-from ufuzz.engine.readback import readback
+from ufuzz.engine.readback import readback, written_times
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference, StateOp
 from ufuzz.operators import sideeffects
 from ufuzz.operators.registry import classes as operator_classes
@@ -63,7 +63,7 @@ class ReplayResult:
     got_key: str | None = None  # the unique-failure key of what the replayed mutant did (None: it passed)
     got_offending: tuple[str, ...] = ()
     #: reproduced | fixed (mutant passes) | changed (fails differently) | parent_broken | error (backend fault)
-    #: | unbuildable (the corpus cannot rebuild the pair)
+    #: | inconclusive (a write read back that cannot be compared now) | unbuildable (the corpus cannot rebuild it)
     status: str = ""
 
 
@@ -338,7 +338,8 @@ def replay_state(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], par
                                 status="error", **base)
         after = backend.list(state)
         # the replay's own state: the twins are added to it (the last thing done to it)
-        read = (readback(backend, state, own, results, k, scratch=True)
+        read = (readback(backend, state, own, results, k, scratch=True,
+                         times=written_times(checkpoints.get(mutant.checkpoint_id), mutant.ops))
                 if kind == sideeffects.WRITE_NOT_FOUND and _reads_back(backend) else None)
     except BackendError as exc:
         return ReplayResult(reproduced=False, reason=f"backend error while rebuilding: {exc}", status="error",
@@ -347,8 +348,8 @@ def replay_state(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], par
         executor.close()
     if kind == sideeffects.WRITE_NOT_FOUND and (read is None or read.inconclusive):
         why = read.inconclusive if read is not None else "this backend's writes are not read back"
-        return ReplayResult(reproduced=False, reason=f"the read-back says nothing now: {why}", status="changed",
-                            **base)
+        return ReplayResult(reproduced=False, reason=f"the read-back says nothing now: {why}",
+                            status="inconclusive", **base)
     found = read.finding if read is not None else sideeffects.find(
         before, after, own, results, deactivation=_unrelated(mutant.operator))
     if found is None:

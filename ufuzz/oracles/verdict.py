@@ -195,10 +195,12 @@ def failure(mutant: FuzzCase, out: Outcome, ex: Execution, parent_ex: Execution)
 
 
 def state_failure(mutant: FuzzCase, parent: FuzzCase, finding: Any, parent_ex: Execution | None = None) -> Failure:
-    """A state operation that changed the state beyond what it asked for (an
-    :class:`~ufuzz.operators.sideeffects.Finding`, seen by the operator's verification through get/list, before
-    any retrieval): a failure of the ``state`` level, caused by the mutation, keyed like any other (its cause
-    ignores the question: one side effect of one operation on the memories it hit, whichever seed reached it)."""
+    """A failure of the ``state`` level (an :class:`~ufuzz.operators.sideeffects.Finding`): a state operation that
+    changed the state beyond what it asked for, seen by the operator's verification through get/list before any
+    retrieval, or a write its own words do not find, seen by reading it back (``write_not_found``,
+    :mod:`ufuzz.engine.readback`). Caused by the mutation and keyed like any other; its cause ignores the question
+    (one side effect of one operation on the memories it hit, whichever seed reached it; for an unread write, the
+    memory written, whatever value it was given)."""
     target = mutant.obligation.target if mutant.obligation else ""
     kind, offending = finding.kind, tuple(finding.memories)
     # a write its own words do not find is one defect of the memory written, whatever new value it was given

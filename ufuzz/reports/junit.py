@@ -89,7 +89,7 @@ def _check_case(report: Any, b: Any, results: list[Any]) -> ET.Element:
     case = _case(f"ufuzz.{b.cls.id}", f"{b.id} ({_n(n, 'record')}, {', '.join(ops)})", seconds, file=report.path,
                  line=str(results[0].line))
     by = {o: [r for r in results if r.outcome == o] for o in
-          ("known", "fixed", "passes", "error", "not_run", *_BAD)}
+          ("known", "fixed", "passes", "error", "inconclusive", "not_run", *_BAD)}
     listing = "\n".join(_record_line(r) for r in results)
     bad = [r for o in _BAD for r in by[o]]
     if bad:
@@ -102,8 +102,10 @@ def _check_case(report: Any, b: Any, results: list[Any]) -> ET.Element:
         ET.SubElement(case, "error", {"type": "backend_error", "message": f"{len(by['error'])} of "
                                       f"{_n(n, 'record')} ended in a backend error: {by['error'][0].reason}"}
                       ).text = listing
-    elif by["not_run"]:
-        ET.SubElement(case, "skipped", {"message": f"not run: {by['not_run'][0].reason}"})
+    elif by["not_run"] or by["inconclusive"]:
+        why = (f"not run: {by['not_run'][0].reason}" if by["not_run"] else
+               f"inconclusive: {by['inconclusive'][0].reason}")
+        ET.SubElement(case, "skipped", {"message": why})
         ET.SubElement(case, "system-out").text = listing
     elif by["known"]:
         fixed = f"; {len(by['fixed'])} no longer reproduce (FIXED: good news)" if by["fixed"] else ""

@@ -7,7 +7,7 @@ import json
 from ufuzz.engine.regression import CheckReport
 
 _LABEL = {"known": "ok", "passes": "ok (fixed)", "fixed": "FIXED", "changed": "CHANGED", "regressed": "REGRESSED",
-          "parent_broken": "PARENT BROKEN", "error": "ERROR", "not_run": "NOT RUN"}
+          "parent_broken": "PARENT BROKEN", "error": "ERROR", "inconclusive": "INCONCLUSIVE", "not_run": "NOT RUN"}
 
 
 def render_check(report: CheckReport, *, all_rows: bool = True, width: int = 70) -> str:
@@ -37,7 +37,8 @@ def render_check(report: CheckReport, *, all_rows: bool = True, width: int = 70)
 _COUNTED = (("known", "known failures reproduce"), ("fixed", "fixed (no longer reproduce)"),
             ("passes", "guards of fixed failures still pass"), ("changed", "changed"),
             ("regressed", "regressed (fixed before, fail again)"), ("parent_broken", "parent broken"),
-            ("error", "backend errors"), ("not_run", "not run"))
+            ("error", "backend errors"), ("inconclusive", "inconclusive (cannot be compared now)"),
+            ("not_run", "not run"))
 
 
 def outcome_counts(report: CheckReport) -> str:
@@ -59,6 +60,9 @@ def verdict_line(report: CheckReport) -> str:
         parts = ", ".join(f"{oc[o]} {o.replace('_', ' ')}" for o in ("changed", "regressed", "parent_broken", "error")
                           if oc[o])
         return f"REGRESSION: {len(bad)} of {n} records got worse or changed ({parts})"
+    if oc["inconclusive"]:  # nothing regressed, but not every record could be compared: said, never hidden
+        return (f"OK: nothing regressed; {oc['inconclusive']} of {n} records inconclusive (a write read back that "
+                "cannot be compared now: see their reasons)")
     if oc["fixed"]:
         return f"OK: nothing regressed; {oc['fixed']} known failure(s) fixed (good news)"
     if oc["passes"] and not oc["known"]:
