@@ -392,3 +392,23 @@ def test_no_readback_is_said_by_status(tmp_path):
         r = run.invoke(main, ["run", "--budget", "20", "--quiet", "--out", str(out), "--opt", "db=memory", flag])
         assert r.exit_code == 0, r.output
         assert said in run.invoke(main, ["status", str(out)]).output
+
+
+def test_an_inconclusive_record_is_said_in_the_check_and_its_junit():
+    from ufuzz.engine.regression import CheckReport, CheckResult, _outcome
+    from ufuzz.reports.junit import check_to_junit
+    from ufuzz.reports.regression import render_check
+
+    assert _outcome("inconclusive", "fixed") == _outcome("inconclusive", "failing") == "inconclusive"
+    why = "the read-back says nothing now: the system refused a second memory of the written text"
+    res = CheckResult(line=2, failure_key="a" * 20, case_id="x1", parent_id="s1", operator="update",
+                      kind="write_not_found", stage="state", status="inconclusive", reason=why,
+                      expected_status="fixed", outcome="inconclusive")
+    report = CheckReport(path="c.jsonl", backend="http", backend_options={}, results=[res])
+    assert report.exit_code == 0 and not report.regressions and not report.ok  # not as recorded: said
+    text = render_check(report)
+    assert "INCONCLUSIVE" in text and "1 records inconclusive" in text and "REGRESS" not in text
+    xml = check_to_junit(report).getroot()
+    skipped = xml.find(".//skipped")
+    assert skipped is not None and skipped.get("message").startswith("inconclusive: the read-back says nothing")
+    assert xml.find(".//failure") is None and xml.find(".//error") is None
