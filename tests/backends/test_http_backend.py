@@ -393,6 +393,19 @@ def test_search_results_are_read_back_unless_the_product_says_they_are_not_its_m
                                                                 _with("search", "verbatim", "no")))})
 
 
+def test_an_add_the_product_answers_409_is_refused_and_any_other_error_is_a_fault(backend, server):
+    """A 409 Conflict is the product refusing the write (a duplicate it keeps once): a refusal, never a backend
+    fault (the read-back's twin of a text such a product holds says nothing, ufuzz.engine.readback); a 500 stays one."""
+    state = backend.build(tiny_checkpoint())
+    server.fail_next(409, path_contains="/memories", body="a memory with this text exists")
+    res = backend.add(state, Memory("dup", "Lena lives in Velmora.", "2024-05-01T00:00:00"))
+    assert not res.ok and "HTTP 409" in res.detail and backend.get(state, "dup") is None
+    server.fail_next(500, path_contains="/memories")
+    with pytest.raises(BackendError, match="HTTP 500"):
+        backend.add(state, Memory("other", "Omar has a cat.", "2024-05-01T00:00:00"))
+    assert backend.add(state, Memory("dup", "Lena lives in Velmora.", "2024-05-01T00:00:00")).ok  # not spent
+
+
 def test_static_capabilities_for_the_backends_listing():
     caps = HttpBackend.static_capabilities()
     assert not caps.copyable and "[snapshot]" in caps.notes

@@ -241,7 +241,9 @@ def test_apart_counts_only_other_texts_at_other_scores_and_first_places():
     assert apart([_r("w~twin", t, 1), _r("o", "x", 1), _r("w", t)], "w", "w~twin", t) == 0  # tied with the twin
     assert apart([_r("w~twin", t, 1), _r("o"), _r("w", t)], "w", "w~twin", t) == 1
     assert apart([_r("w~twin", t, 1), _r("w", t), _r("o"), _r("w", "old")], "w", "w~twin", t) == 0  # returned twice
-    assert apart([_r("w~twin", t, 1), _r("o")], "w", "w~twin", t) == 2
+    assert apart([_r("w~twin", t, 1), _r("o")], "w", "w~twin", t) == 1  # missing, below another text
+    assert apart([_r("w~twin", t, 1), _r("d", t), _r("e", "the text")], "w", "w~twin", t) == 0  # beyond the cut
+    assert apart([_r("w~twin", t, 1)], "w", "w~twin", t) == 0  # the twin last: the memory may be next
     assert apart([_r("w", t), _r("o")], "w", "w~twin", t) is None
 
 
@@ -285,11 +287,11 @@ def test_the_failure_sits_beside_a_valid_mutant_and_replays(tmp_path):
 
 
 class _RefusesDuplicates(EmbeddedBackend):
-    """Correct: a second memory of a text already stored is refused with an error (an HTTP 409)."""
+    """Correct: a second memory of a text already stored is refused (as the HTTP adapter reports a 409 Conflict)."""
 
     def _add(self, state, memory):
         if any(m.active and m.text.strip() == memory.text.strip() for m in self._list(state)):
-            raise BackendError("HTTP 409: a memory with this text exists")
+            return OpResult("add", False, memory.id, detail="returned HTTP 409: a memory with this text exists")
         return super()._add(state, memory)
 
 
@@ -313,8 +315,8 @@ def _campaigns(tmp_path, backend: str, **cfg) -> dict[bool, tuple]:
 
 
 def test_a_product_that_refuses_a_duplicate_is_not_an_error(tmp_path):
-    """A refusal answered with an error is a refusal: the read-back says nothing, and nothing is an error (review:
-    every verified write was an error record, feeding --max-consecutive-errors)."""
+    """A refusal is a refusal: the read-back says nothing, and nothing is an error (review: over HTTP a 409 was an
+    error record for every verified write, feeding --max-consecutive-errors; the adapter reports it as refused)."""
     registry.register("test-refuses-duplicates", _RefusesDuplicates)
     got = _campaigns(tmp_path, "test-refuses-duplicates")
     assert got[True] == got[False] and got[True][0] == "budget_spent" and got[True][3] == 0

@@ -1083,8 +1083,15 @@ class HttpBackend(MemoryBackend):
     def _add(self, st: _State, memory: Memory) -> OpResult:
         if memory.id in st.to_product:
             return OpResult("add", False, memory.id, detail=f"memory id {memory.id!r} already exists")
-        _status, doc = self._request("add", {"namespace": st.addr, "id": memory.id, "uid": memory.id,
-                                             "text": memory.text, **_times(memory.timestamp)})
+        try:
+            _status, doc = self._request("add", {"namespace": st.addr, "id": memory.id, "uid": memory.id,
+                                                 "text": memory.text, **_times(memory.timestamp)})
+        except BackendUnreachable:
+            raise
+        except BackendError as exc:
+            if " returned HTTP 409" in str(exc):  # Conflict: the product refuses the write (a duplicate): no fault
+                return OpResult("add", False, memory.id, detail=str(exc))
+            raise
         pid = self._one("add", "id", doc)
         pid = memory.id if pid is None else str(pid)
         st.to_product[memory.id] = pid

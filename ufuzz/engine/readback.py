@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ufuzz.backends.protocol import (
-    BackendError,
-    BackendUnreachable,
     MemoryBackend,
     OpResult,
     Retrieved,
@@ -67,18 +65,24 @@ def apart(hits: Sequence[Retrieved], memory_id: str, twin_id: str, text: str) ->
     """How many results stand between ``memory_id`` and ``twin_id`` in ``hits`` (0: next to each other), not
     counting results that carry ``text`` (case, accents, punctuation and spacing aside) or that score exactly as the
     twin does (a tie a product may order by any key: a hashed id); None when the twin is not among them (nothing to
-    compare with), and ``len(hits)`` when the twin is and the memory is not. Where a memory stands is where it
-    first stands. (Scores a product does not report are 1/(rank+1): never a tie.)"""
+    compare with). When the twin is and the memory is not, the memory stands below every result after the twin: as
+    many as those that count (none: it may be the next one, beyond the cut — a state holding its text many
+    times). Where a memory stands is where it first stands. (Scores a product does not report are 1/(rank+1):
+    never a tie.)"""
     pos: dict[str, int] = {}
     for i, r in enumerate(hits):
         pos.setdefault(r.id, i)  # a product may return one memory twice
     if twin_id not in pos:
         return None
-    if memory_id not in pos:
-        return len(hits)
-    lo, hi = sorted((pos[memory_id], pos[twin_id]))
     same, tied = normalize(text), hits[pos[twin_id]].score
-    return sum(1 for r in hits[lo + 1:hi] if normalize(r.text) != same and r.score != tied)
+
+    def counts(r: Retrieved) -> bool:
+        return normalize(r.text) != same and r.score != tied
+
+    if memory_id not in pos:
+        return sum(1 for r in hits[pos[twin_id] + 1:] if counts(r))
+    lo, hi = sorted((pos[memory_id], pos[twin_id]))
+    return sum(1 for r in hits[lo + 1:hi] if counts(r))
 
 
 def below(hits: Sequence[Retrieved], memory_id: str, twin_id: str, text: str) -> bool:
@@ -89,7 +93,7 @@ def below(hits: Sequence[Retrieved], memory_id: str, twin_id: str, text: str) ->
         return False
     if memory_id in ids and ids.index(memory_id) < ids.index(twin_id):
         return False
-    return bool(apart(hits, memory_id, twin_id, text))
+    return bool(apart(hits, memory_id, twin_id, text))  # (missing: only below a result that counts)
 
 
 def readback(backend: MemoryBackend, state: StateHandle, ops: Sequence[StateOp], results: Sequence[OpResult],
@@ -151,17 +155,13 @@ def _compare(backend: MemoryBackend, copy: StateHandle, state: StateHandle, op: 
 def _twin(backend: MemoryBackend, copy: StateHandle, memory_id: str, of: StoredMemory,
           when: Mapping[str, str]) -> str | None:
     """Add a twin of ``of`` (stored as ``memory_id``) to ``copy``: its text and its time (as the system reports it,
-    else as ufuzz wrote it); the twin's id, or None when the system refused it — a refusal answered with an error
-    (an HTTP 409 for a duplicate) included: a correct system may keep one memory per text."""
+    else as ufuzz wrote it); the twin's id, or None when the system refused it (an HTTP product's 409 Conflict is a
+    refusal, :class:`~ufuzz.backends.http.HttpBackend`): a correct system may keep one memory per text. Any other
+    fault is the backend's, an error record (a product that fails adds now and then fails them here too)."""
     stamp = of.timestamp or when.get(memory_id, "")
     if not stamp:
         return None
-    try:
-        added = backend.add(copy, Memory(id=f"{memory_id}{TWIN}", text=of.text, timestamp=stamp))
-    except BackendUnreachable:
-        raise
-    except BackendError:
-        return None
+    added = backend.add(copy, Memory(id=f"{memory_id}{TWIN}", text=of.text, timestamp=stamp))
     if not added.ok:
         return None
     return added.written[0] if added.written else f"{memory_id}{TWIN}"
