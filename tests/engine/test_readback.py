@@ -414,3 +414,24 @@ def test_an_inconclusive_record_is_said_in_the_check_and_its_junit():
     skipped = xml.find(".//skipped")
     assert skipped is not None and skipped.get("message").startswith("inconclusive: the read-back says nothing")
     assert xml.find(".//failure") is None and xml.find(".//error") is None
+
+
+def test_status_counts_read_backs_and_says_when_they_said_nothing(tmp_path):
+    """On a correct system the premise does not hold for (identical results collapsed), every read-back is
+    inconclusive: status says so, never a bare "writes read back"."""
+    from click.testing import CliRunner
+
+    from ufuzz.cli import main
+
+    registry.register("test-dedup-results", _DedupResults)
+    for backend, inconclusive in (("test-dedup-results", True), ("embedded", False)):
+        out = tmp_path / backend
+        s = Campaign(CampaignConfig(backend=backend, backend_options={"db": "memory", "retrieval": "bm25"},
+                                    budget=120, seed=1, out=str(out))).run()
+        read = s["readbacks"]
+        assert read["read"] > 0 and (read["inconclusive"] > 0) is inconclusive, (backend, read)
+        assert read["read"] <= s["mutants_valid"]
+        line = next(x for x in CliRunner().invoke(main, ["status", str(out)]).output.splitlines()
+                    if x.startswith("judging"))
+        assert f"writes read back ({read['read']}" in line
+        assert ("comparison said nothing" in line) is inconclusive, line

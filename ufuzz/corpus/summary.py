@@ -45,6 +45,8 @@ class CampaignSummary:
     exit_code: int | None = None
     budget: int | None = None
     mutants_unjudged: int = 0  # valid, not executed: none of their checks can fail on this backend
+    # verified writes read back and how many of them the comparison said nothing about (ufuzz.engine.readback)
+    readbacks: dict[str, int] | None = None
     obligations: int = 0
     obligations_covered: int = 0  # seed obligations covered
     unique_failures: int = 0

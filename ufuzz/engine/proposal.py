@@ -42,6 +42,8 @@ class Proposal:
     #: a valid state mutant whose written memory a search for its own words did not return
     #: (:mod:`ufuzz.engine.readback`): a failure of the state level recorded beside the mutant, which stays a test
     unread: Any = None
+    read_back: bool = False  # the write was read back (:mod:`ufuzz.engine.readback`) ...
+    read_back_note: str | None = None  # ... and the comparison said nothing, for this reason
 
 
 def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target: str, obligation: Any,
@@ -64,7 +66,9 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
         verdict = _side_effect(view, mutation, op.meaning_preserving) or op.validate(parent, mutation, view)
         ok, reason, proposal.finding = verdict.ok, verdict.reason, verdict.finding
         if ok and view is not None and getattr(executor, "readback", False):  # verified: now read it back
-            proposal.unread = _read_back(executor, proposal.handle, parent, mutation)
+            read = _read_back(executor, proposal.handle, parent, mutation)
+            if read is not None and read.read:
+                proposal.read_back, proposal.unread, proposal.read_back_note = True, read.finding, read.inconclusive
     except Rejected as exc:
         reason, final = str(exc), exc.final
     except (BackendError, NotImplementedError) as exc:
@@ -85,12 +89,13 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
 
 
 def _read_back(executor: Any, handle: str, parent: FuzzCase, mutation: Mutation) -> Any:
-    """The finding of reading the mutation's write back (:mod:`ufuzz.engine.readback`), or None. A backend fault on
-    the way is kept with the executor's faults (an error record) and never costs the mutant, which is verified."""
+    """What reading the mutation's write back said (:class:`ufuzz.engine.readback.Readback`), or None after a backend
+    fault, which is kept with the executor's faults (an error record) and never costs the mutant, which is
+    verified."""
     checkpoint = executor.checkpoints.get(parent.checkpoint_id)
     try:
         return readback(executor.backend, handle, mutation.ops, mutation.results, executor.k,
-                        times=written_times(checkpoint, (*parent.ops, *mutation.ops))).finding
+                        times=written_times(checkpoint, (*parent.ops, *mutation.ops)))
     except BackendError as exc:
         executor.faults.append(("readback", f"{type(exc).__name__}: {exc}"))
         return None

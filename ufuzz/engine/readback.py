@@ -59,6 +59,7 @@ class Readback:
 
     finding: Finding | None = None
     inconclusive: str | None = None
+    read: bool = True  # False: the operations wrote nothing, so nothing was read back
 
 
 def apart(hits: Sequence[Retrieved], memory_id: str, twin_id: str, text: str) -> int | None:
@@ -104,7 +105,7 @@ def readback(backend: MemoryBackend, state: StateHandle, ops: Sequence[StateOp],
     must carry its original's time."""
     written = _last_write(ops, results)
     if written is None:
-        return Readback(inconclusive="the operation wrote nothing")
+        return Readback(inconclusive="the operation wrote nothing", read=False)
     op, wid = written
     got = backend.get(state, wid)
     if got is None or not got.active or not got.text.strip():

@@ -30,6 +30,8 @@ class Progress:
     mutants_valid: int = 0
     mutants_rejected: int = 0
     mutants_unjudged: int = 0  # valid, not executed: none of their checks can fail on this backend
+    readbacks: int = 0  # verified writes read back (ufuzz.engine.readback)
+    readbacks_inconclusive: int = 0  # ... of which the comparison said nothing (the premise failed on this system)
     retained: int = 0
     coverage: int = 0
     coverage_total: int = 0

@@ -239,6 +239,9 @@ class Steps:
                 self.oracle.state_failure(mutant, parent, proposal.finding, parent_ex)  # from the scheduler
             return StepOutcome(valid=False, final=True) if proposal.final else NO_MUTANT
         p.mutants_valid += 1
+        if proposal.read_back:  # counted, so that status never says "read back" where nothing could be compared
+            p.readbacks += 1
+            p.readbacks_inconclusive += proposal.read_back_note is not None
         if proposal.unread is not None:  # its write is not found by its own words: a state-level failure beside
             self.oracle.state_failure(mutant, parent, proposal.unread, parent_ex,  # the mutant, which stays a test
                                       reference=mutation.reference)

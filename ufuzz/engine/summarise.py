@@ -36,6 +36,8 @@ def summarise(campaign: Any, status: str, *, progress: Progress | None = None,
         exit_code=ending.INTERNAL_ERROR if c.internal and status == ending.ERROR else ending.EXIT_CODES.get(status),
         executions=p.executions, budget=p.budget, mutants_valid=p.mutants_valid,
         mutants_rejected=p.mutants_rejected, mutants_unjudged=p.mutants_unjudged, retained=p.retained,
+        readbacks={"read": p.readbacks, "inconclusive": p.readbacks_inconclusive}
+        if (c.judging or {}).get("readback") else None,
         coverage=p.coverage, coverage_total=p.coverage_total,
         obligations=len(sched.obligations) if sched is not None else 0,
         # seed obligations covered (a phase-2 pick also covers its own seed x operator x target, counted only

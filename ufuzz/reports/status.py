@@ -88,6 +88,8 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
                 summary["benchmark_accuracy"] = final["benchmark_accuracy"]
             if final.get("mutants_unjudged"):  # valid mutants not executed: none of their checks could fail
                 summary["mutants"]["unjudged"] = final["mutants_unjudged"]
+            if isinstance(final.get("readbacks"), dict) and isinstance(summary.get("judging"), dict):
+                summary["judging"] = {**summary["judging"], "readbacks": final["readbacks"]}
             if isinstance(final.get("baseline"), dict):  # a --baseline run's verdict, as its night ended
                 summary["baseline"] = final["baseline"]
     summary["failures_by_operator"] = dict(sorted(by_op.items()))
@@ -172,6 +174,13 @@ def _judging_line(j: dict[str, Any] | None) -> str:
     who = j.get("responder")
     resp = f"response by {who}, judged by {j.get('judge')}" if who else "no response level (no responder)"
     read = {True: "; writes read back", False: "; writes not read back"}.get(j.get("readback"), "")
+    counts = j.get("readbacks") if j.get("readback") else None
+    if isinstance(counts, dict):
+        read += f" ({counts.get('read', 0)}"
+        if counts.get("inconclusive"):
+            read += (f", {counts['inconclusive']} of them inconclusive: this system does not rank two memories of "
+                     "one text together, so the comparison said nothing")
+        read += ")"
     return f"judging    {sel}; {resp}{read}"
 
 
