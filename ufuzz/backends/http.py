@@ -836,9 +836,10 @@ class HttpBackend(MemoryBackend):
         return cls(self._mask(f"http backend ({self.config.source}){where}: {op}: {msg}"))
 
     def _request(self, op_name: str, values: dict[str, Any], not_found_ok: bool = False,
-                 path: str | None = None) -> tuple[int, Any]:
+                 path: str | None = None, refused: tuple[int, ...] = ()) -> tuple[int, Any]:
         """(status, parsed JSON or None). With ``not_found_ok``, a status in the op's ``not_found`` list
-        raises _HttpStatus (the caller reports "no such memory"); every other failure is a BackendError.
+        raises _HttpStatus (the caller reports "no such memory"), and so does a status in ``refused`` (the caller
+        reports the product's refusal: an add's 409 Conflict); every other failure is a BackendError.
         ``path`` replaces the op's rendered path (a list's next page)."""
         op = self.config.ops[op_name]
         path = _render(op.path, values, quote=True) if path is None else path
@@ -877,7 +878,7 @@ class HttpBackend(MemoryBackend):
             status, raw = answer.status, answer.body
             if status >= 400:
                 body = raw.decode("utf-8", "replace")
-                if not_found_ok and status in op.not_found:
+                if (not_found_ok and status in op.not_found) or status in refused:
                     raise _HttpStatus(status, body)
                 last = self._fail(op_name, f"{what} returned HTTP {status}: {body[:300]}")
                 wait = _rate_wait(status, answer.headers)
@@ -1083,15 +1084,12 @@ class HttpBackend(MemoryBackend):
     def _add(self, st: _State, memory: Memory) -> OpResult:
         if memory.id in st.to_product:
             return OpResult("add", False, memory.id, detail=f"memory id {memory.id!r} already exists")
-        try:
+        try:  # 409 Conflict: the product refuses the write (a duplicate it keeps once): a refusal, no fault
             _status, doc = self._request("add", {"namespace": st.addr, "id": memory.id, "uid": memory.id,
-                                                 "text": memory.text, **_times(memory.timestamp)})
-        except BackendUnreachable:
-            raise
-        except BackendError as exc:
-            if " returned HTTP 409" in str(exc):  # Conflict: the product refuses the write (a duplicate): no fault
-                return OpResult("add", False, memory.id, detail=str(exc))
-            raise
+                                                 "text": memory.text, **_times(memory.timestamp)}, refused=(409,))
+        except _HttpStatus as exc:
+            return OpResult("add", False, memory.id,
+                            detail=f"add of {memory.id!r} returned HTTP {exc.status}: {exc.body[:300]}")
         pid = self._one("add", "id", doc)
         pid = memory.id if pid is None else str(pid)
         st.to_product[memory.id] = pid

@@ -27,6 +27,7 @@ from typing import Any
 from ufuzz.backends.protocol import Answer, BackendError, MemoryBackend, StateHandle, StoredMemory
 from ufuzz.backends.responders import BACKEND, Responder
 from ufuzz.engine.identify import distinct, identify
+from ufuzz.engine.readback import reads_back
 from ufuzz.lru import LRU
 from ufuzz.model import Checkpoint, Execution, FuzzCase, StateOp
 from ufuzz.oracles.matching import Abstention, is_abstention
@@ -81,7 +82,7 @@ class Executor:
         self.answers = caps.answers
         # every verified write is searched for by its own words beside a twin on a copy (ufuzz.engine.readback)
         # where search returns the stored memories themselves, states can be copied and retrieval is seen
-        self.readback = readback and bool(caps.verbatim_search) and self.copyable and not self.hidden
+        self.readback = readback and reads_back(caps) and self.copyable and not self.hidden
         self.responder = responder
         # what the responder says when it abstains: the backend's own phrases when it answers, else the
         # configured answerer's (Judging.build sets them), else the built-in ones

@@ -39,11 +39,9 @@ class Proposal:
     #: a side effect the state operation's verification saw (an ``operators.sideeffects.Finding``): rejected as
     #: a test, recorded as a failure of the state level
     finding: Any = None
-    #: a valid state mutant whose written memory a search for its own words did not return
-    #: (:mod:`ufuzz.engine.readback`): a failure of the state level recorded beside the mutant, which stays a test
-    unread: Any = None
-    read_back: bool = False  # the write was read back (:mod:`ufuzz.engine.readback`) ...
-    read_back_note: str | None = None  # ... and the comparison said nothing, for this reason
+    #: what reading a valid state mutant's write back said (a :class:`ufuzz.engine.readback.Readback`; None: not
+    #: read back): its finding is a failure of the state level recorded beside the mutant, which stays a test
+    readback: Any = None
 
 
 def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target: str, obligation: Any,
@@ -67,8 +65,7 @@ def propose(op: Operator, parent: FuzzCase, reference: Reference | None, target:
         ok, reason, proposal.finding = verdict.ok, verdict.reason, verdict.finding
         if ok and view is not None and getattr(executor, "readback", False):  # verified: now read it back
             read = _read_back(executor, proposal.handle, parent, mutation)
-            if read is not None and read.read:
-                proposal.read_back, proposal.unread, proposal.read_back_note = True, read.finding, read.inconclusive
+            proposal.readback = read if read is not None and read.read else None
     except Rejected as exc:
         reason, final = str(exc), exc.final
     except (BackendError, NotImplementedError) as exc:

@@ -46,7 +46,7 @@ from ufuzz.model import Memory, StateOp
 from ufuzz.operators.sideeffects import WRITE_NOT_FOUND, Finding
 from ufuzz.oracles.matching import normalize
 
-__all__ = ["TWIN", "Readback", "apart", "below", "readback", "written_times"]
+__all__ = ["TWIN", "Readback", "apart", "below", "readback", "reads_back", "written_times"]
 
 #: what a twin's id is its original's id with
 TWIN = "~twin"
@@ -60,6 +60,12 @@ class Readback:
     finding: Finding | None = None
     inconclusive: str | None = None
     read: bool = True  # False: the operations wrote nothing, so nothing was read back
+
+
+def reads_back(caps: Any) -> bool:
+    """Whether a backend with capabilities ``caps`` can have its writes read back at all: its search returns the
+    stored memories themselves and is seen. (A campaign also needs copies of states; a replay spends its own.)"""
+    return bool(caps.verbatim_search) and bool(caps.visible_retrieval)
 
 
 def apart(hits: Sequence[Retrieved], memory_id: str, twin_id: str, text: str) -> int | None:

@@ -33,7 +33,7 @@ from ufuzz.backends.protocol import BackendError, BackendUnreachable, MemoryBack
 from ufuzz.backends.responders import Responder
 from ufuzz.corpus.campaign import CampaignData, case_of, load_campaign, select_failures
 from ufuzz.engine.executor import Executor
-from ufuzz.engine.readback import readback, written_times
+from ufuzz.engine.readback import readback, reads_back, written_times
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference, StateOp
 from ufuzz.operators import sideeffects
 from ufuzz.operators.registry import classes as operator_classes
@@ -310,12 +310,6 @@ def _apply(backend: MemoryBackend, state: str, op: StateOp) -> OpResult:
     raise BackendError(f"cannot replay malformed op {op}")
 
 
-def _reads_back(backend: MemoryBackend) -> bool:
-    """Whether writes on ``backend`` can be read back (:mod:`ufuzz.engine.readback`), as a campaign would."""
-    caps = backend.capabilities
-    return bool(caps.verbatim_search) and caps.visible_retrieval
-
-
 def replay_state(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], parent: FuzzCase, mutant: FuzzCase,
                  *, failure_key: str, kind: str, target: str, seed_id: str | None = None,
                  operator: str | None = None, k: int = 5) -> ReplayResult:
@@ -340,7 +334,7 @@ def replay_state(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], par
         # the replay's own state: the twins are added to it (the last thing done to it)
         read = (readback(backend, state, own, results, k, scratch=True,
                          times=written_times(checkpoints.get(mutant.checkpoint_id), mutant.ops))
-                if kind == sideeffects.WRITE_NOT_FOUND and _reads_back(backend) else None)
+                if kind == sideeffects.WRITE_NOT_FOUND and reads_back(backend.capabilities) else None)
     except BackendError as exc:
         return ReplayResult(reproduced=False, reason=f"backend error while rebuilding: {exc}", status="error",
                             **base)

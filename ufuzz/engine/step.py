@@ -239,12 +239,13 @@ class Steps:
                 self.oracle.state_failure(mutant, parent, proposal.finding, parent_ex)  # from the scheduler
             return StepOutcome(valid=False, final=True) if proposal.final else NO_MUTANT
         p.mutants_valid += 1
-        if proposal.read_back:  # counted, so that status never says "read back" where nothing could be compared
+        read = proposal.readback
+        if read is not None:  # counted, so that status never says "read back" where nothing could be compared
             p.readbacks += 1
-            p.readbacks_inconclusive += proposal.read_back_note is not None
-        if proposal.unread is not None:  # its write is not found by its own words: a state-level failure beside
-            self.oracle.state_failure(mutant, parent, proposal.unread, parent_ex,  # the mutant, which stays a test
-                                      reference=mutation.reference)
+            p.readbacks_inconclusive += read.inconclusive is not None
+        if read is not None and read.finding is not None:  # its write is not found by its own words: a state-level
+            self.oracle.state_failure(mutant, parent, read.finding, parent_ex,  # failure beside the mutant, which
+                                      reference=mutation.reference)  # stays a test
         if proposal.unjudged:
             p.mutants_unjudged += 1
             return StepOutcome(valid=False, final=True)
