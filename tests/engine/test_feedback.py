@@ -315,3 +315,14 @@ def test_concurrent_observers_count_each_pair_once() -> None:
     for t in threads:
         t.join()
     assert sum(gains) == 50 == fs.coverage_of("cp").reached
+
+
+def test_a_state_mutant_that_removed_the_whole_top_k_contradicts_no_ranking():
+    """Its predicted ranking is empty — the prefix of any ranking — so what moved up into the emptied places is no
+    divergence (a delete of every memory ranked is not an effect by its ranking; new memories reached still are)."""
+    state = FeedbackState()
+    parent = Execution(case_id="p", state_key="k", query="q", top_ids=["a", "b"], top_scores=[0.9, 0.8])
+    child = Execution(case_id="c", state_key="k2", query="q", top_ids=["c", "d"], top_scores=[0.7, 0.6])
+    assert state.observe("s", "cp", child, parent, expected=[]).divergence == 0.0
+    assert state.observe("s", "cp", child, parent, expected=["a"]).divergence > 0.0
+    assert state.observe("s", "cp", child, parent).divergence > 0.0  # a query mutant compares with the parent's own

@@ -341,3 +341,108 @@ def test_kept_weights_pick_exactly_what_rebuilding_the_pool_picks(seed_moves, rn
                               coverage_gain=gain, divergence=divergence, meaning_preserving=True)
         fast.report(a, outcome)
         slow.report(b, outcome)
+
+
+def test_a_mutant_retained_after_its_seed_was_left_is_followed_up_at_the_next_draw():
+    """In batches the seed's results come in after phase 1 has moved on: the follow-up it would have had when left
+    comes at the next draw, on that mutant; step by step (the test above) it comes as the seed is left."""
+    moves = [[("paraphrase", "a"), ("delete", "b")] for _ in range(4)]
+    s = build(moves, 1, parent_share=0.01, spread=True, visit=2)
+    batch = [s.next() for _ in range(3)]  # the first seed's two obligations and the next seed's first
+    assert [t.phase for t in batch] == [1, 1, 1] and all(t.stay for t in batch)
+    first = batch[0].obligation.seed_id
+    assert batch[2].obligation.seed_id != first
+    for i, task in enumerate(batch):
+        s.report(task, StepOutcome(True, retained=i == 0, new_case_id=f"m{i}", moves=(("paraphrase", "x"),)))
+    follow = s.next()
+    assert (follow.phase, follow.case_id, follow.obligation.seed_id) == (2, "m0", first)
+    assert not follow.stay  # a follow-up owed later is owed once: its own retained mutant owes none
+    s.report(follow, StepOutcome(True, retained=True, new_case_id="m9", moves=(("paraphrase", "x"),)))
+    assert s.next().phase == 1
+    walk = build(moves, 1, parent_share=0.01)  # walking the seeds: nothing is owed
+    batch = [walk.next() for _ in range(3)]
+    for i, task in enumerate(batch):
+        walk.report(task, StepOutcome(True, retained=i == 0, new_case_id=f"m{i}", moves=(("paraphrase", "x"),)))
+    assert walk.next().phase == 1
+
+
+class _Spy(Scheduler):
+    """Records every follow-up it hands out, and which of them were owed late."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.bursts: list = []
+        self.late: list = []
+
+    def _burst_task(self, seed=None):
+        task = super()._burst_task(seed)
+        if task is not None:
+            self.bursts.append(task)
+        return task
+
+    def _deferred_task(self):
+        task = super()._deferred_task()
+        if task is not None:
+            self.late.append(task)
+        return task
+
+
+@settings(max_examples=60, deadline=None)
+@given(seeds_strategy, st.integers(0, 20), st.sampled_from([0.5, 1.0, 2.0]), st.integers(1, 9),
+       st.lists(st.booleans(), min_size=300, max_size=300), st.booleans())
+def test_follow_ups_in_batches_are_owed_on_the_seeds_own_mutants_and_within_its_share(
+        seed_moves, rng_seed, burst, size, retained, spread):
+    """Drawn in batches and reported after: a follow-up owed late is on a retained mutant of its own seed, owed by a
+    mutant drawn while phase 1 was on that seed and retained after phase 1 left it (one each); every seed gets at
+    most ``burst`` × (its obligations) follow-ups, late ones included; step by step (``size`` 1), or walking the
+    seeds (not ``spread``), none is late."""
+    s = _Spy(random.Random(rng_seed), SchedulerConfig(burst=burst, parent_share=0.01, spread=spread))
+    for i, moves in enumerate(seed_moves):
+        s.add_seed(f"s{i}", f"s{i}", list(moves))
+    for i, moves in enumerate(seed_moves):  # (spread: every seed reaches its own memory)
+        s._reach[f"s{i}"] = ("cp", frozenset({f"m{i}"}))
+    s.seal()
+    n_obs = {f"s{i}": len(set(moves)) for i, moves in enumerate(seed_moves)}
+    family: dict[str, str] = {}  # retained case -> seed
+    owed: dict[str, int] = {}  # seed -> its stay tasks retained while phase 1 was on another seed
+    step = 0
+    while step < 300:
+        before = len(s.late)
+        batch = [t for t in (s.next() for _ in range(size)) if t is not None]
+        for task in s.late[before:]:
+            seed = task.obligation.seed_id
+            assert family.get(task.case_id) == seed, "a late follow-up on another seed's mutant"
+            owed[seed] = owed.get(seed, 0) - 1
+            assert owed[seed] >= 0, "a late follow-up nothing owed"
+        if not batch:
+            break
+        for task in batch:
+            keep = retained[step % len(retained)]
+            if keep:
+                family[f"m{step}"] = task.obligation.seed_id
+                if task.stay and task.obligation.seed_id != s._current:
+                    owed[task.obligation.seed_id] = owed.get(task.obligation.seed_id, 0) + 1
+            s.report(task, StepOutcome(True, retained=keep, new_case_id=f"m{step}", moves=(("paraphrase", "x"),)))
+            step += 1
+    per_seed: dict[str, int] = {}
+    for task in s.bursts:
+        per_seed[task.obligation.seed_id] = per_seed.get(task.obligation.seed_id, 0) + 1
+    assert all(n <= int(burst * n_obs[seed]) for seed, n in per_seed.items())
+    if size == 1 or not spread:
+        assert not s.late
+
+
+@given(st.integers(1, 4096), st.lists(st.integers(0, 4096), min_size=1, max_size=40))
+def test_batches_start_small_and_double_up_to_the_batch(size, drawn_steps):
+    """A function of the tasks drawn: at least one task, never more than ``--batch``, never smaller than the last
+    as the campaign goes on, and the whole batch once as many tasks were drawn as it holds."""
+    from ufuzz.engine.batching import FIRST_BATCH, batch_at
+
+    drawn, last = 0, 0
+    for extra in drawn_steps:
+        now = batch_at(size, drawn)
+        assert 1 <= now <= size and now >= last
+        assert now == min(size, max(FIRST_BATCH, drawn))
+        last, drawn = now, drawn + extra
+    assert batch_at(size, size) == size and batch_at(1, 0) == 1
+    assert [batch_at(128, d) for d in (0, 8, 16, 32, 64, 128, 256)] == [8, 8, 16, 32, 64, 128, 128]
