@@ -431,18 +431,3 @@ def test_follow_ups_in_batches_are_owed_on_the_seeds_own_mutants_and_within_its_
     if size == 1 or not spread:
         assert not s.late
 
-
-@given(st.integers(1, 4096), st.lists(st.integers(0, 4096), min_size=1, max_size=40))
-def test_batches_start_small_and_double_up_to_the_batch(size, drawn_steps):
-    """A function of the tasks drawn: at least one task, never more than ``--batch``, never smaller than the last
-    as the campaign goes on, and the whole batch once as many tasks were drawn as it holds."""
-    from ufuzz.engine.batching import FIRST_BATCH, batch_at
-
-    drawn, last = 0, 0
-    for extra in drawn_steps:
-        now = batch_at(size, drawn)
-        assert 1 <= now <= size and now >= last
-        assert now == min(size, max(FIRST_BATCH, drawn))
-        last, drawn = now, drawn + extra
-    assert batch_at(size, size) == size and batch_at(1, 0) == 1
-    assert [batch_at(128, d) for d in (0, 8, 16, 32, 64, 128, 256)] == [8, 8, 16, 32, 64, 128, 128]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DEFAULT_BATCH", "FIRST_BATCH", "MAX_BATCH", "batch_at", "batch_size", "legacy_batch"]
+__all__ = ["DEFAULT_BATCH", "MAX_BATCH", "batch_size", "legacy_batch"]
 
 #: 128: on every suite measured a larger batch finds as much as 64 (mean over 5 runs, ``--batch 64`` against 128, on
 #: 2026-12-06: shipped suite at 2,000 executions 176.0 / 106.0 against 176.2 / 106.6 unique failures / causes;
@@ -21,9 +21,6 @@ __all__ = ["DEFAULT_BATCH", "FIRST_BATCH", "MAX_BATCH", "batch_at", "batch_size"
 #: HTTP product at 20 ms a call gets 11.6x over one lane at 16 calls in flight with 128, 6.7x with 64
 #: (benchmarks/bench_latency.py --http-budget 2000)
 DEFAULT_BATCH = 128
-
-#: the first batch of a campaign: batches start this small and double up to ``--batch`` (see :func:`batch_at`)
-FIRST_BATCH = 8
 
 #: the largest ``--batch``
 MAX_BATCH = 4096
@@ -35,16 +32,6 @@ LEGACY_TASKS_PER_LANE = 4
 def batch_size(config: Any) -> int:
     """Tasks per batch of a campaign: its ``--batch``, whatever its lanes."""
     return max(1, int(getattr(config, "batch", 1) or 1))
-
-
-def batch_at(size: int, drawn: int) -> int:
-    """The size of the next batch when ``drawn`` tasks were drawn before it: 8, 8, 16, 32, … up to ``size``. Two
-    batches are drawn before the first result is in, so a campaign that started at ``--batch 128`` drew 256 tasks
-    blind — on LoCoMo dev at 1,000 executions a quarter of the budget spent on operators the feedback soon says
-    change nothing here (deletes and unrelated edits on a dense retriever); doubling from 8 lets it speak after 16
-    tasks and costs a latency-bound campaign its full concurrency for the first hundred or so. A function of the
-    tasks drawn only: the same seed and batch give the same batches, resumed or not, whatever the lanes."""
-    return max(1, min(size, max(FIRST_BATCH, drawn)))
 
 
 def legacy_batch(config: dict[str, Any]) -> int:

@@ -246,7 +246,7 @@ class Campaign:
         batch k in task order. Which tasks a batch holds is fixed by the seed and the batch alone, whatever the
         lanes. Between batches is the place to stop, to commit and to snapshot (the batch in flight is
         part of the snapshot, and a resumed campaign queues it again)."""
-        from ufuzz.engine.batching import batch_at, batch_size
+        from ufuzz.engine.batching import batch_size
 
         s, journal = self.state.search, self.journal
         size = batch_size(self.config)
@@ -257,7 +257,7 @@ class Campaign:
             if end is not None:
                 return end
             journal.at_boundary = False  # drawing changes the scheduler: a boundary again once the batch is queued
-            nxt = self.steps.draw(batch_at(size, s.drawn))
+            nxt = self.steps.draw(size)
             if s.inflight is None:
                 if nxt is None:
                     journal.at_boundary = True

@@ -20,7 +20,7 @@ from typing import Any
 #: 3: the state as dicts of named parts; 4: each half of :class:`ufuzz.engine.state.CampaignState` pickled whole;
 #: 5: the same parts, for campaigns run in ``--batch`` batches with effects measured from what a mutation predicts
 #: (2026-12-06) — a format-4 campaign resumed under those rules would not be the campaign it was, so it is refused;
-#: 6: batches that start small and follow-ups owed to seeds whose mutants were retained after phase 1 left them
+#: 6: follow-ups owed to seeds whose mutants were retained after a spread phase 1 left them
 FORMAT = 6
 
 __all__ = ["FORMAT", "SnapshotError", "dump", "format_of", "load"]
