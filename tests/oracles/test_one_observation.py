@@ -54,9 +54,52 @@ def test_the_same_miss_reached_through_another_chain_is_reported_once(default_su
     assert again is None
     assert [f.key for f in sunk if f.origin == "mutant"] == [first]
 
-    # a different retrieval is another observation: reported
-    other_miss = oracle.check(dele, _run(dele, list(reversed(others))), upd, _run(upd, [copy.id, *others[:4]]))
+    # a different retrieval is another observation: reported (where the same words find the evidence on the
+    # checkpoint's own state: the state change is to blame, see the test below)
+    found = lambda case: _run(case, [evidence, *others[:4]])  # noqa: E731
+    other_miss = oracle.check(dele, _run(dele, list(reversed(others))), upd, _run(upd, [copy.id, *others[:4]]),
+                              run_case=found)
     assert other_miss is not None and other_miss != first
+
+
+def test_a_state_change_is_not_blamed_for_what_its_words_miss_on_the_checkpoint(default_suite):
+    """The same chain seen first (no rewording's failure reported before it): the delete's miss is checked against
+    its words on the checkpoint's own state — missed there too, it is the wording's, not reported as the delete's;
+    found there, the state change did it; no control run, no blame (precision first)."""
+    seed, ref, ck, evidence, others, sunk, oracle, root = _setup(default_suite)
+    reworded = replace(seed.query, id=seed.query.id + "~p", text="Quick question: " + seed.query.text)
+    text = ck.memory(evidence).text
+    copy = Memory(evidence + "~u1", text + " Still so.", "2099-01-01T00:00:00")
+    upd = root.child("p2", operator="update", ops=(StateOp("update", evidence, copy),), query=reworded,
+                     obligation=Obligation(seed.id, "update", "value=x"))
+    oracle.register(upd.id, ref.with_(query_id=upd.id, supporting=(copy.id,), invalidated=(evidence,)))
+    dele = upd.child("p3", operator="delete", ops=(*upd.ops, StateOp("delete", copy.id)),
+                     obligation=Obligation(seed.id, "delete", copy.id))
+    oracle.register(dele.id, ref.with_(query_id=dele.id, invalidated=(copy.id,)))
+    asked: list[tuple[str, str, tuple]] = []
+
+    def control(top):
+        def run(case):
+            asked.append((case.query.text, case.state_key, case.ops))
+            return _run(case, top)
+        return run
+
+    parent_ex = _run(upd, [copy.id, *others[:4]])
+    assert oracle.check(dele, _run(dele, others), upd, parent_ex, run_case=control(others[1:])) is None
+    assert asked == [(reworded.text, root.state_key, ())]  # its own words, on the checkpoint's own state
+    assert oracle.check(dele, _run(dele, others), upd, parent_ex) is None
+    assert not [f for f in sunk if f.origin == "mutant"]
+    key = oracle.check(dele, _run(dele, others), upd, parent_ex, run_case=control([evidence, *others[:4]]))
+    assert key is not None and [f.operator for f in sunk if f.origin == "mutant"] == ["delete"]
+
+    # the seed's own words: no control is asked (its passing execution on the checkpoint is what made it a parent)
+    plain = root.child("p4", operator="delete", ops=(StateOp("delete", others[0]),),
+                       obligation=Obligation(seed.id, "delete", others[0]))
+    oracle.register(plain.id, ref.with_(query_id=plain.id))
+    asked.clear()
+    assert oracle.check(plain, _run(plain, others[1:]), root, _run(root, [evidence, *others[:4]]),
+                        run_case=control(others)) is not None
+    assert asked == []
 
 
 def test_the_same_mutant_seen_again_is_an_occurrence_of_its_failure(default_suite):

@@ -266,7 +266,8 @@ class Steps:
         self.store.record_feedback(self.campaign_id, mutant.id, replace(fb, retained=kept), seq=p.executions,
                                    step=s.step)
         try:
-            self.oracle.check(mutant, ex, parent, parent_ex, run_seed=self._seed_execution)
+            self.oracle.check(mutant, ex, parent, parent_ex, run_seed=self._seed_execution,
+                              run_case=self._control_execution)
         except LLMError as exc:  # the LLM judge failed: no verdict for this mutant, an error record, never a failure
             self.error(mutant.id, "judge", f"{type(exc).__name__}: {exc}")
         op = self.operators[task.operator]
@@ -295,6 +296,20 @@ class Steps:
             return None
         ex = self.lanes.execute(seed)
         self._parent_ran(seed, ex)
+        return ex
+
+    def _control_execution(self, case: FuzzCase) -> Execution | None:
+        """A control's execution for the oracle (a question on its checkpoint's own state, to tell a wording's
+        failure from a state change's): the cached one, else run now in a lane and counted as an execution of the
+        budget; None once the budget is spent. Not fed back: the scheduler never learns that a verdict asked."""
+        ex = self.executor.cached(case)
+        if ex is not None:
+            return ex
+        if self.budget.spent(self.progress):
+            return None
+        ex = self.lanes.execute(case)
+        self.record_execution(ex, is_parent=True, checkpoint_id=case.checkpoint_id)
+        self.executor.remember(case, ex)
         return ex
 
     def moves(self, case: FuzzCase) -> list[tuple[str, str]]:

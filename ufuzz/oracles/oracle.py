@@ -8,7 +8,9 @@ Verdicts come from :mod:`ufuzz.oracles.verdict`, the functions ``replay`` and ``
 seed that fails its own reference is a **baseline failure**, recorded once per seed. A mutant's failure is
 reported only at a level where its parent passes; and a query mutant that asks exactly a seed's question (same
 answer-affecting fields) on its parent's state — the checkpoint's own, or one its ancestors changed — and fails as
-that seed fails on the checkpoint's own state is that seed's baseline failure, not one the mutation caused.
+that seed fails on the checkpoint's own state is that seed's baseline failure, not one the mutation caused. A
+state mutant whose question is a rewording of its seed's, failing to retrieve checkpoint memories that the same
+words miss on the checkpoint's own state too, failed by its wording, not by its state change (``Oracle._control``).
 """
 
 from __future__ import annotations
@@ -30,11 +32,16 @@ from ufuzz.oracles.verdict import (
     failure,
     first_failure,
     judge_case,
+    root_id,
     state_failure,
 )
 
 #: runs (or returns the cached) execution of a seed case by id; None when it could not run
 SeedRunner = Callable[[str], Execution | None]
+
+#: runs (or returns the cached) execution of a case on its checkpoint's own state (no operations) — a control; None
+#: when it could not run
+CaseRunner = Callable[[FuzzCase], Execution | None]
 
 #: parents' verdicts kept; an evicted one is judged again (a pure function of reference and execution)
 MAX_PARENT_VERDICTS = 16384
@@ -204,8 +211,44 @@ class Oracle:
         self._sink(f, ref)
         return f.key
 
+    def _control(self, mutant: FuzzCase, parent: FuzzCase, ref: Reference, ex: Execution,
+                 out: Outcome) -> tuple[FuzzCase, frozenset[str]] | None:
+        """The question to ask on the checkpoint's own state before a state mutation is blamed for evidence not
+        retrieved, and the evidence concerned: for a state mutant (its mutation changed the state) whose question
+        is its seed's question reworded (the same fields, other words) and that misses supporting memories of the
+        checkpoint itself (an operation writes memories of ids of their own, so these hold the checkpoint's text
+        in any state). Its seed's reference holds for those words on that state. A
+        hand audit (LoCoMo) found a delete blamed for a rewording's miss: an update and then a delete of what it
+        wrote returned a reworded question to the checkpoint's memories, which those words never retrieved."""
+        if mutant.ops == parent.ops or out.level != "selection" or out.kind != "missing_evidence":
+            return None
+        seed = self._seeds.get(mutant.seed_id)
+        if seed is None or mutant.query.text == seed.query.text or mutant.query.fields != seed.query.fields:
+            return None
+        missing = frozenset(m for m in ref.supporting if m not in set(ex.top_ids))
+        if not missing or any(root_id(m) != m for m in missing):  # (a write's memory has an id of its own)
+            return None
+        return replace(seed, id=f"{mutant.id}~control", query=mutant.query), missing
+
+    def _wording_fails(self, mutant: FuzzCase, parent: FuzzCase, ref: Reference, ex: Execution, out: Outcome,
+                       run_case: CaseRunner | None) -> bool | None:
+        """Whether the mutant's failure is its wording's (see :meth:`_control`): its words on the checkpoint's own
+        state fail the seed's reference the same way, missing the same memories. None: no control applies; a
+        control that could not run counts as the wording's (whether the state change caused it cannot be told:
+        precision first)."""
+        found = self._control(mutant, parent, ref, ex, out)
+        if found is None:
+            return None
+        control, missing = found
+        control_ex = run_case(control) if run_case is not None else None
+        if control_ex is None or control_ex.error is not None:
+            return True
+        same = judge_case(control, self._refs[mutant.seed_id], control_ex, self.context).get(out.level)
+        return (same is not None and not same.passed and same.kind == out.kind
+                and missing.isdisjoint(control_ex.top_ids))
+
     def check(self, mutant: FuzzCase, ex: Execution, parent: FuzzCase, parent_ex: Execution,
-              run_seed: SeedRunner | None = None) -> str | None:
+              run_seed: SeedRunner | None = None, run_case: CaseRunner | None = None) -> str | None:
         """Judge a mutant against its reference, given its parent's execution. Returns a failure key or None."""
         if ex.error is not None or parent_ex.error is not None:
             return None
@@ -228,6 +271,8 @@ class Oracle:
                 # class stay the operator's: the paper's unit)
                 out = replace(out, detail={**out.detail, "control": {
                     "seed": twin.id, "query": twin.query.text, "level": out.level, "passed": True}})
+        if self._wording_fails(mutant, parent, ref, ex, out, run_case):
+            return None  # the rewording's miss, not the state change's (the rewording is paraphrase's to report)
         parent_ref = self._refs.get(parent.id)
         if mutant.ops == parent.ops and parent_ref is not None and parent_ref.abstain and not ref.abstain:
             # a question made answerable by re-asking it (e.g. about the other speaker) on the same state: the
