@@ -20,6 +20,7 @@ from ufuzz.corpus.failures import FAILURE_TABLES, FailureStore
 from ufuzz.corpus.store import CORPUS_TABLES, CorpusStore, ExecutionRow, default_url
 from ufuzz.engine.feedback import Feedback
 from ufuzz.model import (
+    CONTROL_SUFFIX,
     Checkpoint,
     Execution,
     Fact,
@@ -323,10 +324,13 @@ def test_summary_numbers(store: CorpusStore) -> None:
     store.record_execution(cid, make_exec("x2", ["cp2-m5"], error="BackendError: x"))
     store.record_error(cid, operation="execute", message="BackendError: x", case_id="x2")
     store.record_feedback(cid, "x1", Feedback(2, True, False, 0.4, True))
+    # a control (the oracle's: a mutant's question on the checkpoint's own state) is counted apart from parents
+    store.record_execution(cid, make_exec("x1" + CONTROL_SUFFIX, ["cp1-m0"]), is_parent=True)
     summ = store.summary(cid)
     assert summ == {
         "campaign": cid, "status": "running",
-        "executions": 4, "parent_executions": 2, "mutant_executions": 2, "failed_executions": 1,
+        "executions": 5, "parent_executions": 2, "control_executions": 1, "mutant_executions": 2,
+        "failed_executions": 1,
         "mutants": {"valid": 2, "rejected": 1, "total": 3},
         "retained": 1,
         "coverage": {"reached": 4, "total": 10, "ratio": 0.4, "extra": 1},

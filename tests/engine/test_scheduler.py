@@ -399,7 +399,7 @@ def test_follow_ups_in_batches_are_owed_on_the_seeds_own_mutants_and_within_its_
     s = _Spy(random.Random(rng_seed), SchedulerConfig(burst=burst, parent_share=0.01, spread=spread))
     for i, moves in enumerate(seed_moves):
         s.add_seed(f"s{i}", f"s{i}", list(moves))
-    for i, moves in enumerate(seed_moves):  # (spread: every seed reaches its own memory)
+    for i in range(len(seed_moves)):  # (spread: every seed reaches its own memory)
         s._reach[f"s{i}"] = ("cp", frozenset({f"m{i}"}))
     s.seal()
     n_obs = {f"s{i}": len(set(moves)) for i, moves in enumerate(seed_moves)}

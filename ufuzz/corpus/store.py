@@ -77,7 +77,17 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from ufuzz.corpus.summary import CampaignSummary
-from ufuzz.model import Checkpoint, Execution, FuzzCase, MutationDescriptor, Obligation, Query, Seed, StateOp
+from ufuzz.model import (
+    CONTROL_SUFFIX,
+    Checkpoint,
+    Execution,
+    FuzzCase,
+    MutationDescriptor,
+    Obligation,
+    Query,
+    Seed,
+    StateOp,
+)
 
 # 2: failures carry cause_key, responder and origin (mutant | baseline)
 # 3: campaigns' end reasons, messages and heartbeats; records carry their step; resume snapshots
@@ -1182,6 +1192,7 @@ class CorpusStore(SqlStore):
 
             executions = count(ExecutionRow)
             parents = count(ExecutionRow, ExecutionRow.is_parent.is_(True))
+            controls = count(ExecutionRow, ExecutionRow.is_parent.is_(True), ExecutionRow.case_id.like("%" + CONTROL_SUFFIX))
             failed = count(ExecutionRow, ExecutionRow.error.is_not(None))
             valid = count(MutantRow, MutantRow.valid.is_(True))
             rejected = count(MutantRow, MutantRow.valid.is_(False))
@@ -1205,4 +1216,4 @@ class CorpusStore(SqlStore):
         return CampaignSummary(campaign=campaign_id, status=camp.status, executions=executions, mutants_valid=valid,
                                mutants_rejected=rejected, retained=retained, coverage=len(reached),
                                coverage_total=sum(len(v) for v in members.values()), errors=errors,
-                               parent_executions=parents, failed_executions=failed, coverage_extra=len(extra))
+                               parent_executions=parents, control_executions=controls, failed_executions=failed, coverage_extra=len(extra))

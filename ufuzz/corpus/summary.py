@@ -23,7 +23,7 @@ __all__ = ["SUMMARY_VERSION", "CampaignSummary"]
 SUMMARY_VERSION = 2
 
 #: fields only the store counts (not in summary.json)
-_COUNTED = ("parent_executions", "failed_executions", "coverage_extra")
+_COUNTED = ("parent_executions", "control_executions", "failed_executions", "coverage_extra")
 #: fields only the returned summary has (written after summary.json: what went wrong while closing)
 _RETURNED = ("warnings",)
 
@@ -69,6 +69,9 @@ class CampaignSummary:
     warnings: list[str] = field(default_factory=list)
     # -- what only the store counts ----------------------------------------------------------------------------
     parent_executions: int | None = None
+    #: of the parent executions, controls: a mutant's question on its checkpoint's own state, asked by the oracle
+    #: before a state change is blamed for what those words miss there too (ufuzz.oracles.oracle)
+    control_executions: int | None = None
     failed_executions: int | None = None
     coverage_extra: int | None = None  # ids reached that no checkpoint has (memories state mutants added)
 
@@ -98,7 +101,8 @@ class CampaignSummary:
         parents = self.parent_executions or 0
         return {
             "campaign": self.campaign, "status": self.status, "executions": self.executions,
-            "parent_executions": parents, "mutant_executions": self.executions - parents,
+            "parent_executions": parents - (self.control_executions or 0),
+            "control_executions": self.control_executions or 0, "mutant_executions": self.executions - parents,
             "failed_executions": self.failed_executions or 0,
             "mutants": {"valid": self.mutants_valid, "rejected": self.mutants_rejected,
                         "total": self.mutants_valid + self.mutants_rejected},

@@ -6,7 +6,7 @@ Seeds (``memory``, ``query``, ``reference``, ``seed``), the provenance graph der
 without import cycles (``tests/test_layers.py`` enforces it).
 """
 
-from ufuzz.model.case import FuzzCase, Obligation, StateOp, state_key
+from ufuzz.model.case import CONTROL_SUFFIX, FuzzCase, Obligation, StateOp, state_key
 from ufuzz.model.execution import Execution
 from ufuzz.model.memory import Checkpoint, Entity, Fact, Memory
 from ufuzz.model.provenance import Provenance, UndefinedReference
@@ -15,7 +15,7 @@ from ufuzz.model.reference import RUBRIC_KEYS, Reference, Rubric
 from ufuzz.model.seed import SCHEMA_VERSION, Seed, SeedSuite
 
 __all__ = [
-    "RUBRIC_KEYS", "SCHEMA_VERSION", "SCOPES", "Checkpoint", "Entity", "Execution", "Fact",
+    "CONTROL_SUFFIX", "RUBRIC_KEYS", "SCHEMA_VERSION", "SCOPES", "Checkpoint", "Entity", "Execution", "Fact",
     "FuzzCase", "Memory", "MutationDescriptor", "Obligation", "Provenance", "Query", "QueryFields", "Reference",
     "Rubric", "Seed", "SeedSuite", "StateOp", "UndefinedReference", "state_key",
 ]

@@ -56,6 +56,11 @@ class Obligation:
         return f"{self.seed_id}|{self.operator}|{self.target}"
 
 
+CONTROL_SUFFIX = "~control"
+"""Ends the id of a control case: a mutant's question on its checkpoint's own state, which the oracle asks before it
+blames a state change (``ufuzz.oracles.oracle``); the store counts their executions apart."""
+
+
 @dataclass(frozen=True)
 class FuzzCase:
     id: str

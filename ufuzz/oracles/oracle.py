@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from ufuzz.lru import LRU
-from ufuzz.model import Execution, FuzzCase, Reference
+from ufuzz.model import CONTROL_SUFFIX, Execution, FuzzCase, Reference
 from ufuzz.oracles.accuracy import benchmark_accuracy
 from ufuzz.oracles.expectations import Outcome
 from ufuzz.oracles.verdict import (
@@ -228,7 +228,7 @@ class Oracle:
         missing = frozenset(m for m in ref.supporting if m not in set(ex.top_ids))
         if not missing or any(root_id(m) != m for m in missing):  # (a write's memory has an id of its own)
             return None
-        return replace(seed, id=f"{mutant.id}~control", query=mutant.query), missing
+        return replace(seed, id=mutant.id + CONTROL_SUFFIX, query=mutant.query), missing
 
     def _wording_fails(self, mutant: FuzzCase, parent: FuzzCase, ref: Reference, ex: Execution, out: Outcome,
                        run_case: CaseRunner | None) -> bool | None:

@@ -218,7 +218,9 @@ def render_status(st: dict[str, Any]) -> str:
         f"state      {_state_line(st)}",
         f"backend    {st['backend'].get('backend')}  " + _backend_words(st["backend"]),
         f"executions {st['executions']} of budget {st.get('budget')}  "
-        f"(parents {st['parent_executions']}, mutants {st['mutant_executions']}, errored {st['failed_executions']})",
+        f"(parents {st['parent_executions']}, mutants {st['mutant_executions']}"
+        + (f", controls {st['control_executions']}" if st.get("control_executions") else "")
+        + f", errored {st['failed_executions']})",
         *(["  by operator: " + ", ".join(f"{op} {n}" for op, n in st["executions_by_operator"].items())]
           if st.get("executions_by_operator") else []),
         *([f"  the system's own time per execution (its retrieval and answer calls): "
