@@ -59,6 +59,24 @@ def test_a_json_path_the_products_answers_do_not_have_is_bad_input_not_a_broken_
     assert not out.exists()
 
 
+def test_a_listing_that_pages_without_its_config_saying_how_is_bad_input_at_the_preflight(tmp_path, monkeypatch):
+    """Walkthrough leftover: the preflight's two-memory state fits in any page, so a product that pages its listing
+    (here 10 a page) passed it and the campaign then spent itself on errors, exit 3. The preflight builds the
+    campaign's largest checkpoint too: exit 2, saying what to configure, nothing left behind."""
+    from tests.support.http_product_server import start_product_server
+
+    monkeypatch.setenv("PRODUCT_API_TOKEN", "t0k3n")
+    out = tmp_path / "camp"
+    with start_product_server("t0k3n") as srv:
+        srv.page_size = 10  # the shipped suite's checkpoints hold 30 memories and more
+        res = CliRunner().invoke(main, ["run", "--backend", "http", "--config", str(EXAMPLE), "--opt",
+                                        f"base_url={srv.base_url}", "--budget", "20", "--out", str(out), "--quiet"])
+    assert res.exit_code == 2, res.output
+    assert "building the largest checkpoint" in res.output and "[list] next or cursor" in res.output
+    assert "compare the JSON path" not in res.output and "Traceback" not in res.output
+    assert not out.exists()
+
+
 def test_an_unreachable_llm_endpoint_fails_the_preflight(tmp_path):
     out = tmp_path / "camp"
     res = CliRunner().invoke(main, ["run", "--budget", "20", "--out", str(out), "--quiet", *BM25,

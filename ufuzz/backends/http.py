@@ -722,6 +722,7 @@ class HttpBackend(MemoryBackend):
     extra = None  # no library of its own beyond the core dependencies
     # calls from several threads overlap (--max-concurrency): the lock guards the state table, never a request
     concurrent_calls = True
+    build_checks_listing = True  # _check_listing: a paged listing read as one page is refused at the preflight
     options_spec = (
         Option("config", required=True, help="path of the product TOML file, set by --config FILE; "
                                              "see examples/product.toml"),

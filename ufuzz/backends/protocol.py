@@ -155,6 +155,10 @@ class MemoryBackend(ABC):
     #: on the network (the HTTP adapter): ``--max-concurrency`` thread lanes then overlap their calls; any other
     #: adapter is called by one thread at a time (``ufuzz.engine.threadlanes.SerialBackend``)
     concurrent_calls: bool = False
+    #: True for adapters whose build checks the state's listing against what the system said it stored (the HTTP
+    #: adapter): a product that pages its listing, configured without ``[list] next`` or ``cursor``, fails that
+    #: check only on a state larger than its page, so the preflight builds the campaign's largest checkpoint too
+    build_checks_listing: bool = False
     #: the options the adapter accepts; None only for wrappers that forward their options to another
     #: backend which checks them (the worker process)
     options_spec: ClassVar[tuple[Option, ...] | None] = ()

@@ -387,9 +387,9 @@ def _run_errors(backend: str, out_dir: Path, db_prefix: str, db_hint: str | None
         yield
     except PreflightError as exc:
         if exc.config:  # it answered, in another shape than its config file says: the file is the user's to fix
+            hint = " (compare the JSON path named with the response shown)" if "response has no" in str(exc) else ""
             raise BadInput(f"backend {backend!r} answers in another shape than its configuration describes: "
-                           f"its preflight round trip failed: {exc} (compare the JSON path named with the "
-                           "response shown)") from None
+                           f"its preflight round trip failed: {exc}{hint}") from None
         _fail(f"backend {backend!r} is unreachable or broken: its preflight round trip failed: {exc}")
     except StartError as exc:
         _start_error(exc)

@@ -3,7 +3,8 @@
 A backend that cannot be reached (an HTTP product on a closed port, a database that will not open) would
 otherwise turn the whole budget into error records and still end "normally". Before the first seed is
 recorded, :func:`preflight` builds a two-memory scratch checkpoint, adds a memory, searches, gets and lists it,
-deletes it and releases the state; when LLM uses are configured it also asks the endpoint for its models. Any
+deletes it and releases the state; a backend whose build checks its listing (an HTTP product) also builds the
+campaign's largest checkpoint; when LLM uses are configured it also asks the endpoint for its models. Any
 exception, or an operation the backend refuses, fails the start with a message naming the step and the
 backend's own words.
 
@@ -57,9 +58,12 @@ def _step(what: str, fn: Any, *args: Any) -> Any:
         raise PreflightError(f"{what} failed: {text}", config=isinstance(exc, BackendMismatch)) from None
 
 
-def preflight(backend: MemoryBackend, llm: Any = None) -> dict[str, Any]:
+def preflight(backend: MemoryBackend, llm: Any = None, largest: Checkpoint | None = None) -> dict[str, Any]:
     """Round trip through ``backend`` (and ``llm``, an :class:`~ufuzz.llm.LLMClient`, when given); returns
-    what was seen (for the campaign log). Raises :class:`PreflightError`."""
+    what was seen (for the campaign log). ``largest``: the campaign's largest checkpoint, built and released too
+    where the backend's build checks its listing (``build_checks_listing``: a product whose listing pages shows
+    it only on a state larger than a page — the scratch state's two memories never are — and a campaign would
+    otherwise spend its first builds on errors). Raises :class:`PreflightError`."""
     seen: dict[str, Any] = {}
     state = _step("building a 2-memory scratch checkpoint", backend.build, _CHECKPOINT)
     ok = False
@@ -87,6 +91,12 @@ def preflight(backend: MemoryBackend, llm: Any = None) -> dict[str, Any]:
             except Exception:  # noqa: BLE001 - the failure above is the one to report
                 pass
     _step("releasing the scratch state", backend.release, state)
+    if largest is not None and getattr(backend, "build_checks_listing", False) \
+            and len(largest.memories) > len(_CHECKPOINT.memories):
+        big = _step(f"building the largest checkpoint {largest.id!r} ({len(largest.memories)} memories)",
+                    backend.build, largest)
+        _step(f"releasing the state of {largest.id!r}", backend.release, big)
+        seen["largest_built"] = largest.id
     if llm is not None:
         _step(f"reaching the LLM endpoint {llm.config.base_url}", llm.ping)
         seen["llm"] = True

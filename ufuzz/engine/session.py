@@ -92,7 +92,8 @@ class Session:
                 from ufuzz.engine.preflight import preflight
 
                 setup("preflight round trip")
-                self.preflight = preflight(self.backend, self.llm)
+                largest = max(suite.checkpoints.values(), key=lambda c: len(c.memories), default=None)
+                self.preflight = preflight(self.backend, self.llm, largest)
             self.lanes = self.hold(self._start_lanes(config, suite, out, type(backend)))
             self._open_stores(config, out, resume_id)
             # which campaign of the (possibly shared) store this directory holds: `ufuzz status DIR --db URL`
