@@ -148,3 +148,29 @@ def test_a_question_re_asked_after_an_abstaining_parent_is_its_own_seeds_baselin
     assert oracle.check(mutant, _run(mutant, others), parent, _run(parent, others),
                         run_seed=lambda sid: missed) is None
     assert [(f.origin, f.case_id) for f in sunk] == [("baseline", twin.id)]
+
+
+def test_a_rewording_that_tips_an_updates_old_version_above_its_new_one_is_the_updates_defect(default_suite):
+    """Hand audit, LongMemEval: on a state where an update kept the old version searchable beside the new one, a
+    rewording tipped their near tie (0.003) and was reported as a new cause and class of the rewording's; it is
+    the update's defect (superseded versions kept and ranked by their words), which the update operator reports.
+    An out-of-date memory no update of the chain superseded is still the rewording's finding."""
+    seed, ref, ck, evidence, others, sunk, oracle, root = _setup(default_suite)
+    new = Memory(evidence + "~u1", ck.memory(evidence).text + " Since this year.", "2099-01-01T00:00:00")
+    upd = root.child("u1", operator="update", ops=(StateOp("update", evidence, new),),
+                     obligation=Obligation(seed.id, "update", "value=x"))
+    updated_ref = ref.with_(query_id=upd.id, supporting=(new.id,), invalidated=(evidence,))
+    oracle.register(upd.id, updated_ref)
+    reworded = replace(seed.query, id=seed.query.id + "~p", text="Quick question: " + seed.query.text)
+    para = upd.child("p1", operator="paraphrase", query=reworded, obligation=Obligation(seed.id, "paraphrase", "w"))
+    oracle.register(para.id, updated_ref.with_(query_id=para.id))
+    parent_ex = _run(upd, [new.id, evidence, *others[:3]])  # the new version first: the update mutant passes
+    assert oracle.check(para, _run(para, [evidence, new.id, *others[:3]]), upd, parent_ex) is None
+    assert not [f for f in sunk if f.origin == "mutant"]
+
+    # out of date by the reference, not by an update of this chain: the rewording's own finding
+    para2 = upd.child("p2", operator="paraphrase", query=reworded, obligation=Obligation(seed.id, "paraphrase", "v"))
+    oracle.register(para2.id, updated_ref.with_(query_id=para2.id, invalidated=(evidence, others[0])))
+    key = oracle.check(para2, _run(para2, [others[0], new.id, *others[1:4]]), upd,
+                       _run(upd, [new.id, others[0], *others[1:4]]))
+    assert key is not None and [f.kind for f in sunk if f.origin == "mutant"] == ["stale_ranked_above_valid"]

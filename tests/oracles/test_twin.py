@@ -136,3 +136,33 @@ def test_a_rewording_of_an_update_mutant_has_its_parent_as_control_not_its_seed(
     key = oracle.check(mutant, _run(mutant, others), parent, _run(parent, [new.id]),
                        run_seed=lambda sid: _run(seed, others))  # the seed misses its own (old) evidence too
     assert key is not None and [f.operator for f in sunk if f.origin == "mutant"] == ["paraphrase"]
+
+
+def test_a_target_change_onto_a_seeds_question_with_its_parents_filler_is_the_fillers_miss_not_the_targets(
+        default_suite):
+    """Hand audit, LoCoMo: a target change from a reworded parent landed on another seed's question with the
+    parent's "Quick question:" kept, on the checkpoint's own state; that seed as worded passes there, so the miss is
+    the filler's — a paraphrase's finding on that seed, not the target change's (it was reported under both). The
+    new target in words of its own is still the target change's test."""
+    a, b, ck, other = _pair(default_suite)
+    ra, rb = default_suite.reference_of(a), default_suite.reference_of(b)
+    sunk = []
+    oracle = Oracle(lambda f, _ref: sunk.append(f))
+    seed_a, seed_b = FuzzCase.from_seed(a, ck), FuzzCase.from_seed(b, ck)
+    oracle.add_seed(seed_a, ra)
+    oracle.add_seed(seed_b, rb)
+    passing = _run(seed_b, list(rb.supporting))
+    parent_ex = _run(seed_a, list(ra.supporting))
+
+    def target_change(case_id: str, text: str) -> FuzzCase:
+        m = seed_a.child(case_id, operator="target_change", query=replace(b.query, id=case_id, text=text),
+                         obligation=Obligation(a.id, "target_change", "question=" + case_id))
+        oracle.register(m.id, rb.with_(query_id=m.id))
+        return m
+
+    filler = target_change("t1", "Quick question: " + b.query.text[0].lower() + b.query.text[1:])
+    assert oracle.check(filler, _run(filler, [other.id]), seed_a, parent_ex, run_seed=lambda sid: passing) is None
+    assert not [f for f in sunk if f.origin == "mutant"]
+    own_words = target_change("t2", "Tell me about " + " ".join(reversed(b.query.text.rstrip("?").split())) + "?")
+    assert oracle.check(own_words, _run(own_words, [other.id]), seed_a, parent_ex, run_seed=lambda sid: passing)
+    assert [f.operator for f in sunk if f.origin == "mutant"] == ["target_change"]

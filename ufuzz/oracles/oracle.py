@@ -15,6 +15,7 @@ words miss on the checkpoint's own state too, failed by its wording, not by its 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -211,6 +212,18 @@ class Oracle:
         self._sink(f, ref)
         return f.key
 
+    @staticmethod
+    def _update_superseded(mutant: FuzzCase, parent: FuzzCase, out: Outcome) -> bool:
+        """Whether a question mutant (the state is its parent's) ranks above the current memory a version that an
+        update of its own chain superseded: the system keeps superseded versions searchable and ranks them by
+        their words, a defect of its updates that the update operator reports as such — a rewording that tips
+        the near tie of old and new text (a hand audit, LongMemEval: a margin of 0.003) is that defect again,
+        not a new cause of the rewording's."""
+        if out.kind != "stale_ranked_above_valid" or mutant.ops != parent.ops or not out.offending:
+            return False
+        updated = {root_id(op.target) for op in mutant.ops if op.op == "update" and op.target}
+        return root_id(out.offending[0]) in updated
+
     def _control(self, mutant: FuzzCase, parent: FuzzCase, ref: Reference, ex: Execution,
                  out: Outcome) -> tuple[FuzzCase, frozenset[str]] | None:
         """The question to ask on the checkpoint's own state before a state mutation is blamed for evidence not
@@ -264,6 +277,14 @@ class Oracle:
             same = self.levels_of(twin, twin_ex).get(out.level)
             if same is not None and not same.passed and same.kind == out.kind:
                 return None  # the seed's own baseline failure, recorded there (also after an abstaining parent)
+            if same is not None and same.passed and not mutant.ops and mutant.operator != "paraphrase" \
+                    and _words_around(twin.query.text, mutant.query.text):
+                # a seed's question word for word inside other words (a target change onto it kept its parent's
+                # "Quick question:"), on the very state where that seed as worded passes: the miss is the added
+                # words', which paraphrase tests on that seed — not the new target's (hand audit, LoCoMo: reported
+                # twice, under two operators). A question of the new target in words of its own stays the target
+                # change's test, and so does one on a state its ancestors changed (the change may be what fails it).
+                return None
             if mutant.ops and same is not None and same.passed and twin.query.text == mutant.query.text:
                 # the same question, word for word, passes on the unmutated state: what fails it is the state its
                 # ancestors changed, not the new question (another wording could fail by itself) — said with the
@@ -271,6 +292,8 @@ class Oracle:
                 # class stay the operator's: the paper's unit)
                 out = replace(out, detail={**out.detail, "control": {
                     "seed": twin.id, "query": twin.query.text, "level": out.level, "passed": True}})
+        if self._update_superseded(mutant, parent, out):
+            return None  # the update's defect, which the update operator reports (its cause and class)
         if self._wording_fails(mutant, parent, ref, ex, out, run_case):
             return None  # the rewording's miss, not the state change's (the rewording is paraphrase's to report)
         parent_ref = self._refs.get(parent.id)
@@ -289,6 +312,12 @@ class Oracle:
             return None  # the same question, retrieval and evidence failed the same way as another failure
         self._sink(f, ref)
         return f.key
+
+
+def _words_around(inner: str, outer: str) -> bool:
+    """Whether ``outer`` is ``inner`` with words added around it (case and punctuation aside), not ``inner`` itself."""
+    a, b = " ".join(re.findall(r"\w+", inner.lower())), " ".join(re.findall(r"\w+", outer.lower()))
+    return bool(a) and a != b and f" {a} " in f" {b} "
 
 
 def _observation(case: FuzzCase, ref: Reference, ex: Execution, out: Outcome) -> tuple[Any, ...]:
