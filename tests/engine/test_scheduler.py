@@ -431,13 +431,3 @@ def test_follow_ups_in_batches_are_owed_on_the_seeds_own_mutants_and_within_its_
     if size == 1 or not spread:
         assert not s.late
 
-
-
-def test_memories_a_state_mutant_reaches_only_in_the_places_it_emptied_are_no_effect():
-    """Ranked as its own operations predict, what a delete brings into the top-k is the parent's next memories —
-    the deletion, not an effect of it; a ranking against the prediction, or a question mutant's new memories, are."""
-    assert not StepOutcome(True, coverage_gain=2, divergence=0.0, predicted=True).effect
-    assert StepOutcome(True, coverage_gain=2, divergence=0.3, predicted=True).effect
-    assert StepOutcome(True, coverage_gain=0, divergence=0.3, predicted=True).effect
-    assert StepOutcome(True, coverage_gain=2, divergence=0.0).effect  # a rewording that reached new memories
-    assert StepOutcome(True, coverage_gain=2, divergence=None, predicted=True).effect  # nothing to compare

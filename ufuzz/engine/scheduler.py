@@ -92,20 +92,14 @@ class StepOutcome:
     #: the mutant asks another question than its parent (a target change): a changed ranking is its design, not
     #: an effect; only memories reached for the first time are
     asks_anew: bool = False
-    #: the divergence was measured from the ranking the mutant's own state operations predict (feedback.expected_top)
-    predicted: bool = False
 
     @property
     def effect(self) -> bool:
         """Whether the mutant changed what the system retrieved beyond what the mutation itself says it changes:
         memories reached for the first time, or a ranking other than its parent's as the mutation predicts it
         (the divergence; for a state mutant from the parent's top-k with what it deleted gone and what it
-        updated in its old place — a delete that removes just what it removed does nothing unexpected). Memories
-        reached for the first time by a state mutant ranked as predicted are what moved up into the places its
-        operations emptied, the parent's next ones: the deletion itself, not an effect of it (LoCoMo dev: deletes
-        counted a third of their mutants as effects by those alone, and drew a tenth of the budget for none)."""
-        backfill = self.predicted and self.divergence is not None and self.divergence <= DIVERGENCE_NOISE
-        if self.coverage_gain > 0 and not backfill:
+        updated in its old place — a delete that removes just what it removed does nothing unexpected)."""
+        if self.coverage_gain > 0:
             return True
         if self.asks_anew:
             return False

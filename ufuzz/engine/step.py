@@ -274,8 +274,7 @@ class Steps:
         if not kept:
             self.oracle.forget(mutant.id)
             return StepOutcome(valid=True, coverage_gain=fb.coverage_gain, divergence=fb.divergence,
-                               meaning_preserving=op.meaning_preserving, asks_anew=_asks_anew(op),
-                               predicted=expected is not None)
+                               meaning_preserving=op.meaning_preserving, asks_anew=_asks_anew(op))
         p.retained += 1
         s.cases.retain(mutant, parent)
         self.executor.remember(mutant, ex)
@@ -284,8 +283,7 @@ class Steps:
             proposal.adopted = True
         return StepOutcome(valid=True, retained=True, new_case_id=mutant.id, moves=tuple(self.moves(mutant)),
                            coverage_gain=fb.coverage_gain, divergence=fb.divergence,
-                           meaning_preserving=op.meaning_preserving, asks_anew=_asks_anew(op),
-                           predicted=expected is not None)
+                           meaning_preserving=op.meaning_preserving, asks_anew=_asks_anew(op))
 
     def _seed_execution(self, seed_id: str) -> Execution | None:
         """A seed's execution for the oracle's baseline attribution (the cached one, else run now in a lane,
