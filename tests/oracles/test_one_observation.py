@@ -174,3 +174,21 @@ def test_a_rewording_that_tips_an_updates_old_version_above_its_new_one_is_the_u
     key = oracle.check(para2, _run(para2, [others[0], new.id, *others[1:4]]), upd,
                        _run(upd, [new.id, others[0], *others[1:4]]))
     assert key is not None and [f.kind for f in sunk if f.origin == "mutant"] == ["stale_ranked_above_valid"]
+
+
+def test_a_question_about_the_value_before_an_update_ranking_the_new_value_first_is_still_reported(default_suite):
+    """The rule above takes only the versions the chain's updates replaced: asked about the value *before* the
+    update, the new memory (an id descending from the old one's, as updates write them) ranked above the old one
+    is a defect of its own (the time scope ignored)."""
+    seed, ref, ck, evidence, others, sunk, oracle, root = _setup(default_suite)
+    new = Memory(evidence + "~u1a2b3", ck.memory(evidence).text + " Since this year.", "2099-01-01T00:00:00")
+    upd = root.child("u1", operator="update", ops=(StateOp("update", evidence, new),),
+                     obligation=Obligation(seed.id, "update", "value=x"))
+    oracle.register(upd.id, ref.with_(query_id=upd.id, supporting=(new.id,), invalidated=(evidence,)))
+    before = replace(seed.query, id=seed.query.id + "~b", text="Before that, " + seed.query.text)
+    asked = upd.child("t1", operator="target_change", query=before,
+                      obligation=Obligation(seed.id, "target_change", "scope=before"))
+    oracle.register(asked.id, ref.with_(query_id=asked.id, supporting=(evidence,), invalidated=(new.id,)))
+    key = oracle.check(asked, _run(asked, [new.id, evidence, *others[:3]]), upd,
+                       _run(upd, [new.id, evidence, *others[:3]]))
+    assert key is not None and [f.kind for f in sunk if f.origin == "mutant"] == ["stale_ranked_above_valid"]

@@ -221,8 +221,9 @@ class Oracle:
         not a new cause of the rewording's."""
         if out.kind != "stale_ranked_above_valid" or mutant.ops != parent.ops or not out.offending:
             return False
-        updated = {root_id(op.target) for op in mutant.ops if op.op == "update" and op.target}
-        return root_id(out.offending[0]) in updated
+        # the very versions the chain's updates replaced (not what they wrote: a question about the value *before*
+        # the update ranking the new value first is another defect, the time scope's)
+        return out.offending[0] in {op.target for op in mutant.ops if op.op == "update" and op.target}
 
     def _control(self, mutant: FuzzCase, parent: FuzzCase, ref: Reference, ex: Execution,
                  out: Outcome) -> tuple[FuzzCase, frozenset[str]] | None:
