@@ -324,8 +324,9 @@ def test_summary_numbers(store: CorpusStore) -> None:
     store.record_execution(cid, make_exec("x2", ["cp2-m5"], error="BackendError: x"))
     store.record_error(cid, operation="execute", message="BackendError: x", case_id="x2")
     store.record_feedback(cid, "x1", Feedback(2, True, False, 0.4, True))
-    # a control (the oracle's: a mutant's question on the checkpoint's own state) is counted apart from parents
-    store.record_execution(cid, make_exec("x1" + CONTROL_SUFFIX, ["cp1-m0"]), is_parent=True)
+    # a control (the oracle's: a mutant's question on the checkpoint's own state) is counted apart from parents,
+    # and what it retrieved is no coverage of the search's
+    store.record_execution(cid, make_exec("x1" + CONTROL_SUFFIX, ["cp1-m7"]), is_parent=True)
     summ = store.summary(cid)
     assert summ == {
         "campaign": cid, "status": "running",

@@ -326,3 +326,12 @@ def test_a_state_mutant_that_removed_the_whole_top_k_contradicts_no_ranking():
     assert state.observe("s", "cp", child, parent, expected=[]).divergence == 0.0
     assert state.observe("s", "cp", child, parent, expected=["a"]).divergence > 0.0
     assert state.observe("s", "cp", child, parent).divergence > 0.0  # a query mutant compares with the parent's own
+
+
+def test_a_state_that_ranks_what_its_parent_ranked_nothing_of_has_changed():
+    """An empty prediction is no divergence only where the parent ranked something (every memory of it deleted);
+    where the parent ranked nothing, a state mutant that now ranks a memory diverges."""
+    state = FeedbackState()
+    empty = Execution(case_id="p", state_key="k", query="q", top_ids=[], top_scores=[])
+    child = Execution(case_id="c", state_key="k2", query="q", top_ids=["a"], top_scores=[0.7])
+    assert state.observe("s", "cp", child, empty, expected=[]).divergence == 1.0

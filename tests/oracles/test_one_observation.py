@@ -174,6 +174,12 @@ def test_a_rewording_that_tips_an_updates_old_version_above_its_new_one_is_the_u
     key = oracle.check(para2, _run(para2, [others[0], new.id, *others[1:4]]), upd,
                        _run(upd, [new.id, others[0], *others[1:4]]))
     assert key is not None and [f.kind for f in sunk if f.origin == "mutant"] == ["stale_ranked_above_valid"]
+    # ... and so is a tie tipped where a memory of the checkpoint's own is out of date beside the replaced one
+    para3 = upd.child("p3", operator="paraphrase", query=reworded, obligation=Obligation(seed.id, "paraphrase", "u"))
+    oracle.register(para3.id, updated_ref.with_(query_id=para3.id, invalidated=(evidence, others[0])))
+    key = oracle.check(para3, _run(para3, [evidence, others[0], new.id, *others[1:3]]), upd,
+                       _run(upd, [new.id, evidence, others[0], *others[1:3]]))
+    assert key is not None
 
 
 def test_a_question_about_the_value_before_an_update_ranking_the_new_value_first_is_still_reported(default_suite):

@@ -1205,9 +1205,11 @@ class CorpusStore(SqlStore):
                 members[cid] = {str(m["id"]) for m in data.get("memories", [])}
             reached: set[tuple[str, str]] = set()
             extra: set[tuple[str, str]] = set()
+            # (a control is the oracle's question, not the search's: the campaign's coverage leaves it out too)
             for cid, top in s.execute(select(ExecutionRow.checkpoint_id, ExecutionRow.top_ids)
                                       .where(ExecutionRow.campaign_id == campaign_id,
-                                             ExecutionRow.error.is_(None))):
+                                             ExecutionRow.error.is_(None),
+                                             ExecutionRow.case_id.not_like("%" + CONTROL_SUFFIX))):
                 if cid is None:
                     continue
                 own = members.get(cid, set())

@@ -71,8 +71,9 @@ def expected_top(parent_top: Sequence[str], ops: Sequence[Any], results: Sequenc
 def _divergence(before: Sequence[str], after: Sequence[str], p: float, predicted: bool) -> float:
     """RBO divergence of ``after`` from ``before``. A predicted ranking (:func:`expected_top`) is a prefix of what the
     mutant may rank — memories below the parent's top-k move up into the places its operations emptied — so an
-    empty prediction (the operations removed every memory the parent ranked) is the prefix of any ranking:
-    nothing it predicted is contradicted, as RBO says of every other prefix."""
+    empty prediction (the operations removed every memory the parent ranked; ``predicted`` only where the parent
+    ranked some — a state that now ranks what its parent ranked nothing of has changed) is the prefix of any
+    ranking: nothing it predicted is contradicted, as RBO says of every other prefix."""
     if predicted and not before:
         return 0.0
     return rbo_divergence(before, after, p)
@@ -247,7 +248,7 @@ class FeedbackState:
         divergence = None
         if self.ablate.use_divergence and parent is not None and parent.error is None:
             divergence = _divergence(parent.top_ids if expected is None else expected, execution.top_ids, p,
-                                     predicted=expected is not None)
+                                     predicted=expected is not None and bool(parent.top_ids))
         return Feedback(coverage_gain=gain, new_signature=new_sig, divergence=divergence,
                         retained=gain > 0 or new_sig)
 
