@@ -31,6 +31,18 @@ def _pair(suite):
     raise AssertionError("the default suite has two such seeds")
 
 
+def _two_seeds(suite):
+    """:func:`_pair`'s seeds as cases of an oracle that knows both, with their references and the failures sunk."""
+    a, b, ck, other = _pair(suite)
+    ra, rb = suite.reference_of(a), suite.reference_of(b)
+    sunk: list = []
+    oracle = Oracle(lambda f, _ref: sunk.append(f))
+    seed_a, seed_b = FuzzCase.from_seed(a, ck), FuzzCase.from_seed(b, ck)
+    oracle.add_seed(seed_a, ra)
+    oracle.add_seed(seed_b, rb)
+    return a, b, ck, other, ra, rb, sunk, oracle, seed_a, seed_b
+
+
 def _run(case: FuzzCase, top: list[str]) -> Execution:
     return Execution(case_id=case.id, state_key=case.state_key, query=case.query.text, top_ids=top,
                      top_scores=[1.0 - i / 10 for i in range(len(top))])
@@ -39,13 +51,7 @@ def _run(case: FuzzCase, top: list[str]) -> Execution:
 @pytest.mark.parametrize("twin_fails", [True, False], ids=["twin-fails", "twin-passes"])
 def test_a_sibling_question_after_an_ancestors_update_is_judged_against_the_sibling_seed(default_suite,
                                                                                          twin_fails):
-    a, b, ck, other = _pair(default_suite)
-    ra, rb = default_suite.reference_of(a), default_suite.reference_of(b)
-    sunk = []
-    oracle = Oracle(lambda f, _ref: sunk.append(f))
-    seed_a, seed_b = FuzzCase.from_seed(a, ck), FuzzCase.from_seed(b, ck)
-    oracle.add_seed(seed_a, ra)
-    oracle.add_seed(seed_b, rb)
+    a, b, ck, other, ra, rb, sunk, oracle, seed_a, seed_b = _two_seeds(default_suite)
     edit = StateOp("update", other.id, Memory(other.id + "~u1", other.text + " Noted again.", other.timestamp))
     parent = seed_a.child("p1", operator="update", ops=(edit,), obligation=Obligation(a.id, "update", other.id))
     oracle.register(parent.id, ra)
@@ -144,13 +150,7 @@ def test_a_target_change_onto_a_seeds_question_with_its_parents_filler_is_the_fi
     parent's "Quick question:" kept, on the checkpoint's own state; that seed as worded passes there, so the miss is
     the filler's — a paraphrase's finding on that seed, not the target change's (it was reported under both). The
     new target in words of its own is still the target change's test."""
-    a, b, ck, other = _pair(default_suite)
-    ra, rb = default_suite.reference_of(a), default_suite.reference_of(b)
-    sunk = []
-    oracle = Oracle(lambda f, _ref: sunk.append(f))
-    seed_a, seed_b = FuzzCase.from_seed(a, ck), FuzzCase.from_seed(b, ck)
-    oracle.add_seed(seed_a, ra)
-    oracle.add_seed(seed_b, rb)
+    a, b, ck, other, ra, rb, sunk, oracle, seed_a, seed_b = _two_seeds(default_suite)
     passing = _run(seed_b, list(rb.supporting))
     parent_ex = _run(seed_a, list(ra.supporting))
 
