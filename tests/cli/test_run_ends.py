@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from ufuzz.cli import main
@@ -59,10 +60,13 @@ def test_a_json_path_the_products_answers_do_not_have_is_bad_input_not_a_broken_
     assert not out.exists()
 
 
-def test_a_listing_that_pages_without_its_config_saying_how_is_bad_input_at_the_preflight(tmp_path, monkeypatch):
+@pytest.mark.parametrize("isolation", ["none", "process"])
+def test_a_listing_that_pages_without_its_config_saying_how_is_bad_input_at_the_preflight(tmp_path, monkeypatch,
+                                                                                          isolation):
     """Walkthrough leftover: the preflight's two-memory state fits in any page, so a product that pages its listing
     (here 10 a page) passed it and the campaign then spent itself on errors, exit 3. The preflight builds the
-    campaign's largest checkpoint too: exit 2, saying what to configure, nothing left behind."""
+    campaign's largest checkpoint too: exit 2, saying what to configure, nothing left behind — also through the
+    worker process of ``--isolation process``."""
     from tests.support.http_product_server import start_product_server
 
     monkeypatch.setenv("PRODUCT_API_TOKEN", "t0k3n")
@@ -70,7 +74,8 @@ def test_a_listing_that_pages_without_its_config_saying_how_is_bad_input_at_the_
     with start_product_server("t0k3n") as srv:
         srv.page_size = 10  # the shipped suite's checkpoints hold 30 memories and more
         res = CliRunner().invoke(main, ["run", "--backend", "http", "--config", str(EXAMPLE), "--opt",
-                                        f"base_url={srv.base_url}", "--budget", "20", "--out", str(out), "--quiet"])
+                                        f"base_url={srv.base_url}", "--budget", "20", "--out", str(out), "--quiet",
+                                        "--isolation", isolation])
     assert res.exit_code == 2, res.output
     assert "building the largest checkpoint" in res.output and "[list] next or cursor" in res.output
     assert "compare the JSON path" not in res.output and "Traceback" not in res.output

@@ -39,7 +39,9 @@ from typing import Any
 from ufuzz.backends.files import remove_linked_dirs, trim_heap
 from ufuzz.backends.protocol import (
     BackendError,
+    BackendMismatch,
     BackendUnavailable,
+    BackendUnreachable,
     Capabilities,
     MemoryBackend,
     OpResult,
@@ -141,6 +143,10 @@ def default_max_rss_mb() -> float:
 def _err(exc: BaseException) -> tuple[str, str, str, str]:
     if isinstance(exc, BackendUnavailable):
         kind = "unavailable"
+    elif isinstance(exc, BackendMismatch):  # the user's configuration to fix (exit 2), not a system that is down
+        kind = "mismatch"
+    elif isinstance(exc, BackendUnreachable):  # no answer at all (exit 3, said so)
+        kind = "unreachable"
     elif isinstance(exc, BackendError):
         kind = "backend"
     elif isinstance(exc, NotImplementedError):
@@ -159,6 +165,10 @@ def _raise(reply: tuple[str, str, str, str], prefix: str) -> None:
         exc = BackendUnavailable(message)
         exc.hint = hint
         raise exc
+    if kind == "mismatch":
+        raise BackendMismatch(message)
+    if kind == "unreachable":
+        raise BackendUnreachable(message)
     if kind == "notimplemented":
         raise NotImplementedError(message)
     if kind == "value":

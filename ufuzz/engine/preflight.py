@@ -60,10 +60,10 @@ def _step(what: str, fn: Any, *args: Any) -> Any:
 
 def preflight(backend: MemoryBackend, llm: Any = None, largest: Checkpoint | None = None) -> dict[str, Any]:
     """Round trip through ``backend`` (and ``llm``, an :class:`~ufuzz.llm.LLMClient`, when given); returns
-    what was seen (for the campaign log). ``largest``: the campaign's largest checkpoint, built and released too
-    where the backend's build checks its listing (``build_checks_listing``: a product whose listing pages shows
-    it only on a state larger than a page — the scratch state's two memories never are — and a campaign would
-    otherwise spend its first builds on errors). Raises :class:`PreflightError`."""
+    what was seen (for the campaign log). ``largest``: the campaign's largest checkpoint, built and released too —
+    given where the backend's build checks its listing (``build_checks_listing``: a product whose listing pages
+    shows it only on a state larger than a page — the scratch state's two memories never are — and a campaign
+    would otherwise spend its first builds on errors). Raises :class:`PreflightError`."""
     seen: dict[str, Any] = {}
     state = _step("building a 2-memory scratch checkpoint", backend.build, _CHECKPOINT)
     ok = False
@@ -91,8 +91,7 @@ def preflight(backend: MemoryBackend, llm: Any = None, largest: Checkpoint | Non
             except Exception:  # noqa: BLE001 - the failure above is the one to report
                 pass
     _step("releasing the scratch state", backend.release, state)
-    if largest is not None and getattr(backend, "build_checks_listing", False) \
-            and len(largest.memories) > len(_CHECKPOINT.memories):
+    if largest is not None and len(largest.memories) > len(_CHECKPOINT.memories):
         big = _step(f"building the largest checkpoint {largest.id!r} ({len(largest.memories)} memories)",
                     backend.build, largest)
         _step(f"releasing the state of {largest.id!r}", backend.release, big)

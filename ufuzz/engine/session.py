@@ -92,13 +92,24 @@ class Session:
                 from ufuzz.engine.preflight import preflight
 
                 setup("preflight round trip")
-                largest = max(suite.checkpoints.values(), key=lambda c: len(c.memories), default=None)
+                largest = (max(suite.checkpoints.values(), key=lambda c: len(c.memories), default=None)
+                           if self._checks_listing(config) else None)
                 self.preflight = preflight(self.backend, self.llm, largest)
             self.lanes = self.hold(self._start_lanes(config, suite, out, type(backend)))
             self._open_stores(config, out, resume_id)
             # which campaign of the (possibly shared) store this directory holds: `ufuzz status DIR --db URL`
             ending.write_atomic(out / "campaign.json", json.dumps({"campaign": self.campaign_id}) + "\n")
             self.log_file = self.hold(LogFile(out / "campaign.log"))
+
+    def _checks_listing(self, config: Any) -> bool:
+        """Whether the backend's build checks its listing (``MemoryBackend.build_checks_listing``), asked of the
+        adapter's class too: under ``--isolation process`` the campaign holds a proxy of it."""
+        try:
+            cls = registry.load(config.backend)
+        except KeyError:
+            cls = None
+        return bool(getattr(self.backend, "build_checks_listing", False)
+                    or getattr(cls, "build_checks_listing", False))
 
     def _start_lanes(self, config: Any, suite: Any, out: Path, given: type) -> Any:
         from ufuzz.engine.lanes import LaneSpec
