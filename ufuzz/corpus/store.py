@@ -1192,7 +1192,8 @@ class CorpusStore(SqlStore):
 
             executions = count(ExecutionRow)
             parents = count(ExecutionRow, ExecutionRow.is_parent.is_(True))
-            controls = count(ExecutionRow, ExecutionRow.is_parent.is_(True), ExecutionRow.case_id.like("%" + CONTROL_SUFFIX))
+            control = ExecutionRow.case_id.like("%" + CONTROL_SUFFIX)  # the oracle's executions, not the search's
+            controls = count(ExecutionRow, ExecutionRow.is_parent.is_(True), control)
             failed = count(ExecutionRow, ExecutionRow.error.is_not(None))
             valid = count(MutantRow, MutantRow.valid.is_(True))
             rejected = count(MutantRow, MutantRow.valid.is_(False))
@@ -1208,8 +1209,7 @@ class CorpusStore(SqlStore):
             # (a control is the oracle's question, not the search's: the campaign's coverage leaves it out too)
             for cid, top in s.execute(select(ExecutionRow.checkpoint_id, ExecutionRow.top_ids)
                                       .where(ExecutionRow.campaign_id == campaign_id,
-                                             ExecutionRow.error.is_(None),
-                                             ExecutionRow.case_id.not_like("%" + CONTROL_SUFFIX))):
+                                             ExecutionRow.error.is_(None), ~control)):
                 if cid is None:
                     continue
                 own = members.get(cid, set())
@@ -1218,4 +1218,5 @@ class CorpusStore(SqlStore):
         return CampaignSummary(campaign=campaign_id, status=camp.status, executions=executions, mutants_valid=valid,
                                mutants_rejected=rejected, retained=retained, coverage=len(reached),
                                coverage_total=sum(len(v) for v in members.values()), errors=errors,
-                               parent_executions=parents, control_executions=controls, failed_executions=failed, coverage_extra=len(extra))
+                               parent_executions=parents, control_executions=controls, failed_executions=failed,
+                               coverage_extra=len(extra))

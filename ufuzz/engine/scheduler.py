@@ -313,9 +313,6 @@ class Scheduler:
             share = self.config.explore_share
             if share and self._retained and self._queue and self.rng.random() < share:
                 return self._pick_pool()
-            deferred = self._deferred_task()
-            if deferred is not None:
-                return deferred
             p = self._next_pending()
             if p is not None:
                 seed = p.obligation.seed_id

@@ -101,25 +101,26 @@ class Session:
             ending.write_atomic(out / "campaign.json", json.dumps({"campaign": self.campaign_id}) + "\n")
             self.log_file = self.hold(LogFile(out / "campaign.log"))
 
+    @staticmethod
+    def _adapter_class(config: Any, given: type) -> type:
+        """The backend adapter's class (``given``, the class of a backend given to the campaign, when the registry
+        has none of that name): what lanes that build their own backend build, and what a worker proxy stands for."""
+        try:
+            return registry.load(config.backend)
+        except KeyError:
+            return given
+
     def _checks_listing(self, config: Any) -> bool:
         """Whether the backend's build checks its listing (``MemoryBackend.build_checks_listing``), asked of the
         adapter's class too: under ``--isolation process`` the campaign holds a proxy of it."""
-        try:
-            cls = registry.load(config.backend)
-        except KeyError:
-            cls = None
         return bool(getattr(self.backend, "build_checks_listing", False)
-                    or getattr(cls, "build_checks_listing", False))
+                    or getattr(self._adapter_class(config, type(self.backend)), "build_checks_listing", False))
 
     def _start_lanes(self, config: Any, suite: Any, out: Path, given: type) -> Any:
         from ufuzz.engine.lanes import LaneSpec
         from ufuzz.engine.lanesetup import start_lanes
 
-        try:  # the backend's class, for lanes that build their own (a backend given to the campaign: its class)
-            cls = registry.load(config.backend)
-        except KeyError:
-            cls = given
-        spec = LaneSpec.of(config, cls, suite.checkpoints)
+        spec = LaneSpec.of(config, self._adapter_class(config, given), suite.checkpoints)
         return start_lanes(spec, out / "lanes", backend=self.backend, llm=self.llm, ray=self.ray)
 
     def _open_stores(self, config: Any, out: Path, resume_id: str | None) -> None:

@@ -286,30 +286,28 @@ class Steps:
                            meaning_preserving=op.meaning_preserving, asks_anew=_asks_anew(op))
 
     def _seed_execution(self, seed_id: str) -> Execution | None:
-        """A seed's execution for the oracle's baseline attribution (the cached one, else run now in a lane,
-        ahead of the queued jobs); None once the budget is spent."""
-        seed = self.search.cases[seed_id]
-        ex = self.executor.cached(seed)  # the cache is here, the backends are in the lanes
-        if ex is not None:
-            return ex
-        if self.budget.spent(self.progress):
-            return None
-        ex = self.lanes.execute(seed)
-        self._parent_ran(seed, ex)
-        return ex
+        """A seed's execution for the oracle's baseline attribution, fed back as any parent's."""
+        return self._run_for_oracle(self.search.cases[seed_id], fed_back=True)
 
     def _control_execution(self, case: FuzzCase) -> Execution | None:
         """A control's execution for the oracle (a question on its checkpoint's own state, to tell a wording's
-        failure from a state change's): the cached one, else run now in a lane and counted as an execution of the
-        budget; None once the budget is spent. Not fed back: the scheduler never learns that a verdict asked."""
-        ex = self.executor.cached(case)
+        failure from a state change's). Not fed back: the scheduler never learns that a verdict asked."""
+        return self._run_for_oracle(case, fed_back=False)
+
+    def _run_for_oracle(self, case: FuzzCase, *, fed_back: bool) -> Execution | None:
+        """The cached execution of ``case``, else run now in a lane (ahead of the queued jobs) and counted as an
+        execution of the budget; None once the budget is spent."""
+        ex = self.executor.cached(case)  # the cache is here, the backends are in the lanes
         if ex is not None:
             return ex
         if self.budget.spent(self.progress):
             return None
         ex = self.lanes.execute(case)
-        self.record_execution(ex, is_parent=True, checkpoint_id=case.checkpoint_id)
-        self.executor.remember(case, ex)
+        if fed_back:
+            self._parent_ran(case, ex)
+        else:
+            self.record_execution(ex, is_parent=True, checkpoint_id=case.checkpoint_id)
+            self.executor.remember(case, ex)
         return ex
 
     def moves(self, case: FuzzCase) -> list[tuple[str, str]]:

@@ -242,7 +242,7 @@ class Oracle:
         seed = self._seeds.get(mutant.seed_id)
         if seed is None or mutant.query.text == seed.query.text or mutant.query.fields != seed.query.fields:
             return None
-        missing = frozenset(m for m in ref.supporting if m not in set(ex.top_ids))
+        missing = frozenset(ref.supporting) - set(ex.top_ids)
         if not missing or any(root_id(m) != m for m in missing):  # (a write's memory has an id of its own)
             return None
         return replace(seed, id=mutant.id + CONTROL_SUFFIX, query=mutant.query), missing
