@@ -26,6 +26,7 @@ from typing import Any
 
 from ufuzz.backends.protocol import Answer, BackendError, MemoryBackend, StateHandle, StoredMemory
 from ufuzz.backends.responders import BACKEND, Responder
+from ufuzz.engine import probes
 from ufuzz.engine.identify import distinct, identify
 from ufuzz.engine.readback import reads_back
 from ufuzz.lru import LRU
@@ -83,6 +84,10 @@ class Executor:
         # every verified write is searched for by its own words beside a twin on a copy (ufuzz.engine.readback)
         # where search returns the stored memories themselves, states can be copied and retrieval is seen
         self.readback = readback and reads_back(caps) and self.copyable and not self.hidden
+        # the reachability probe reads checkpoint memories back the same way (ufuzz.engine.probes), once per
+        # checkpoint: what it found, by checkpoint id
+        self.probe_reach = self.readback
+        self._reached: dict[str, list] = {}
         self.responder = responder
         # what the responder says when it abstains: the backend's own phrases when it answers, else the
         # configured answerer's (Judging.build sets them), else the built-in ones
@@ -214,10 +219,33 @@ class Executor:
         except Exception as exc:  # BackendError, or an adapter bug: the backend's fault, not the fuzzer's
             ex.error = f"{type(exc).__name__}: {exc}"
         ex.seconds = time.perf_counter() - t0
+        if ex.error is None and case.parent_id is None and not self.hidden:  # not timed: the system's latency
+            ex.probes = self._probe(case, state, got)
         ex.abstained = ex.error is None and ex.responder is not None and is_abstention(ex.response, self.abstention)
         if self.hidden:
             ex.top_ids, ex.top_scores, ex.top_texts, ex.native_ids = [], [], [], None
         return ex
+
+    def _probe(self, case: FuzzCase, state: StateHandle, got: list) -> dict | None:
+        """What the system probes see on a seed's execution (:mod:`ufuzz.engine.probes`): its result list, and
+        once per checkpoint the reachability of the checkpoint's oldest and newest memories. A backend fault of a
+        probe is kept with :attr:`faults` (an error record) and never costs the seed's execution."""
+        out: dict = {}
+        try:
+            short = probes.short_list(self.backend, state, case.query.text, self.k, got)
+            if short is not None:
+                out["short"] = short
+            if self.probe_reach and case.checkpoint_id in self.checkpoints:
+                found = self._reached.get(case.checkpoint_id)
+                if found is None:
+                    found, _unsure = probes.unreachable(self.backend, state, self.checkpoints[case.checkpoint_id],
+                                                        self.k)
+                    self._reached[case.checkpoint_id] = found
+                if found:
+                    out["unreachable"] = found
+        except BackendError as exc:
+            self.faults.append(("probe", f"{type(exc).__name__}: {exc}"))
+        return out or None
 
     def _listing(self, case: FuzzCase, state: StateHandle) -> tuple[StoredMemory, ...]:
         """The state's list(), cached per state key like the validators' (a state key names its content)."""

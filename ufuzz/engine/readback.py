@@ -46,7 +46,7 @@ from ufuzz.model import Memory, StateOp
 from ufuzz.operators.sideeffects import WRITE_NOT_FOUND, Finding
 from ufuzz.oracles.matching import normalize
 
-__all__ = ["TWIN", "Readback", "apart", "below", "readback", "reads_back", "written_times"]
+__all__ = ["TWIN", "Readback", "apart", "below", "reach", "readback", "reads_back", "written_times"]
 
 #: what a twin's id is its original's id with
 TWIN = "~twin"
@@ -121,14 +121,31 @@ def readback(backend: MemoryBackend, state: StateHandle, ops: Sequence[StateOp],
         when.setdefault(wid, op.memory.timestamp)
     copy = state if scratch else backend.fork(state)
     try:
-        return _compare(backend, copy, state, op, wid, got, ops, k, when)
+        return _compare(backend, copy, state, wid, got, k, when, touched={o.target for o in ops if o.target},
+                        said=f"the {op.op} wrote {wid}, but", kind=WRITE_NOT_FOUND)
     finally:
         if not scratch:
             backend.release(copy)
 
 
-def _compare(backend: MemoryBackend, copy: StateHandle, state: StateHandle, op: StateOp, wid: str,
-             got: StoredMemory, ops: Sequence[StateOp], k: int, when: Mapping[str, str]) -> Readback:
+def reach(backend: MemoryBackend, state: StateHandle, memory_id: str, k: int, *, kind: str, scratch: bool = False,
+          times: Mapping[str, str] | None = None) -> Readback:
+    """Read back a memory ``state`` already holds (no operation wrote it: a checkpoint's own), the same way as a
+    write: beside a twin, on a copy, calibrated. Its finding is of ``kind``."""
+    got = backend.get(state, memory_id)
+    if got is None or not got.active or not got.text.strip():
+        return Readback(inconclusive=f"{memory_id} is not stored as active with a text")
+    copy = state if scratch else backend.fork(state)
+    try:
+        return _compare(backend, copy, state, memory_id, got, k, dict(times or {}), touched=set(),
+                        said=f"{memory_id} is stored, but", kind=kind)
+    finally:
+        if not scratch:
+            backend.release(copy)
+
+
+def _compare(backend: MemoryBackend, copy: StateHandle, state: StateHandle, wid: str, got: StoredMemory, k: int,
+             when: Mapping[str, str], *, touched: set[str], said: str, kind: str) -> Readback:
     text = got.text.strip()
     twin_id = _twin(backend, copy, wid, got, when)
     if twin_id is None:
@@ -145,16 +162,15 @@ def _compare(backend: MemoryBackend, copy: StateHandle, state: StateHandle, op: 
                                      f"{k}")
     if not below(hits, wid, twin_id, text):
         return Readback()
-    why = _calibrate(backend, copy, state, hits, {wid, twin_id, *(o.target for o in ops if o.target)}, text, k,
-                     when)
+    why = _calibrate(backend, copy, state, hits, {wid, twin_id, *touched}, text, k, when)
     if why is not None:
         return Readback(inconclusive=why)
     rank = top.index(wid) + 1 if wid in top else None
     where = f"at rank {rank}" if rank else "not at all"
     change = {"memory": wid, "change": "not_found", "after": text, "twin": twin_id, "top_ids": top, "k": k,
               "rank": rank, "twin_rank": top.index(twin_id) + 1}
-    return Readback(Finding(WRITE_NOT_FOUND, (wid,), (change,),
-                            f"the {op.op} wrote {wid}, but a search for its own words finds it {where} while a "
+    return Readback(Finding(kind, (wid,), (change,),
+                            f"{said} a search for its own words finds it {where} while a "
                             f"fresh memory of the same text and time comes at rank {top.index(twin_id) + 1} "
                             f"({', '.join(top)}): the search does not score the memory by what it stores"))
 

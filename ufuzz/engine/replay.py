@@ -32,6 +32,7 @@ from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, BackendUnreachable, MemoryBackend, OpResult
 from ufuzz.backends.responders import Responder
 from ufuzz.corpus.campaign import CampaignData, case_of, load_campaign, select_failures
+from ufuzz.engine import probes
 from ufuzz.engine.executor import Executor
 from ufuzz.engine.readback import readback, reads_back, written_times
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference, StateOp
@@ -214,7 +215,8 @@ def _replay_one(f: Any, backend: MemoryBackend, data: CampaignData, responder: R
             return ReplayResult(parent_id=None, reproduced=False, reason=f"no stored reference for {f.case_id}",
                                 **base)
         return replay_baseline(backend, checkpoints, case, refs[f.case_id], k=data.k, kind=f.kind, stage=f.stage,
-                               failure_key=f.failure_key, responder=responder, context=context)
+                               failure_key=f.failure_key, responder=responder, context=context,
+                               offending=tuple(f.detail.get("offending") or ()))
     mutant = case
     base["parent_id"] = mutant.parent_id
     if mutant.parent_id is None:
@@ -360,10 +362,27 @@ def replay_state(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], par
                         same_key=same, status="reproduced", **got, **base)
 
 
+def _replay_probe(ex: Execution, kind: str, offending: tuple[str, ...], base: dict[str, Any]) -> ReplayResult:
+    """Whether the seed's execution on a fresh backend shows the system probe's finding again
+    (:mod:`ufuzz.engine.probes`): a short result list, or the same memory unreachable by its own words."""
+    seen = ex.probes or {}
+    if kind == probes.SHORT_LIST:
+        again = seen.get("short")
+        ok, why = (again is not None, again["reason"] if again else "the search returns k results, or all that match")
+    else:
+        hit = [f for f in seen.get("unreachable") or () if f["memory"] in offending]
+        ok, why = (bool(hit), hit[0]["reason"] if hit else
+                   f"a search for its own words finds {', '.join(offending)} (or the probe could say nothing)")
+    got = {"got_kind": kind if ok else None, "got_stage": base["stage"] if ok else None}
+    return ReplayResult(reproduced=ok, reason=why, same_key=ok, status="reproduced" if ok else "fixed", **got,
+                        **base)
+
+
 def replay_baseline(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], seed: FuzzCase, ref: Reference,
                     *, k: int, kind: str, stage: str, failure_key: str, responder: Responder | None = None,
-                    context: Context | None = None) -> ReplayResult:
-    """Re-run a seed that failed its own reference and judge it again the same way."""
+                    context: Context | None = None, offending: tuple[str, ...] = ()) -> ReplayResult:
+    """Re-run a seed that failed its own reference and judge it again the same way (a system probe's finding:
+    probe again)."""
     base = {"failure_key": failure_key, "case_id": seed.id, "parent_id": None, "seed_id": seed.seed_id,
             "operator": None, "kind": kind, "stage": stage}
     ctx = context or Context(visible=backend.capabilities.visible_retrieval,
@@ -371,6 +390,8 @@ def replay_baseline(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], 
     got_ex = _executions(backend, checkpoints, [seed], k, responder, hidden=not ctx.visible)
     if isinstance(got_ex, str):
         return ReplayResult(reproduced=False, reason=got_ex, status="error", **base)
+    if kind in (probes.SHORT_LIST, probes.UNREACHABLE):
+        return _replay_probe(got_ex[0], kind, offending, base)
     out = first_failure(judge_case(seed, ref, got_ex[0], ctx))
     got = {"got_kind": out.kind if out else None, "got_stage": out.level if out else None}
     if out is None:

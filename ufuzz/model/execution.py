@@ -27,6 +27,9 @@ class Execution:
     cited_ids: list[str] = field(default_factory=list)  # memories the backend's own answer cites (not judged)
     error: str | None = None
     seconds: float = 0.0
+    #: what the system probes saw on a seed's execution (:mod:`ufuzz.engine.probes`): ``short`` (a short result
+    #: list), ``unreachable`` (checkpoint memories a search for their own words misses); judged by no reference
+    probes: dict | None = None
 
     @property
     def signature(self) -> tuple[str, ...]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from ufuzz.model import StateOp
 from ufuzz.model.execution import OVERWRITTEN
 from ufuzz.oracles.expectations import current_kind
+from ufuzz.oracles.verdict import SHORT_LIST, UNREACHABLE
 
 __all__ = ["BehaviourClass", "Behaviour", "class_of", "behaviour_of", "removed_by", "summarise"]
 
@@ -125,11 +126,21 @@ _BY_KIND = {
 WRITE_NOT_FOUND = _c("write-not-found-by-its-words", "a memory just written is not found by a search for its own words")
 
 
+#: what the system probes find on the seeds' own states (:mod:`ufuzz.engine.probes`), with no operator
+_PROBED: dict[tuple[str, str], BehaviourClass] = {
+    ("selection", SHORT_LIST):
+        _c("short-result-list", "asked for k results, the search returns fewer while more memories match"),
+    ("state", UNREACHABLE):
+        _c("stored-memory-unreachable", "a stored memory is not found by a search for its own words"),
+}
+
+
 def class_of(operator: str | None, level: str, kind: str) -> BehaviourClass:
     """The behaviour class of a failure of ``operator`` (empty: a seed failing as asked) at ``level``/``kind``."""
     op = operator or ""
     if not op:
-        return _c(f"fails-as-asked:{level}:{kind}", f"a seed question fails as asked ({level}: {kind})")
+        return _PROBED.get((level, kind)) or _c(f"fails-as-asked:{level}:{kind}",
+                                                f"a seed question fails as asked ({level}: {kind})")
     known = _TABLE.get((op, level, kind))
     if known is not None:
         return known

@@ -33,6 +33,7 @@ from ufuzz.oracles.verdict import (
     failure,
     first_failure,
     judge_case,
+    probe_failures,
     root_id,
     state_failure,
 )
@@ -81,9 +82,11 @@ class Oracle:
         self.seed_responses: dict[str, dict[str, Any]] = {}
         #: every failure recorded so far (mutant and baseline) by what was observed (:func:`_observation`)
         self._observed: dict[tuple[Any, ...], str] = {}
+        self._probe_keys: set[str] = set()  # the system probes' findings recorded so far
 
     # -- resume snapshots -------------------------------------------------------------------------------
-    _STATE = ("_refs", "_levels", "_seeds", "_twins", "seed_baseline_failures", "seed_responses", "_observed")
+    _STATE = ("_refs", "_levels", "_seeds", "_twins", "seed_baseline_failures", "seed_responses", "_observed",
+              "_probe_keys")
 
     def snapshot(self) -> dict[str, Any]:
         """The oracle's data (references, parents' verdicts, seeds, baseline failures), for a resume
@@ -130,12 +133,21 @@ class Oracle:
             bad = first_failure(levels)
             if case.parent_id is None:
                 self._seed_response(case, levels)
+            if case.parent_id is None and ex.probes:
+                self._probed(case, ex)
             if case.parent_id is None and bad is not None and case.id not in self.seed_baseline_failures:
                 self.seed_baseline_failures[case.id] = bad
                 f = baseline_failure(case, bad, ex, "the seed fails its own reference")
                 self._observed.setdefault(_observation(case, self._refs[case.id], ex, bad), f.key)
                 self._sink(f, self._refs[case.id])
         return levels
+
+    def _probed(self, case: FuzzCase, ex: Execution) -> None:
+        """Record what the system probes saw on a seed's execution (:func:`probe_failures`), each finding once."""
+        for f in probe_failures(case, ex):
+            if f.key not in self._probe_keys:
+                self._probe_keys.add(f.key)
+                self._sink(f, self._refs[case.id])
 
     def _seed_response(self, case: FuzzCase, levels: dict[str, Outcome]) -> None:
         """Note a seed's response verdict when its reference carries a benchmark's criterion: what the

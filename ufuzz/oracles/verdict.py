@@ -29,6 +29,10 @@ from ufuzz.oracles.expectations import LEVELS, SELECTION, STATE, JudgeFn, Outcom
 from ufuzz.oracles.matching import Abstention
 
 MUTANT, BASELINE = "mutant", "baseline"
+#: the kinds the system probes find (:mod:`ufuzz.engine.probes`): a short result list, a stored memory its own
+#: words do not find — baseline failures that no reference judged
+SHORT_LIST, UNREACHABLE = "short_result_list", "memory_unreachable"
+PROBE_KINDS = (SHORT_LIST, UNREACHABLE)
 
 
 @dataclass(frozen=True)
@@ -229,6 +233,32 @@ def baseline_failure(seed: FuzzCase, out: Outcome, ex: Execution, reason: str) -
                     seed.query.fields.attribute, seed.query.fields.scope]),
         responder=ex.responder if stage != SELECTION else None, origin=BASELINE,
         detail={**out.detail, "query": ex.query, "reason": reason, "top_scores": list(ex.top_scores), **_cited(ex)})
+
+
+def probe_failures(seed: FuzzCase, ex: Execution) -> list[Failure]:
+    """The failures the system probes saw on a seed's execution (``ex.probes``, :mod:`ufuzz.engine.probes`):
+    findings about the memory system that no mutation caused and no reference judged — recorded as baseline
+    failures, counted apart from UF@B. A short result list is keyed per seed (its question) and is one cause
+    whatever the question; an unreachable memory is keyed per memory of the checkpoint (whichever seed's execution
+    probed it) and is one cause per edge (the oldest, the newest memory), whatever the checkpoint."""
+    got = ex.probes or {}
+    out: list[Failure] = []
+    short = got.get("short")
+    if short:
+        kind = SHORT_LIST
+        out.append(Failure(
+            key=_sha(["probe", seed.seed_id, kind, SELECTION]), case_id=seed.id, seed_id=seed.seed_id, operator="",
+            target="", kind=kind, stage=SELECTION, offending=(), cause=_sha(["probe", kind, SELECTION]),
+            origin=BASELINE, detail={**short, "query": ex.query, "top_scores": list(ex.top_scores)}))
+    for found in got.get("unreachable") or ():
+        kind, mid = UNREACHABLE, str(found["memory"])
+        out.append(Failure(
+            key=_sha(["probe", seed.checkpoint_id, kind, STATE, mid]), case_id=seed.id, seed_id=seed.seed_id,
+            operator="", target="", kind=kind, stage=STATE, offending=(mid,),
+            cause=_sha(["probe", kind, STATE, str(found.get("edge", ""))]), origin=BASELINE,
+            detail={"reason": found["reason"], "changes": [dict(found["change"])], "edge": found.get("edge", ""),
+                    "checkpoint": seed.checkpoint_id, "query": ex.query}))
+    return out
 
 
 @dataclass

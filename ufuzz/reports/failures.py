@@ -450,6 +450,19 @@ def _side_effect_lines(changes: list[dict[str, Any]], width: int) -> list[str]:
     return out
 
 
+#: how a system probe's finding was seen (ufuzz.engine.probes), for the evidence line: no reference judges it
+_PROBE_WORDS = {
+    "short_result_list": "its question asked again for one result more (no reference judged)",
+    "memory_unreachable": "probed once per checkpoint, at this seed's execution (no reference judged)",
+}
+
+#: how ``failures show`` introduces what a read-back saw, by failure kind
+_SIDE_EFFECT_HEADERS = {
+    "write_not_found": "read back right after the operation, beside a fresh copy of the written memory:",
+    "memory_unreachable": "read back on the checkpoint's own state, beside a fresh copy of the memory:",
+}
+
+
 def render_show(v: dict[str, Any], width: int = 90) -> str:
     """The plain-text page of ``ufuzz failures show``."""
     lines = [f"failure {v['key']}  ({v['origin']}{', ' + v['baseline'] if v.get('baseline') else ''})",
@@ -457,7 +470,7 @@ def render_show(v: dict[str, Any], width: int = 90) -> str:
              + (f" — offending {', '.join(v['offending'])}" if v["offending"] else "")
              + (f" (responder {v['responder']})" if v.get("responder") else ""),
              f"  cause     {v['cause']}",
-             f"  operator  {v['operator']}  seed {v['seed']}  case {v['case']}  seen {v['occurrences']}x "
+             f"  operator  {v['operator'] or '-'}  seed {v['seed']}  case {v['case']}  seen {v['occurrences']}x "
              f"(first at execution {v['first_seq']})",
              f"  backend   {v['backend']}  checkpoint {v['checkpoint']} ({v['checkpoint_memories']} memories)"]
     if v.get("reason"):
@@ -470,22 +483,27 @@ def render_show(v: dict[str, Any], width: int = 90) -> str:
     sides = [("parent", ev.get("parent"))] if v["parent"].get("id") is not None else []
     sides.append(("mutant" if sides else "case", ev.get("mutant")))
     for i, (side, e) in enumerate(sides):
-        words = (_state_words(v) if v["stage"] == "state" and side == "mutant" else _evidence_words(e))
+        words = (_PROBE_WORDS[v["kind"]] if v["origin"] == "baseline" and v["kind"] in _PROBE_WORDS
+                 else _state_words(v) if v["stage"] == "state" and side == "mutant" else _evidence_words(e))
         lines.append(f"  {'evidence' if i == 0 else '':<8}  {side} {words}")
     if v["inherited_ops"]:
         lines.append(f"state the parent already had ({len(v['inherited_ops'])} ops from its ancestors):")
         lines += _ops_lines(v["inherited_ops"])
         if v.get("control"):
             lines.append(f"  {control_note(v['control'])}")
-    lines.append("state change made by the mutation:")
-    lines += _ops_lines(v["state_change"])
+    seed = v["parent"].get("id") is None
+    if seed and not v["state_change"]:
+        lines.append("state: the checkpoint's own (a seed: nothing mutated)")
+    else:
+        lines.append("state change made by the mutation:")
+        lines += _ops_lines(v["state_change"])
     if v.get("side_effects"):
-        lines.append("read back right after the operation, beside a fresh copy of the written memory:"
-                     if v["kind"] == "write_not_found" else
-                     "what else changed (the state's listing before and after the operation):")
+        lines.append(_SIDE_EFFECT_HEADERS.get(v["kind"], "what else changed (the state's listing before and after "
+                                                        "the operation):"))
         lines += _side_effect_lines(v["side_effects"], width)
-    lines += _exec_lines("parent", v["parent"], width)
-    lines += _exec_lines("mutant", v["mutant"], width)
+    if not seed:
+        lines += _exec_lines("parent", v["parent"], width)
+    lines += _exec_lines("seed" if seed else "mutant", v["mutant"], width)
     lines.append("reproduce:")
     lines += [f"  {c}" for c in v["commands"].values()]
     return "\n".join(lines)

@@ -12,7 +12,8 @@ from ufuzz.corpus.baseline import STATUSES
 from ufuzz.corpus.campaign import resolve_campaign
 from ufuzz.corpus.failures import FailureStore
 from ufuzz.corpus.store import CorpusStore, database_errors, default_url
-from ufuzz.oracles.classes import summarise
+from ufuzz.oracles.classes import class_of, summarise
+from ufuzz.oracles.verdict import PROBE_KINDS, UNREACHABLE
 
 
 def campaign_status(campaign_dir: Path, db: str | None = None, campaign_id: str | None = None) -> dict[str, Any]:
@@ -61,8 +62,9 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
         fs.close()
     summary["baseline_failures"] = [
         {"seed": f.seed_id, "kind": f.kind, "level": f.stage, "query": f.detail.get("query"),
-         "reason": f.detail.get("reason"), "responder": f.responder}
+         "reason": f.detail.get("reason"), "responder": f.responder, "key": f.failure_key}
         for f in records if f.origin == "baseline" and f.counts]
+    summary["system_probes"] = _probe_groups(records)
     summary["reader_failures"] = sum(1 for f in records if not f.counts)
     summary["judging"] = _judging(Path(campaign_dir), rec.id)
     by_op: dict[str, int] = {}
@@ -195,6 +197,21 @@ def _short_results(counts: dict[int, int], k: Any) -> dict[str, int] | None:
     return {"k": k, "short": short, "executions": sum(counts.values())} if short else None
 
 
+def _probe_groups(records: list[Any]) -> list[dict[str, Any]]:
+    """The system probes' findings (:mod:`ufuzz.engine.probes`) by behaviour class: how many, one example — shown
+    apart from the seeds' own baseline failures, since one behaviour of the search shows on every seed alike."""
+    groups: dict[str, dict[str, Any]] = {}
+    for f in records:
+        if f.origin != "baseline" or f.kind not in PROBE_KINDS:
+            continue
+        c = class_of("", f.stage, f.kind)
+        g = groups.setdefault(c.id, {"class": c.id, "title": c.title, "kind": f.kind, "count": 0,
+                                     "what": "memories" if f.kind == UNREACHABLE else "seeds",
+                                     "example": str(f.detail.get("reason") or ""), "key": f.failure_key})
+        g["count"] += 1
+    return list(groups.values())
+
+
 def _baseline_lines(verdict: Any) -> list[str]:
     """A ``--baseline`` run's verdict: the counts by status and, by name, every behaviour that is not known —
     what made the night red (walkthrough: only the console of the night's run said which)."""
@@ -266,8 +283,15 @@ def render_status(st: dict[str, Any]) -> str:
         if len(rej) > 12:
             lines.append(f"  ... {len(rej) - 12} more reasons (ufuzz status --json)")
     base = st.get("baseline_failures") or []
-    lines.append(f"baseline failures {len(base)} (seeds failing their own reference; not in unique failures)")
-    for b in base:
+    own = [b for b in base if b["kind"] not in PROBE_KINDS]
+    probed = st.get("system_probes") or []
+    lines.append(f"baseline failures {len(base)} (seeds failing their own reference"
+                 + (f": {len(own)}, and {len(base) - len(own)} found by the system probes" if probed else "")
+                 + "; not in unique failures)")
+    for p in probed:
+        lines.append(f"  probe {p['class']:30s} {p['count']:4d} {p['what']}  {p['title']}")
+        lines.append(f"    e.g. {p['example']}  (ufuzz failures show {p['key'][:12]})")
+    for b in own:
         lines.append(f"  {b['seed']:16s} {b['level']:10s} {b['kind']:28s} {b.get('query') or ''}")
     if st.get("reader_failures"):
         lines.append(f"reader failures {st['reader_failures']} (the opt-in top-evidence reader's, not the "
