@@ -1,6 +1,7 @@
 """Ground truth on the generic HTTP adapter (issue 23): a memory product over REST (tests/support/
 http_product_server.py: its own ids, BM25 search, an ask endpoint) with the five planted defect kinds the issue
-found barely seen or not at all (and one kind it did not name: an update that restamps another memory), each
+found barely seen or not at all (and kinds it did not name: an update that restamps another memory, an index not
+told of updates, a short page, a search window — the last three found on a held-out product), each
 beside the fixed build, fuzzed by a real campaign (budget 300 unless a defect says less, seed 1) on the plain
 world (:mod:`tests.support.planted_world`).
 
@@ -18,8 +19,10 @@ import pytest
 from tests.support.http_product_server import start_product_server
 from tests.support.planted_world import PATH as WORLD
 from ufuzz.engine.campaign import Campaign, CampaignConfig
+from ufuzz.oracles.verdict import PROBE_KINDS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "product.toml"
+SHIPPED = Path(__file__).resolve().parents[2] / "seeds" / "default.jsonl"
 TOKEN = "tok-ground-truth-7c1e"
 
 #: the ask endpoint as an [answer] operation; the product says "No matching note." when it has nothing
@@ -55,6 +58,7 @@ class Defect:
     options: dict[str, str] = field(default_factory=dict)
     k: int = 5
     budget: int = 300
+    seeds: str = str(WORLD)
 
 
 DEFECTS: dict[str, Defect] = {
@@ -80,6 +84,12 @@ DEFECTS: dict[str, Defect] = {
     # (every in-place update shows it, so a short campaign is enough)
     "update-retimes-neighbour": Defect({"retime_neighbour": True}, {}, ("collateral_retime",),
                                        ("update", "unrelated_edit", "stress_edit"), stage="state", budget=60),
+    # two kinds found on a held-out product that hit a mutant and its parent alike, seen by the system probes on the
+    # seeds' own states (ufuzz.engine.probes): one result too few whenever more match (the shipped seeds: their
+    # questions match more memories than k), and a search that looks only at the memories written last
+    "short-page": Defect({"short_page": True}, {}, ("short_result_list",), ("",), stage="selection", budget=100,
+                         seeds=str(SHIPPED)),
+    "search-window": Defect({"window": 4}, {}, ("memory_unreachable",), ("",), stage="state", budget=100),
 }
 
 
@@ -98,7 +108,7 @@ def _run(defect: Defect, flags: dict[str, Any], out: Path, monkeypatch) -> list:
     with start_product_server(TOKEN, **flags) as srv:
         cfg = _config(out.parent, srv.base_url, defect.extra)
         c = Campaign(CampaignConfig(backend="http", backend_options={"config": str(cfg), **defect.options},
-                                    seeds=str(WORLD), k=defect.k, budget=defect.budget, seed=1, out=str(out)))
+                                    seeds=defect.seeds, k=defect.k, budget=defect.budget, seed=1, out=str(out)))
         summary = c.run()
     assert summary["status"] == "budget_spent" and summary["errors"] == 0, summary
     return [f for f in c.failures.failures() if f.counts]  # mutant and baseline failures of the system
@@ -119,8 +129,9 @@ def test_planted_product_defect_found_fixed_build_clean(name, tmp_path, monkeypa
     found = _of_class(defect, bad)
     assert found, f"{name}: no failure of its class; got {sorted({(f.operator or '', f.stage, f.kind) for f in bad})}"
     assert not _of_class(defect, good), f"{name}: the fixed build fails its class: {_of_class(defect, good)[:3]}"
-    # every write of every fixed build is read back beside its twin (engine.readback): none is charged
-    assert not [f for f in good if f.kind == "write_not_found"], name
+    # every write of every fixed build is read back beside its twin (engine.readback), and every fixed build is
+    # probed (engine.probes): none is charged
+    assert not [f for f in good if f.kind in ("write_not_found", *PROBE_KINDS)], name
 
 
 def test_a_shadow_copy_failure_reproduces_in_the_standalone_script(tmp_path, monkeypatch):

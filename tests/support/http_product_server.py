@@ -43,6 +43,11 @@ back to False is the fixed build (the flag can be flipped on a running server: a
 it) but the search index is not told — search scores the memory by the text it had before (and returns the text
 it has now), so a question in the new text's words does not find it.
 
+``short_page`` and ``window`` plant two kinds found on a held-out product, which no operator sees because they hit
+a mutant and its parent alike (:mod:`ufuzz.engine.probes` does): search returns one result too few whenever more
+memories match than were asked for; search looks only at the ``window`` memories written last (list and get show
+every one).
+
 ``retime_neighbour`` plants a defect of a kind issue 23 did not name: PUT also stamps the memory stored just
 before the one it rewrites with the new timestamp (a careless "touch" of the wrong row), so that memory now
 claims a time it was never said at; its text and everything else stay as they were.
@@ -130,6 +135,8 @@ class ProductServer:
     peers_oldest_first: bool = False
     retime_neighbour: bool = False
     stale_index: bool = False
+    short_page: bool = False
+    window: int | None = None
     #: list pagination: pages of this many memories, linked by ``next`` (a path) or by an opaque ``cursor``
     page_size: int | None = None
     page_style: str = "next"
@@ -297,10 +304,15 @@ class ProductServer:
         # (the older index entry) first
         order = {i: (m.get("external_id") or "", not m.get("shadow"), _num(m.get("seq") or i))
                  for i, m in store.items()}
-        ranked = bm25(query, {i: m.get("indexed", m["text"]) for i, m in store.items()})
+        docs = {i: m.get("indexed", m["text"]) for i, m in store.items()}
+        if self.window is not None:  # planted: only the memories written last are searched
+            docs = {i: docs[i] for i in sorted(docs, key=lambda i: _num(store[i].get("seq") or i))[-self.window:]}
+        ranked = bm25(query, docs)
         hits = sorted(ranked, key=lambda x: (-x[1], order[x[0]]))
         if any("revises" in m for m in store.values()):
             hits = self._order_versions(store, hits)
+        if self.short_page and len(hits) > k:  # planted: one result too few whenever more match
+            return hits[:k - 1]
         return hits[:k]
 
     def _order_versions(self, store: dict[str, dict[str, Any]], hits: list[tuple[str, float]]) -> list[tuple[str, float]]:
