@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ufuzz.backends import registry
 from ufuzz.backends.embedded import EmbeddedBackend
+from ufuzz.backends.protocol import OpResult, Retrieved
 from ufuzz.engine.campaign import Campaign, CampaignConfig
 from ufuzz.engine.probes import edges, short_list, unreachable
 from ufuzz.engine.replay import replay_campaign
@@ -60,6 +61,15 @@ class _NewestWindow(EmbeddedBackend):
         return [r for r in super()._retrieve(state, query, 10_000) if r.id in newest][:k]
 
 
+class _WindowRefusesTwins(_NewestWindow):
+    """The window, and a second memory of a text already stored is refused (an HTTP product's 409)."""
+
+    def _add(self, state, memory):
+        if any(m.active and m.text == memory.text for m in self._list(state)):
+            return OpResult("add", False, memory.id, detail="a memory with this text exists")
+        return super()._add(state, memory)
+
+
 class _TimeWindow(EmbeddedBackend):
     """Search looks only at the 4 memories of the latest *stored* times: a fresh copy of the oldest memory, stored
     with its time, is not searched either — the probe cannot compare and says so (never charged)."""
@@ -89,8 +99,8 @@ def test_a_correct_search_is_never_charged(correct, texts, query, k, times):
     try:
         got = correct.retrieve(h, query, k)
         assert short_list(correct, h, query, k, got) is None
-        found, _unsure = unreachable(correct, h, _checkpoint(texts, times[:len(texts)]), k)
-        assert found == []
+        found, seen = unreachable(correct, h, _checkpoint(texts, times[:len(texts)]), k)
+        assert found == [] and "unreachable" not in seen.values()
         assert len(correct.list(h)) == len(texts)  # the twins went to copies
     finally:
         correct.release(h)
@@ -122,8 +132,82 @@ def test_a_recency_window_is_found_at_the_oldest_memory():
     assert "oldest" in found[0]["reason"] and found[0]["change"]["rank"] is None
     assert len(be.list(h)) == len(STATE)
     by_time = _TimeWindow(tempfile.mkdtemp(), {"db": "memory", "retrieval": "bm25"})
-    found, unsure = unreachable(by_time, by_time.build(cp), cp, 5)
-    assert found == [] and unsure and "m0" in unsure[0]
+    found, seen = unreachable(by_time, by_time.build(cp), cp, 5)
+    assert found == [] and seen["m0"].startswith("inconclusive")
+
+
+class _WriteOrderBoost(_NewestWindow):
+    """Correct: no window, but a recency boost by the order of writes (the product's own clock): the oldest memory
+    ranks below a fresh copy of itself, and below newer memories sharing a word — yet a search finds it."""
+
+    def _retrieve(self, state, query, k):
+        ids = {m.id for m in self._list(state) if m.active}
+        top = max((self._seq.get(i, 0) for i in ids), default=1) or 1
+        hits = EmbeddedBackend._retrieve(self, state, query, 10_000)
+        boosted = [Retrieved(r.id, r.text, r.score + 2.0 * self._seq.get(r.id, 0) / top) for r in hits]
+        return sorted(boosted, key=lambda r: -r.score)[:k]
+
+
+class _Duplicates(EmbeddedBackend):
+    """Correct: every memory comes back once per stored copy of its text, collapsed after the cut."""
+
+    def _retrieve(self, state, query, k):
+        seen, out = set(), []
+        for r in super()._retrieve(state, query, k):
+            if r.text not in seen:
+                seen.add(r.text)
+                out.append(r)
+        return out
+
+
+class _Varies(EmbeddedBackend):
+    """An index whose results vary between calls: one call in three drops its last result. A short list is
+    charged only when asking for k again gives the very same results, so this one never is (one that came up
+    short the same way twice running would be: the probe lowers the odds for a varying search, it cannot
+    remove them)."""
+
+    calls = 0
+
+    def _retrieve(self, state, query, k):
+        type(self).calls += 1
+        hits = super()._retrieve(state, query, k)
+        return hits[:-1] if type(self).calls % 3 == 0 else hits
+
+
+def test_what_a_correct_product_may_do_is_never_charged():
+    cp = _checkpoint(STATE)
+    boost = _WriteOrderBoost(tempfile.mkdtemp(), {"db": "memory", "retrieval": "bm25"})
+    found, seen = unreachable(boost, boost.build(cp), cp, 2)
+    assert found == [] and seen["m0"].startswith("inconclusive"), seen
+    dup = _Duplicates(tempfile.mkdtemp(), {"db": "memory", "retrieval": "bm25"})
+    h = dup.build(_checkpoint([*STATE, STATE[0]]))
+    q = "Mopsa has a budgie"  # both copies of the first text rank first: one is collapsed away
+    got = dup.retrieve(h, q, 5)
+    assert len(got) == 4 and len(dup.retrieve(h, q, 6)) == 5
+    assert short_list(dup, h, q, 5, got, listing=lambda: dup.list(h)) is None
+    var = _Varies(tempfile.mkdtemp(), {"db": "memory", "retrieval": "bm25"})
+    h = var.build(cp)
+    for _ in range(6):
+        got = var.retrieve(h, "Mopsa", 5)
+        assert short_list(var, h, "Mopsa", 5, got) is None
+
+
+class _ProbeCrashes(EmbeddedBackend):
+    """A search for one result more than asked raises something other than a BackendError (an adapter's bug)."""
+
+    def _retrieve(self, state, query, k):
+        if k == 6:
+            raise KeyError("results")
+        hits = super()._retrieve(state, query, k)
+        return hits[:-1] if len(hits) == k else hits
+
+
+def test_a_probe_fault_is_an_error_record_never_a_crash(tmp_path):
+    registry.register("test-probe-crashes", _ProbeCrashes)
+    c = Campaign(CampaignConfig(backend="test-probe-crashes", backend_options={"db": "memory", "retrieval": "bm25"},
+                                budget=60, seed=1, out=str(tmp_path / "c"), max_consecutive_errors=0))
+    summary = c.run()
+    assert summary["status"] == "budget_spent" and summary["executions"] == 60 and summary["errors"] > 0
 
 
 @pytest.mark.parametrize("name,cls,kind,klass", [
@@ -151,3 +235,8 @@ def test_a_campaign_records_each_finding_once_apart_from_mutant_failures_and_rep
     assert len({r[4] for r in probed}) <= 2 and class_of("", probed[0][3], kind).id == klass
     again = replay_campaign(tmp_path / name, keys=[r[0] for r in probed])
     assert {r.status for r in again.results} == {"reproduced"}
+    if kind == "memory_unreachable":  # a build that now refuses a second memory of a text: nothing can be said
+        registry.register(name, _WindowRefusesTwins)
+        again = replay_campaign(tmp_path / name, keys=[r[0] for r in probed])
+        assert {r.status for r in again.results} == {"inconclusive"}
+        assert all("refused" in r.reason for r in again.results)

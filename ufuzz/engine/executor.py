@@ -26,7 +26,7 @@ from typing import Any
 
 from ufuzz.backends.protocol import Answer, BackendError, MemoryBackend, StateHandle, StoredMemory
 from ufuzz.backends.responders import BACKEND, Responder
-from ufuzz.engine import probes
+from ufuzz.engine import probes as system_probes
 from ufuzz.engine.identify import distinct, identify
 from ufuzz.engine.readback import reads_back
 from ufuzz.lru import LRU
@@ -72,7 +72,7 @@ class Executor:
     def __init__(self, backend: MemoryBackend, checkpoints: dict[str, Checkpoint], k: int = 5,
                  responder: Responder | None = None, max_live_states: int = 32, hidden: bool = False,
                  max_parent_executions: int = MAX_PARENT_EXECUTIONS, shared: SharedStates | None = None,
-                 readback: bool = True) -> None:
+                 readback: bool = True, probes: bool = True) -> None:
         self.backend = backend
         self.shared = shared  # checkpoint states shared with other thread lanes (never released here)
         self.checkpoints = checkpoints
@@ -86,8 +86,9 @@ class Executor:
         self.readback = readback and reads_back(caps) and self.copyable and not self.hidden
         # the reachability probe reads checkpoint memories back the same way (ufuzz.engine.probes), once per
         # checkpoint: what it found, by checkpoint id
-        self.probe_reach = self.readback
-        self._reached: dict[str, list] = {}
+        self.probes = probes
+        self.probe_reach = probes and self.readback
+        self._reached: dict[str, tuple[list, dict]] = {}
         self.responder = responder
         # what the responder says when it abstains: the backend's own phrases when it answers, else the
         # configured answerer's (Judging.build sets them), else the built-in ones
@@ -219,8 +220,8 @@ class Executor:
         except Exception as exc:  # BackendError, or an adapter bug: the backend's fault, not the fuzzer's
             ex.error = f"{type(exc).__name__}: {exc}"
         ex.seconds = time.perf_counter() - t0
-        if ex.error is None and case.parent_id is None and not self.hidden:  # not timed: the system's latency
-            ex.probes = self._probe(case, state, got)
+        if self.probes and ex.error is None and case.id == case.seed_id and not self.hidden:  # a seed (no control
+            ex.probes = self._probe(case, state, got)  # of it); not timed: the system's own latency is
         ex.abstained = ex.error is None and ex.responder is not None and is_abstention(ex.response, self.abstention)
         if self.hidden:
             ex.top_ids, ex.top_scores, ex.top_texts, ex.native_ids = [], [], [], None
@@ -228,23 +229,31 @@ class Executor:
 
     def _probe(self, case: FuzzCase, state: StateHandle, got: list) -> dict | None:
         """What the system probes see on a seed's execution (:mod:`ufuzz.engine.probes`): its result list, and
-        once per checkpoint the reachability of the checkpoint's oldest and newest memories. A backend fault of a
-        probe is kept with :attr:`faults` (an error record) and never costs the seed's execution."""
+        once per checkpoint the reachability of the checkpoint's oldest and newest memories (``probed``: what each
+        showed, so that a replay can tell "reachable now" from "nothing could be said"). Any fault of a probe is
+        kept with :attr:`faults` (an error record) and never costs the seed's execution; a checkpoint whose probe
+        failed is not probed again."""
         out: dict = {}
         try:
-            short = probes.short_list(self.backend, state, case.query.text, self.k, got)
+            short = system_probes.short_list(self.backend, state, case.query.text, self.k, got,
+                                      listing=lambda: self._listing(case, state))
             if short is not None:
                 out["short"] = short
-            if self.probe_reach and case.checkpoint_id in self.checkpoints:
-                found = self._reached.get(case.checkpoint_id)
-                if found is None:
-                    found, _unsure = probes.unreachable(self.backend, state, self.checkpoints[case.checkpoint_id],
-                                                        self.k)
-                    self._reached[case.checkpoint_id] = found
-                if found:
-                    out["unreachable"] = found
-        except BackendError as exc:
+        except Exception as exc:  # noqa: BLE001 - any fault of the system (or its adapter) is the backend's
             self.faults.append(("probe", f"{type(exc).__name__}: {exc}"))
+        cid = case.checkpoint_id
+        if self.probe_reach and cid in self.checkpoints:
+            if cid not in self._reached:
+                self._reached[cid] = ([], {})
+                try:
+                    self._reached[cid] = system_probes.unreachable(self.backend, state, self.checkpoints[cid], self.k)
+                except Exception as exc:  # noqa: BLE001 - as above
+                    self.faults.append(("probe", f"{type(exc).__name__}: {exc}"))
+            found, seen = self._reached[cid]
+            if found:
+                out["unreachable"] = found
+            if seen:
+                out["probed"] = dict(seen)
         return out or None
 
     def _listing(self, case: FuzzCase, state: StateHandle) -> tuple[StoredMemory, ...]:

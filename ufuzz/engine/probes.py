@@ -6,16 +6,24 @@ mutant and its parent alike (a hand walk-through of a product ufuzz had never se
 too many, a search that only looked at the 30 newest records — neither was found by any operator):
 
 * **short result list** (``short_result_list``, selection level). Asked for ``k`` results, the system returns
-  fewer while more memories match: asking the same question for ``k + 1`` returns more than asking for ``k``. A
-  correct search returns ``min(k, matching)`` results, so a shorter list means ``k`` results or all that match;
-  nothing is assumed about which memories match (a relevance cut-off, a keyword filter are the product's own).
-  Checked on each seed's execution, only when it returned fewer than ``k`` (no extra call otherwise), and asked
-  twice more so that a system whose results vary call to call is not charged for that.
+  fewer while more memories match: asking the same question for ``k + 1`` returns those and more, and asking for
+  ``k`` again returns exactly the same. A correct search returns ``min(k, matching)`` results, so a shorter list
+  means ``k`` results or all that match; nothing is assumed about which memories match (a relevance cut-off, a
+  keyword filter are the product's own). Checked on each seed's execution, only when it returned fewer than ``k``
+  results (no extra call otherwise). A search whose results vary between calls is charged only if it comes up
+  short the very same way twice running (the odds are lowered, not removed); never where the state holds a
+  second memory of a returned text (a product
+  may collapse identical results after its cut). A product that over-fetches in proportion to ``k`` and then
+  cuts by a reranker's score shows the same way: a memory that passes its own bar was cut from a list shorter
+  than asked, which is what is reported.
 * **memory unreachable** (``memory_unreachable``, state level). A memory the checkpoint holds (``get`` shows it)
-  is not found by a search for its own words, while a fresh memory of the same text and time is: read back
-  exactly as a verified write is (:mod:`ufuzz.engine.readback`: a twin on a copy, calibrated on an untouched
-  memory). Probed for the checkpoint's oldest and newest memories — where a search window, a capacity cut or an
-  index that lags behind the store cut — once per checkpoint, at its seeds' executions.
+  is not returned at all by a search for its own words, while a fresh memory of the same text and time is in the
+  top ``k``: read back as a verified write is (:mod:`ufuzz.engine.readback`: a twin on a copy, calibrated on an
+  untouched memory), and then not found by a wide search of the state either. Probed for the checkpoint's oldest
+  and newest memories — where a search window, a capacity cut or an index that lags behind the store cut — once
+  per checkpoint, at its seeds' executions. A memory found below its twin is said nothing about (a product may
+  rank by its own clock, which the twin, written last, cannot copy), nor is a window over the stored times (the
+  twin carries its original's time, so it is cut too).
 
 Both are findings about the memory system, never caused by a mutation: they are recorded with the seed as
 baseline failures (:func:`ufuzz.oracles.verdict.probe_failure`), counted apart from UF@B, and neither feeds the
@@ -25,46 +33,58 @@ search that returns the stored memories (:func:`~ufuzz.engine.readback.reads_bac
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ufuzz.backends.protocol import MemoryBackend, Retrieved, StateHandle
+from ufuzz.backends.protocol import MemoryBackend, Retrieved, StateHandle, StoredMemory
 from ufuzz.engine.readback import reach
 from ufuzz.model import Checkpoint
+from ufuzz.oracles.matching import normalize
 from ufuzz.oracles.verdict import SHORT_LIST, UNREACHABLE
 
-__all__ = ["SHORT_LIST", "UNREACHABLE", "edges", "short_list", "unreachable"]
+__all__ = ["SHORT_LIST", "UNREACHABLE", "WIDE", "edges", "short_list", "unreachable"]
+
+#: the fewest results the wide search of the reachability probe asks for (else 10 k)
+WIDE = 50
 
 
 
-def short_list(backend: MemoryBackend, state: StateHandle, query: str, k: int,
-               got: Sequence[Retrieved]) -> dict[str, Any] | None:
+def short_list(backend: MemoryBackend, state: StateHandle, query: str, k: int, got: Sequence[Retrieved],
+               listing: Callable[[], Sequence[StoredMemory]] | None = None) -> dict[str, Any] | None:
     """What shows a short result list for ``query`` on ``state`` (``got``: its top-``k`` results), or None.
 
-    Only when ``got`` holds fewer than ``k`` distinct memories: then ``k + 1`` is asked for, and ``k`` again; the
-    list is short when the larger request returns more memories than both requests for ``k`` did."""
-    if len(_distinct(got)) >= k:
+    Only when ``got`` holds fewer than ``k`` results: then ``k + 1`` is asked for, and ``k`` again. The list is
+    short when asking for ``k`` again gives the very same results and asking for ``k + 1`` gives them and more
+    (a search whose results vary between calls is never charged). Said nothing about either where the state holds
+    two memories of one text among those returned (``listing``: the state's memories): a product may collapse
+    identical results after its cut."""
+    if len(got) >= k:
         return None
     more = backend.retrieve(state, query, k + 1)
-    if len(_distinct(more)) <= len(_distinct(got)):
+    if len(more) <= len(got):
         return None
     again = backend.retrieve(state, query, k)
-    if len(_distinct(again)) >= k or len(_distinct(more)) <= len(_distinct(again)):
-        return None  # the system's results vary between calls: nothing is said
-    return {"k": k, "returned": len(_distinct(got)), "returned_again": len(_distinct(again)),
-            "asked_more": k + 1, "returned_more": len(_distinct(more)), "ids": _distinct(got),
-            "more_ids": _distinct(more),
-            "reason": f"asked for {k} results the system returned {len(_distinct(got))} (and "
-                      f"{len(_distinct(again))} when asked again), while asked for {k + 1} it returns "
-                      f"{len(_distinct(more))}: it cuts the list short of memories it holds and ranks"}
+    ids, again_ids, more_ids = [r.id for r in got], [r.id for r in again], [r.id for r in more]
+    if again_ids != ids or not set(ids) < set(more_ids):
+        return None  # the system's results vary between calls, or the longer list is another one: nothing said
+    if listing is not None and _duplicated(ids, listing()):
+        return None
+    return {"k": k, "returned": len(ids), "asked_more": k + 1, "returned_more": len(more_ids), "ids": ids,
+            "more_ids": more_ids,
+            "reason": f"asked for {k} results the system returned {len(ids)} (the same {len(ids)} when asked "
+                      f"again), while asked for {k + 1} it returns those and {len(more_ids) - len(ids)} more: it cuts "
+                      f"the list short of memories it holds and ranks"}
 
 
-def _distinct(hits: Sequence[Retrieved]) -> list[str]:
-    out: list[str] = []
-    for r in hits:
-        if r.id not in out:
-            out.append(r.id)
-    return out
+def _duplicated(ids: Sequence[str], listing: Sequence[StoredMemory]) -> bool:
+    """Whether a returned memory's text is also another active memory's (case and punctuation aside)."""
+    texts: dict[str, int] = {}
+    for m in listing:
+        if m.active:
+            key = normalize(m.text)
+            texts[key] = texts.get(key, 0) + 1
+    by_id = {m.id: normalize(m.text) for m in listing}
+    return any(texts.get(by_id.get(i, ""), 0) > 1 for i in ids)
 
 
 def edges(checkpoint: Checkpoint) -> dict[str, str]:
@@ -80,17 +100,32 @@ def edges(checkpoint: Checkpoint) -> dict[str, str]:
 
 
 def unreachable(backend: MemoryBackend, state: StateHandle, checkpoint: Checkpoint, k: int,
-                times: Mapping[str, str] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
-    """Read back the checkpoint's :func:`edges` on ``state`` (its own, unmutated): (findings, inconclusive
-    reasons). A finding is ``{"memory", "reason", "change"}`` of a memory a search for its own words misses."""
+                times: Mapping[str, str] | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Read back the checkpoint's :func:`edges` on ``state`` (its own, unmutated): (findings, what each edge
+    memory showed: ``reachable``, ``unreachable`` or ``inconclusive: why``). A finding is ``{"memory", "edge",
+    "reason", "change"}`` of a memory a search for its own words does not return at all — not in the top k + 1
+    beside its twin, nor anywhere in a wide search of the state — while its twin is. A memory found below its twin
+    is said nothing about here: a product may rank by its own clock (a recency boost by write order), which the
+    twin, written last, cannot copy."""
     when = dict(times or {m.id: m.timestamp for m in checkpoint.memories})
     found: list[dict[str, Any]] = []
-    unsure: list[str] = []
+    seen: dict[str, str] = {}
     for mid, edge in edges(checkpoint).items():
         read = reach(backend, state, mid, k, kind=UNREACHABLE, times=when)
-        if read.finding is not None:
-            found.append({"memory": mid, "edge": edge, "reason": f"the checkpoint's {edge} memory: "
-                          f"{read.finding.reason}", "change": dict(read.finding.changes[0])})
-        elif read.inconclusive:
-            unsure.append(f"{mid}: {read.inconclusive}")
-    return found, unsure
+        if read.finding is None:
+            seen[mid] = f"inconclusive: {read.inconclusive}" if read.inconclusive else "reachable"
+            continue
+        change = dict(read.finding.changes[0])
+        if change.get("rank") is not None:
+            seen[mid] = "inconclusive: found below its twin (a clock the twin cannot copy may rank it)"
+            continue
+        wide = [r.id for r in backend.retrieve(state, str(change.get("after") or ""), max(WIDE, 10 * k))]
+        if mid in wide:
+            seen[mid] = (f"inconclusive: found at rank {wide.index(mid) + 1} of a wider search (ranked low, not "
+                         "unreachable)")
+            continue
+        seen[mid] = "unreachable"
+        found.append({"memory": mid, "edge": edge, "reason": f"the checkpoint's {edge} memory: "
+                      f"{read.finding.reason}; not returned by a search for {max(WIDE, 10 * k)} results either",
+                      "change": change})
+    return found, seen

@@ -191,10 +191,12 @@ def fresh_backend(name: str, options: dict[str, Any], workdir: str | Path | None
 
 
 def _run_isolated(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], case: FuzzCase,
-                  k: int, responder: Responder | None = None, hidden: bool = False) -> Execution:
+                  k: int, responder: Responder | None = None, hidden: bool = False,
+                  probes: bool = False) -> Execution:
     """Build the checkpoint on its own, replay the case's ops, execute its query; release the state.
-    ``hidden``: observe the response only, as a campaign with hidden retrieval did."""
-    executor = Executor(backend, checkpoints, k=k, responder=responder, hidden=hidden)
+    ``hidden``: observe the response only, as a campaign with hidden retrieval did; ``probes``: run the system
+    probes on a seed's execution (a probe's finding replayed), else none (they cost calls nothing else needs)."""
+    executor = Executor(backend, checkpoints, k=k, responder=responder, hidden=hidden, probes=probes)
     try:
         state = executor.state_of(case)
         return executor.execute(case, state)
@@ -240,12 +242,12 @@ def _replay_one(f: Any, backend: MemoryBackend, data: CampaignData, responder: R
 
 
 def _executions(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], cases: list[FuzzCase], k: int,
-                responder: Responder | None, hidden: bool = False) -> list[Execution] | str:
+                responder: Responder | None, hidden: bool = False, probes: bool = False) -> list[Execution] | str:
     """Each case executed on its own fresh state, or why that failed (a backend fault)."""
     out = []
     for case in cases:
         try:
-            ex = _run_isolated(backend, checkpoints, case, k, responder, hidden)
+            ex = _run_isolated(backend, checkpoints, case, k, responder, hidden, probes=probes)
         except BackendError as exc:  # replaying the op recipe failed
             return f"backend error while rebuilding: {exc}"
         if ex.error is not None:
@@ -364,18 +366,25 @@ def replay_state(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], par
 
 def _replay_probe(ex: Execution, kind: str, offending: tuple[str, ...], base: dict[str, Any]) -> ReplayResult:
     """Whether the seed's execution on a fresh backend shows the system probe's finding again
-    (:mod:`ufuzz.engine.probes`): a short result list, or the same memory unreachable by its own words."""
+    (:mod:`ufuzz.engine.probes`): a short result list, or the same memory unreachable by its own words — and
+    ``inconclusive`` where the probe could say nothing now (a twin refused, no copy, results that vary), never
+    "fixed" for that."""
     seen = ex.probes or {}
     if kind == probes.SHORT_LIST:
         again = seen.get("short")
         ok, why = (again is not None, again["reason"] if again else "the search returns k results, or all that match")
+        status = "reproduced" if ok else "fixed"
     else:
         hit = [f for f in seen.get("unreachable") or () if f["memory"] in offending]
-        ok, why = (bool(hit), hit[0]["reason"] if hit else
-                   f"a search for its own words finds {', '.join(offending)} (or the probe could say nothing)")
+        said = {m: str((seen.get("probed") or {}).get(m, "inconclusive: not probed (no copy of states, or "
+                                                        "retrieval hidden)")) for m in offending}
+        ok = bool(hit)
+        unsure = [f"{m}: {v}" for m, v in said.items() if v.startswith("inconclusive")]
+        status = "reproduced" if ok else "inconclusive" if unsure else "fixed"
+        why = (hit[0]["reason"] if ok else "; ".join(unsure) if unsure else
+               f"a search for its own words finds {', '.join(offending)} now")
     got = {"got_kind": kind if ok else None, "got_stage": base["stage"] if ok else None}
-    return ReplayResult(reproduced=ok, reason=why, same_key=ok, status="reproduced" if ok else "fixed", **got,
-                        **base)
+    return ReplayResult(reproduced=ok, reason=why, same_key=ok, status=status, **got, **base)
 
 
 def replay_baseline(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], seed: FuzzCase, ref: Reference,
@@ -387,10 +396,11 @@ def replay_baseline(backend: MemoryBackend, checkpoints: dict[str, Checkpoint], 
             "operator": None, "kind": kind, "stage": stage}
     ctx = context or Context(visible=backend.capabilities.visible_retrieval,
                              threshold=backend.capabilities.relevance_threshold)
-    got_ex = _executions(backend, checkpoints, [seed], k, responder, hidden=not ctx.visible)
+    probed = kind in (probes.SHORT_LIST, probes.UNREACHABLE)
+    got_ex = _executions(backend, checkpoints, [seed], k, responder, hidden=not ctx.visible, probes=probed)
     if isinstance(got_ex, str):
         return ReplayResult(reproduced=False, reason=got_ex, status="error", **base)
-    if kind in (probes.SHORT_LIST, probes.UNREACHABLE):
+    if probed:
         return _replay_probe(got_ex[0], kind, offending, base)
     out = first_failure(judge_case(seed, ref, got_ex[0], ctx))
     got = {"got_kind": out.kind if out else None, "got_stage": out.level if out else None}
