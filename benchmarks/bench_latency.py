@@ -15,7 +15,8 @@ its CPU time and peak RSS are its own, not the servers'):
 * ``http`` — the HTTP backend (examples/product.toml) against the tests' memory product on loopback, every
   request answered after ``--http-delay`` seconds.
 
-Every run has the default ``--batch``, so every concurrency runs the same campaign: the ``found`` column (a
+Every run has the same ``--batch`` (default: ufuzz's default with lanes, 128 — not given, one lane would run step
+by step, another campaign), so every concurrency runs the same campaign: the ``found`` column (a
 fingerprint of the failures and where each was first seen) is the same for runs of one target and budget, and
 the last line says whether it was. Concurrency 1 runs one call at a time; at 300 ms a request it waits ~10 minutes per 1,000 executions, so
 it runs ``--serial-budget`` executions (its rate is what matters). Per run it prints wall seconds, the campaign
@@ -38,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ufuzz.engine.batching import DEFAULT_BATCH  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "bench-token"
@@ -141,8 +144,8 @@ def _row(target: str, n: int, r: dict[str, Any], requests: int, latency: float, 
     return r["run_rate"]
 
 
-#: the --batch given to every run (empty: ufuzz's default)
-BATCH: list[str] = []
+#: the --batch given to every run: one for all, so that concurrency 1 runs the campaign the others run
+BATCH: list[str] = ["--batch", str(DEFAULT_BATCH)]
 
 #: the failure fingerprints by (target, executions): one per pair when concurrency changes no finding
 FOUND: dict[tuple[str, int], set[str]] = {}
@@ -166,10 +169,9 @@ def main() -> None:
     ap.add_argument("--http-delay", type=float, default=0.02)
     ap.add_argument("--http-budget", type=int, default=400)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--batch", type=int, default=None, help="--batch of every run (default: ufuzz's)")
+    ap.add_argument("--batch", type=int, default=DEFAULT_BATCH, help="--batch of every run")
     a = ap.parse_args()
-    if a.batch is not None:
-        BATCH[:] = ["--batch", str(a.batch)]
+    BATCH[:] = ["--batch", str(a.batch)]
     ns = [int(x) for x in a.concurrency.split(",")]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}

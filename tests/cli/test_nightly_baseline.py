@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from tests.support.http_product_server import start_product_server
 from ufuzz.cli import main
 from ufuzz.corpus.baseline import BaselineVerdict
-from ufuzz.engine.batching import DEFAULT_BATCH
+from ufuzz.engine.batching import SERIAL_BATCH
 
 ROOT = Path(__file__).resolve().parents[2]
 NIGHTLY = ROOT / "examples" / "ci" / "nightly.sh"
@@ -130,7 +130,7 @@ def test_another_seed_or_budget_is_said_up_front(fixed_team, tmp_path):
     r = invoke("run", "--backend", "http", "--config", cfg, "--budget", 120, "--out", tmp_path / "c",
                "--baseline", corpus, "--batch", 4, "--max-concurrency", 2, "--quiet")
     assert "differs from the one baseline" in r.output and f"seed 0 (the baseline's campaign: {SEED})" in r.output
-    assert f"batch 4 (the baseline's campaign: {DEFAULT_BATCH})" in r.output  # a schedule of its own; concurrency is none
+    assert f"batch 4 (the baseline's campaign: {SERIAL_BATCH})" in r.output  # a schedule of its own; concurrency is none
     assert "concurrency" not in r.output.split("differs from the one baseline")[1].split(". Failures")[0]
     assert f"budget 120 (the baseline's campaign: {BUDGET})" in r.output and "--match-baseline" in r.output
     s = json.loads((tmp_path / "c" / "summary.json").read_text())

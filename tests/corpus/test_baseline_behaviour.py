@@ -210,8 +210,9 @@ ids = st.builds(lambda p, m: f"p{p}-m{m}", st.integers(0, 20), st.integers(0, 20
 def test_known_bugs_renamed_stay_known_and_an_unseen_class_is_new(base_items, data, extra, n_extra, exact):
     """The baseline holds some shapes on some memories; the night meets some of the same failures on other
     memories, keys, causes and seeds (what another seed or budget does): none is new, worse or regressed. A
-    shape whose behaviour the baseline lacks, met ``n_extra`` times, is new on the baseline's own campaign and on
-    another one when chance says so (equal sizes: 0.5 ** n), else unconfirmed; never known."""
+    shape whose behaviour the baseline lacks, met ``n_extra`` times, is new when chance says so (equal sizes:
+    0.5 ** n), and on the baseline's own campaign when no correct system shows it; else unconfirmed; never
+    known."""
     records = []
     for i, ((op, stage, kind, deletes), overwritten) in enumerate(base_items):
         mid = data.draw(ids)
@@ -236,5 +237,8 @@ def test_known_bugs_renamed_stay_known_and_an_unseen_class_is_new(base_items, da
     if behaviour.id in {record_behaviour(r).id for r in records}:
         assert set(v.new) | set(v.unconfirmed) == set()
         return
-    status = "new" if exact or 0.5 ** n_extra < CHANCE else "unconfirmed"
+    # on the baseline's own campaign only a behaviour no correct system shows is new whatever its count: a ranking
+    # one may come from a schedule the product's change moved
+    sure = behaviour.removed or stage == "state" or kind == "deleted_evidence_retrieved"
+    status = "new" if (exact and sure) or 0.5 ** n_extra < CHANCE else "unconfirmed"
     assert getattr(v, status) == [f.failure_key for f in fresh] and v.failed == (status == "new")

@@ -129,7 +129,7 @@ def test_spread_retired_case_gets_no_more_tasks(seed_moves, rng_seed, when):
 def _run(reports_effect, seeds=60, steps=240, **cfg) -> dict[str, int]:
     """Tasks per operator when ``reports_effect(operator)`` says whether its mutants change retrieval."""
     moves = [[(op, t) for op in ("paraphrase", "unrelated_edit") for t in "abcd"] for _ in range(seeds)]
-    s = build(moves, 3, **cfg)
+    s = build(moves, 3, **{"warmup": 0, **cfg})
     per: dict[str, int] = {}
     for _ in range(steps):
         task = s.next()
@@ -148,9 +148,18 @@ def test_an_operator_that_never_changes_anything_stops_eating_the_budget():
     assert even["unrelated_edit"] > 0.4 * sum(even.values())
 
 
+def test_the_rates_count_only_after_the_warmup():
+    """Before ``warmup`` mutants were judged every operator is drawn as untried: a campaign starts broad, as the
+    blind first batch of a batched one does; after it, the operator that changes nothing stops eating the budget."""
+    early = _run(lambda op: op == "paraphrase", steps=60, warmup=60)
+    assert early["unrelated_edit"] > 0.4 * sum(early.values())
+    late = _run(lambda op: op == "paraphrase", steps=600, warmup=60)
+    assert late["unrelated_edit"] < 0.25 * sum(late.values())
+
+
 def test_an_operator_that_cannot_be_judged_stops_eating_visits():
     moves = [[(op, t) for op in ("paraphrase", "delete") for t in "abcd"] for _ in range(60)]
-    s = build(moves, 3)
+    s = build(moves, 3, warmup=0)
     per: dict[str, int] = {}
     for _ in range(200):
         task = s.next()

@@ -22,6 +22,7 @@ from tests.engine.test_resume import _corpus
 from tests.support import planted
 from tests.support.faulty_backends import SegfaultingBackend
 from ufuzz.backends import registry
+from ufuzz.engine.batching import DEFAULT_BATCH, SERIAL_BATCH
 from ufuzz.engine.campaign import Campaign, CampaignConfig
 from ufuzz.engine.lanes import home_lane
 
@@ -41,7 +42,7 @@ def seeds_file(tmp_path_factory) -> Path:
 
 def _run(out: Path, seeds: Path, workers: int = 1, **kw) -> dict:
     cfg = dict(backend="embedded", backend_options=OPTIONS, seeds=str(seeds), budget=BUDGET, seed=SEED,
-               out=str(out), workers=workers)
+               out=str(out), workers=workers, batch=DEFAULT_BATCH)  # one batch for any lanes: one campaign
     cfg.update(kw)
     return Campaign(CampaignConfig(**cfg)).run()
 
@@ -83,6 +84,18 @@ def test_any_lanes_give_the_campaign_of_one(two, seeds_file, tmp_path):
         got = _corpus(tmp_path / name)
         for part in expected:
             assert got[part] == expected[part], (name, part)
+
+
+def test_the_default_batch_is_step_by_step_with_one_lane_and_recorded(tmp_path):
+    """Not given, the batch is 1 where one call runs at a time (the scheduler sees every result before it draws
+    again) and 128 where lanes or concurrency could run beside a task; the value is the campaign's, recorded."""
+    from ufuzz.engine.config import CampaignConfig as Config
+
+    assert Config().batch == SERIAL_BATCH
+    assert Config(workers=2).batch == Config(max_concurrency=3).batch == DEFAULT_BATCH
+    assert Config(workers=2, batch=1).batch == 1 and Config(batch=64).batch == 64
+    assert Config.from_dict(Config().to_dict()).batch == SERIAL_BATCH
+    assert Config.from_dict({**Config(workers=1).to_dict(), "workers": 4}).batch == SERIAL_BATCH  # as recorded
 
 
 def test_the_batch_is_part_of_the_schedule(seeds_file, tmp_path):

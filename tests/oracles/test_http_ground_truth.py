@@ -68,8 +68,10 @@ DEFECTS: dict[str, Defect] = {
     # plain world every entity has a seed of its own, so most show as the seeds' own baseline failures: operator "")
     "entity-blind": Defect({"entity_blind": True}, {}, ("missing_evidence", "stale_ranked_above_valid"),
                            ("target_change", ""), k=2),
-    # the ask endpoint answers below any sensible relevance
-    "low-answer-floor": Defect({"answer_floor": 0.0}, {"answer_floor": 1.0}, ("unsupported_answer",),
+    # the ask endpoint answers below any sensible relevance (the fixed floor is 3.0: at 1.0 a step-by-step campaign
+    # found it answering a question about a person nobody mentioned with an added memory that shared only the
+    # question's filler words, "I'm ... my" — a real weakness of that floor, so not the fixed build)
+    "low-answer-floor": Defect({"answer_floor": 0.0}, {"answer_floor": 3.0}, ("unsupported_answer",),
                                ("unsupported",), extra=ANSWER),
     # an unrelated add silently evicts the oldest memory
     "add-evicts": Defect({"capacity": 5}, {}, ("collateral_removal",), ("unrelated_edit",), stage="state"),

@@ -26,7 +26,7 @@ import click
 
 from ufuzz.cli.errors import BadInput, Unavailable
 from ufuzz.cli.options import BUDGET, COUNT, SEED, Finite, parse_opts
-from ufuzz.engine.batching import DEFAULT_BATCH, MAX_BATCH
+from ufuzz.engine.batching import DEFAULT_BATCH, MAX_BATCH, SERIAL_BATCH
 from ufuzz.engine.ending import EXIT_CODES, INTERNAL_ERROR
 
 
@@ -92,20 +92,22 @@ from ufuzz.engine.ending import EXIT_CODES, INTERNAL_ERROR
 @click.option("--worker-timeout", type=Finite(min=0, max=86400, min_open=True), default=600, show_default=True,
               help="Seconds one backend call may take before the worker is killed (an error record).")
 @click.option("--workers", type=click.IntRange(min=1, max=4096), default=1, show_default=True,
-              help="Run N lanes at once, each with its own backend (results applied in task order: the campaign "
-                   "is that of --workers 1, faster).")
+              help="Run N lanes at once, each with its own backend (results applied in task order: with the same "
+                   "--batch, the campaign of --workers 1, faster).")
 @click.option("--max-concurrency", "--concurrency", "max_concurrency", type=click.IntRange(min=1, max=1024), default=1,
               show_default=True,
               help="Keep up to N LLM requests (answer, judge, paraphrase) and N backend calls in flight from this "
                    "process (thread lanes over one backend; promptfoo's --max-concurrency, Inspect's "
                    "max_connections). Backends whose calls wait on the network (http) overlap them; others run one "
                    "call at a time while the LLM requests overlap. With --workers W: W processes of N. Results are "
-                   "applied in task order: any N gives the campaign of N = 1, faster (up to 2 x --batch calls are "
-                   "in flight).")
-@click.option("--batch", type=click.IntRange(min=1, max=MAX_BATCH), default=DEFAULT_BATCH, show_default=True,
-              help="Tasks the scheduler draws before it sees their results. Part of the campaign, like --seed: the "
-                   "same --seed and --batch give the same campaign at any --workers/--max-concurrency; two batches "
-                   "are in flight at most, so raise it with concurrency above 2 x batch (1: step by step).")
+                   "applied in task order: with the same --batch, any N gives the campaign of N = 1, faster (up to "
+                   "2 x --batch calls are in flight).")
+@click.option("--batch", type=click.IntRange(min=1, max=MAX_BATCH), default=None,
+              help=f"Tasks the scheduler draws before it sees their results. Part of the campaign, like --seed: the "
+                   f"same --seed and --batch give the same campaign at any --workers/--max-concurrency; two batches "
+                   f"are in flight at most, so raise it with concurrency above 2 x batch. [default: {SERIAL_BATCH} "
+                   f"(step by step) with one lane and --max-concurrency 1; {DEFAULT_BATCH} with more lanes, "
+                   f"concurrency or Ray]")
 @click.option("--llm-rpm", type=Finite(min=0, max=1e9, min_open=True), default=None,
               help="Client-side limit: LLM requests per minute (spaced evenly; split among process lanes).")
 @click.option("--llm-tpm", type=Finite(min=0, max=1e12, min_open=True), default=None,
@@ -164,7 +166,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
         reader_threshold: float | None, llm_timeout: float, llm_retries: int, prompts_dir: str | None, retrieval: str,
         explore_share: float, search: str, isolation: str,
         worker_max_rss_mb: float | None, worker_recycle: int, worker_timeout: float, workers: int,
-        max_concurrency: int, batch: int, llm_rpm: float | None, llm_tpm: float | None, llm_rate_limit_wait: float,
+        max_concurrency: int, batch: int | None, llm_rpm: float | None, llm_tpm: float | None, llm_rate_limit_wait: float,
         llm_price: str | None, max_llm_tokens: int | None,
         ray_address: str | None, max_time: str | None,
         baseline: str | None, fail_on: str | None, match_baseline: bool, junit_out: str | None,
@@ -492,7 +494,7 @@ def _load_baseline(path: str | None) -> Any:
 
 
 def _match_baseline(ctx: click.Context, corpus: Any, seed: int, budget: int, strategy: str, k: int,
-                    batch: int) -> tuple:
+                    batch: int | None) -> tuple:
     """``--match-baseline``: the baseline campaign's seed, budget, strategy, k and batch where not given."""
     from ufuzz.corpus.baseline import baseline_source
 
@@ -505,7 +507,8 @@ def _match_baseline(ctx: click.Context, corpus: Any, seed: int, budget: int, str
         given = ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
         if not given and src[field] is not None:
             pick[name] = src[field]
-    return int(pick["rng_seed"]), int(pick["budget"]), str(pick["strategy"]), int(pick["k"]), int(pick["batch"])
+    return (int(pick["rng_seed"]), int(pick["budget"]), str(pick["strategy"]), int(pick["k"]),
+            None if pick["batch"] is None else int(pick["batch"]))
 
 
 def _baseline_mismatch(corpus: Any, cfg: Any, strategy: str) -> list[str]:
@@ -567,7 +570,9 @@ def _print_baseline(v: Any) -> None:
 
     n = v.behaviour_counts()
     keys = ", ".join(f"{len(getattr(v, st))} {st}" for st in STATUSES if getattr(v, st))
-    how = ("this is the baseline's own campaign: any behaviour it lacks is new" if v.exact else
+    how = ("this is the baseline's own campaign: a behaviour it lacks is new at once where no correct system "
+           "shows it (a memory the state no longer holds, a state change), else once met more often than chance "
+           "allows" if v.exact else
            "another campaign than the baseline's: a behaviour it lacks is new once met more often than chance "
            "allows")
     click.echo(f"against baseline {v.corpus} (matched by behaviour; {how}): behaviours "
@@ -588,8 +593,8 @@ def _print_baseline(v: Any) -> None:
 
 def _chance_words(b: dict[str, Any], exact: bool) -> str:
     """How likely chance alone made the difference (not said where chance plays no part)."""
-    if b["status"] not in ("worse", "unconfirmed", "new") or b.get("chance") is None or (exact and
-                                                                                        b["status"] == "new"):
+    if b["status"] not in ("worse", "unconfirmed", "new") or b.get("chance") is None or (exact and b.get("sure")
+                                                                                        and b["status"] == "new"):
         return ""
     if b["status"] == "unconfirmed":
         return (f"; the baseline's campaign may have missed it by chance ({b['chance']:.0%}): it does not fail "

@@ -13,13 +13,17 @@ show of it, ``c1`` the number tonight:
 
 1. **regressed** — one of its failures has the key or cause of a *guard* (a record ``ufuzz corpus accept``
    marked ``fixed``: the failure that was fixed fails again), or the corpus holds the behaviour only as guards;
-2. **new** — the baseline does not show it (``c0 = 0``), and either tonight's campaign is the baseline's own
-   (same seed, budget, strategy, k, backend and judging: the two differ only by the product, so anything new
-   comes from the product), or it was met often enough that the baseline's campaign could not plausibly have
-   missed it by chance (below);
-3. **unconfirmed** — the baseline does not show it, tonight's campaign is another one, and it was met so
-   seldom that the baseline's campaign may simply not have reached it (a rare behaviour of an unchanged
-   product): listed, but it does not fail the night;
+2. **new** — the baseline does not show it (``c0 = 0``), and either it was met often enough that the baseline's
+   campaign could not plausibly have missed it by chance (below), or tonight's campaign is the baseline's own
+   (same seed, budget, strategy, k, backend and judging: the two differ only by the product) and the behaviour is
+   one no correct system shows however it is reached — a memory the state no longer holds returned, a state
+   change beyond the one asked for. A ranking behaviour met a few times is not enough there: the campaigns'
+   schedules part at their first differing result, so a product change (a new delete bug) moves tonight's
+   campaign onto facts the baseline's never reached, where ranking weaknesses the product always had show (a
+   test product: a new soft-delete bug, and one rewording's near tie "new" beside it);
+3. **unconfirmed** — the baseline does not show it, it is not new by (2), and it was met so seldom that the
+   baseline's campaign may simply not have reached it (a rare behaviour of an unchanged product, or one tonight's
+   schedule reached after parting from the baseline's): listed, but it does not fail the night;
 4. **worse** — the baseline shows it, but tonight met it far more often than chance allows (a new defect
    behind a known symptom: an index that now drops memories where ranking noise lost a few before);
 5. **known** — otherwise.
@@ -98,7 +102,7 @@ class BaselineVerdict:
     behaviours: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the baseline's own behaviours: id -> title, class, records (failing), guards (fixed), causes, keys
     baseline_behaviours: dict[str, dict[str, Any]] = field(default_factory=dict)
-    exact: bool = False  # tonight's campaign is the baseline's own: no chance between them
+    exact: bool = False  # tonight's campaign is the baseline's own (its settings; schedules part where results do)
     executions: tuple[int | None, int | None] = (None, None)  # the baseline's campaign (its budget), tonight's
 
     def status_of(self, key: str) -> str | None:
@@ -178,7 +182,7 @@ def _status(row: dict[str, Any], base: dict[str, Any] | None, b0: float, b1: flo
         return "regressed"  # only guards of it: a fixed behaviour is back
     row["chance"] = chance_of(c0, row["causes"], b0, b1)
     if not c0:
-        return "new" if exact or row["chance"] < CHANCE else "unconfirmed"
+        return "new" if (exact and row.get("sure")) or row["chance"] < CHANCE else "unconfirmed"
     return "worse" if complete and row["chance"] < CHANCE else "known"
 
 
@@ -213,7 +217,11 @@ def compare_with_baseline(failures: list[Any], corpus: RegressionCorpus,
         row = v.behaviours.setdefault(b.id, {
             "id": b.id, "title": b.title, "class": b.cls.id, "status": "", "unique": 0, "causes": 0,
             "baseline_causes": int(base[b.id]["causes"]) if b.id in base else 0, "chance": None,
-            "operators": [], "kinds": [], "example": f.failure_key, "keys": []})
+            "operators": [], "kinds": [], "example": f.failure_key, "keys": [],
+            # no correct system shows it, however it was reached: a memory the state no longer holds returned, a
+            # state change beyond the one asked for (a ranking behaviour may be reached only because the product's
+            # change moved tonight's schedule off the baseline's)
+            "sure": b.removed or f.stage == "state" or f.kind == "deleted_evidence_retrieved"})
         row["unique"] += 1
         row["keys"].append(f.failure_key)
         causes = seen_causes.setdefault(b.id, set())

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.backends import registry
-from ufuzz.engine.batching import DEFAULT_BATCH, MAX_BATCH, legacy_batch
+from ufuzz.engine.batching import MAX_BATCH, default_batch, legacy_batch
 from ufuzz.oracles.judging import READERS, Judging
 
 __all__ = ["DEFAULT_SEEDS", "LLM_USES", "SEARCHES", "CampaignConfig", "resolve_seeds"]
@@ -92,19 +92,19 @@ class CampaignConfig:
     window_seconds: float = 1.0
     snapshot_seconds: float = 0.0  # at least this long between snapshots (0: every window unless slow)
     # Parallel runs (ufuzz.engine.lanes): N > 1 runs each batch's tasks in N lanes, each with a backend of its own,
-    # and applies the results in task order — the campaign of one lane. ray_address runs the
+    # and applies the results in task order — with the same batch, the campaign of one lane. ray_address runs the
     # lanes as Ray actors ("local": a cluster this process starts; "auto", "host:port", "ray://host:port").
     workers: int = 1
     ray_address: str | None = None
     # Calls in flight from one process (--max-concurrency N; Inspect's max_connections, promptfoo's
     # --max-concurrency): N thread lanes (ufuzz.engine.threadlanes) share the campaign's backend and LLM client,
     # so up to N LLM requests (answer, judge, paraphrase) and N backend calls wait at once, applied in task order:
-    # the campaign of N = 1.
+    # with the same batch, the campaign of N = 1.
     max_concurrency: int = 1
     # Tasks the scheduler draws before it sees their results (--batch): part of the schedule, like the seed, so
     # that --workers and --max-concurrency change how fast a campaign runs and never what it finds; up to two
     # batches are in flight (one being applied while the next runs), so concurrency beyond 2 x batch waits
-    batch: int = DEFAULT_BATCH
+    batch: int | None = None  # None: default_batch of the lanes (1 with one lane, else 128), set when validated
     # Being a good API citizen (ufuzz.llm.ratelimit): requests and tokens per minute (None: no limit), the wait
     # a call may spend on 429/503 answers, prices for the cost estimate (USD per million prompt, completion
     # tokens) and a token budget that ends the campaign (reason llm_budget_spent)
@@ -167,6 +167,8 @@ class CampaignConfig:
                 raise ValueError(f"--llm-price must be two non-negative numbers IN,OUT (USD per million prompt "
                                  f"and completion tokens), not {self.llm_price!r}")
             self.llm_price = (float(price[0]), float(price[1]))
+        if self.batch is None:
+            self.batch = default_batch(self.workers, self.max_concurrency, self.ray_address)
         b = self.batch
         if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_BATCH:
             raise ValueError(f"--batch must be a whole number in [1, {MAX_BATCH}], not {b!r}")
