@@ -121,6 +121,15 @@ class LostListBackend(WordOverlapBackend):
         raise BackendError("lost-list: the index is gone")
 
 
+class OnePageBackend(WordOverlapBackend):
+    """Broken on purpose: list() shows the first two memories only (a paged listing read as its first page)."""
+
+    name = "one-page"
+
+    def list(self, state: StateHandle) -> list[StoredMemory]:
+        return super().list(state)[:2]
+
+
 class NoCopyBackend(WordOverlapBackend):
     name = "no-copy"
 
@@ -164,6 +173,15 @@ def test_an_exception_is_an_error_result_naming_it(tmp_path):
     assert results["build_and_list"].outcome == "error" and not results["build_and_list"].ok
     assert "BackendError: lost-list: the index is gone" in results["build_and_list"].message
     assert results["retrieve_ordered_and_deterministic"].outcome == "passed"
+
+
+def test_a_listing_of_one_page_fails_build_and_list_and_is_not_blamed_on_isolation(tmp_path):
+    """A listing that misses memories of a fresh build is build_and_list's failure; the checks that read list() of
+    other states say nothing (skipped, naming why) instead of blaming forks or releases that are fine."""
+    results = {r.check: r for r in run_conformance(lambda: OnePageBackend(tmp_path, {}))}
+    assert results["build_and_list"].outcome == "failed"
+    for name in ("fork_isolation", "release_is_independent"):
+        assert results[name].outcome == "skipped" and "build_and_list" in results[name].message, results[name]
 
 
 def test_fork_isolation_is_skipped_when_the_backend_cannot_copy(tmp_path):

@@ -118,6 +118,17 @@ def _active(b: MemoryBackend, s: StateHandle) -> dict[str, str]:
     return {m.id: m.text for m in b.list(s) if m.active}
 
 
+def _listed(b: MemoryBackend, s: StateHandle) -> None:
+    """Skip a check that reads list() where a fresh build does not list its own memories (a listing that shows one
+    page of several, say): what build_and_list fails is not this check's to blame — a paged listing read as one
+    page made fork isolation fail ("a delete in a fork removed m4 from the parent") on a product whose forks were
+    fine."""
+    ids = sorted(_active(b, s))
+    if ids != ["m1", "m2", "m3", "m4", "m5", "m6"]:
+        raise Skip(f"list() of a fresh build shows {ids}, not m1..m6 (see build_and_list: a listing of one page "
+                   "of several?), so what it shows of other states says nothing here")
+
+
 def _ids(hits: Iterable[Any]) -> list[str]:
     return [h.id for h in hits]
 
@@ -161,6 +172,7 @@ def check_fork_isolation(b: MemoryBackend) -> None:
         raise Skip("the backend cannot copy a state (capabilities.copyable is False)")
     with _built(b) as made:
         parent = _build(b, made)
+        _listed(b, parent)
         child = b.fork(parent)
         made.append(child)
         sibling = b.fork(parent)
@@ -188,6 +200,7 @@ def check_release_is_independent(b: MemoryBackend) -> None:
     with _built(b) as made:
         first = _build(b, made)
         second = _build(b, made)
+        _listed(b, second)
         expect(first != second, f"two builds returned the same handle {first!r}")
         b.release(made.pop(0))
         ids = sorted(_active(b, second))
