@@ -25,10 +25,10 @@ __all__ = ["DEFAULT_BATCH", "MAX_BATCH", "SERIAL_BATCH", "batch_size", "default_
 DEFAULT_BATCH = 128
 
 #: the default of a campaign that makes one call at a time (one lane, no concurrency, no Ray): nothing runs while
-#: a batch waits, so a batch only delays what the scheduler learns. Measured on 2026-12-06 evening (10 runs at
-#: budget 1,000 unless said): LoCoMo dev, full 11.6 causes at 1 against 10.3 at 16 and 9.6 at 128 (query-only 10.6,
-#: 7.8, 9.6; random 6.6, 6.1, 6.4); the LongMemEval subset, full 6.5 at 1 against 6.1 at 128 (query-only 4.2 and
-#: 3.9); the shipped suite at 2,000 (3 runs) 107.0 against 99.3 — at the same speed
+#: a batch waits, so a batch only delays what the scheduler learns. Measured late on 2026-12-06 with the scheduler's
+#: warm-up, at the same speed: the shipped suite at 2,000 (3 runs) full 107.0 causes at 1 against 99.3 at 128;
+#: LoCoMo dev at 1,000, 20 runs, 9.9 against 9.6-9.7 (query-only 9.5); the LongMemEval subset, 5 runs, 6.0 against
+#: 6.4 (within a run's spread, 1.0)
 SERIAL_BATCH = 1
 
 #: the largest ``--batch``
@@ -42,8 +42,12 @@ def default_batch(workers: int, max_concurrency: int, ray_address: str | None = 
     """The batch of a campaign that does not say (``--batch`` not given): :data:`SERIAL_BATCH` when it makes one
     call at a time, else :data:`DEFAULT_BATCH`, which keeps many lanes busy. Recorded with the campaign, so a resume
     and ``--match-baseline`` keep it; give ``--batch`` to make runs with other lanes the same campaign."""
-    lanes = max(1, int(workers or 1)) * max(1, int(max_concurrency or 1))
-    return SERIAL_BATCH if lanes == 1 and not ray_address else DEFAULT_BATCH
+    return SERIAL_BATCH if _lanes(workers, max_concurrency) == 1 and not ray_address else DEFAULT_BATCH
+
+
+def _lanes(workers: Any, max_concurrency: Any) -> int:
+    """Calls a campaign can have in flight: its process lanes times the thread lanes of each."""
+    return max(1, int(workers or 1)) * max(1, int(max_concurrency or 1))
 
 
 def batch_size(config: Any) -> int:
@@ -54,5 +58,5 @@ def batch_size(config: Any) -> int:
 def legacy_batch(config: dict[str, Any]) -> int:
     """The batch of a campaign recorded (``config``: its stored settings) before ``--batch`` existed: one task with
     one lane, else four per lane — so that resuming it keeps its batches (this version's other rules apply)."""
-    lanes = int(config.get("workers", 1) or 1) * int(config.get("max_concurrency", 1) or 1)
+    lanes = _lanes(config.get("workers", 1), config.get("max_concurrency", 1))
     return 1 if lanes <= 1 else min(MAX_BATCH, lanes * LEGACY_TASKS_PER_LANE)

@@ -220,8 +220,10 @@ class Executor:
         except Exception as exc:  # BackendError, or an adapter bug: the backend's fault, not the fuzzer's
             ex.error = f"{type(exc).__name__}: {exc}"
         ex.seconds = time.perf_counter() - t0
-        if self.probes and ex.error is None and case.id == case.seed_id and not self.hidden:  # a seed (no control
-            ex.probes = self._probe(case, state, got)  # of it); not timed: the system's own latency is
+        # a seed's own execution (not a control of it), after the timing: the probes' calls are not the system's
+        # latency on the question
+        if self.probes and ex.error is None and case.id == case.seed_id and not self.hidden:
+            ex.probes = self._probe(case, state, got)
         ex.abstained = ex.error is None and ex.responder is not None and is_abstention(ex.response, self.abstention)
         if self.hidden:
             ex.top_ids, ex.top_scores, ex.top_texts, ex.native_ids = [], [], [], None
@@ -236,7 +238,7 @@ class Executor:
         out: dict = {}
         try:
             short = system_probes.short_list(self.backend, state, case.query.text, self.k, got,
-                                      listing=lambda: self._listing(case, state))
+                                             listing=lambda: self._listing(case, state))
             if short is not None:
                 out["short"] = short
         except Exception as exc:  # noqa: BLE001 - any fault of the system (or its adapter) is the backend's

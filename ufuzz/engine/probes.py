@@ -12,8 +12,7 @@ too many, a search that only looked at the 30 newest records — neither was fou
   keyword filter are the product's own). Checked on each seed's execution, only when it returned fewer than ``k``
   results (no extra call otherwise). A search whose results vary between calls is charged only if it comes up
   short the very same way twice running (the odds are lowered, not removed); never where the state holds a
-  second memory of a returned text (a product
-  may collapse identical results after its cut). A product that over-fetches in proportion to ``k`` and then
+  second memory of a returned text (a product may collapse identical results after its cut). A product that over-fetches in proportion to ``k`` and then
   cuts by a reranker's score shows the same way: a memory that passes its own bar was cut from a list shorter
   than asked, which is what is reported.
 * **memory unreachable** (``memory_unreachable``, state level). A memory the checkpoint holds (``get`` shows it)
@@ -26,13 +25,14 @@ too many, a search that only looked at the 30 newest records — neither was fou
   twin carries its original's time, so it is cut too).
 
 Both are findings about the memory system, never caused by a mutation: they are recorded with the seed as
-baseline failures (:func:`ufuzz.oracles.verdict.probe_failure`), counted apart from UF@B, and neither feeds the
+baseline failures (:func:`ufuzz.oracles.verdict.probe_failures`), counted apart from UF@B, and neither feeds the
 scheduler. Only backends whose retrieval is seen are probed; the reachability probe needs copies of states and a
 search that returns the stored memories (:func:`~ufuzz.engine.readback.reads_back`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -48,14 +48,13 @@ __all__ = ["SHORT_LIST", "UNREACHABLE", "WIDE", "edges", "short_list", "unreacha
 WIDE = 50
 
 
-
 def short_list(backend: MemoryBackend, state: StateHandle, query: str, k: int, got: Sequence[Retrieved],
                listing: Callable[[], Sequence[StoredMemory]] | None = None) -> dict[str, Any] | None:
     """What shows a short result list for ``query`` on ``state`` (``got``: its top-``k`` results), or None.
 
     Only when ``got`` holds fewer than ``k`` results: then ``k + 1`` is asked for, and ``k`` again. The list is
     short when asking for ``k`` again gives the very same results and asking for ``k + 1`` gives them and more
-    (a search whose results vary between calls is never charged). Said nothing about either where the state holds
+    (a search whose results vary between calls must come up short the same way twice). Said nothing about either where the state holds
     two memories of one text among those returned (``listing``: the state's memories): a product may collapse
     identical results after its cut."""
     if len(got) >= k:
@@ -78,13 +77,9 @@ def short_list(backend: MemoryBackend, state: StateHandle, query: str, k: int, g
 
 def _duplicated(ids: Sequence[str], listing: Sequence[StoredMemory]) -> bool:
     """Whether a returned memory's text is also another active memory's (case and punctuation aside)."""
-    texts: dict[str, int] = {}
-    for m in listing:
-        if m.active:
-            key = normalize(m.text)
-            texts[key] = texts.get(key, 0) + 1
+    texts = Counter(normalize(m.text) for m in listing if m.active)
     by_id = {m.id: normalize(m.text) for m in listing}
-    return any(texts.get(by_id.get(i, ""), 0) > 1 for i in ids)
+    return any(texts[by_id[i]] > 1 for i in ids if i in by_id)
 
 
 def edges(checkpoint: Checkpoint) -> dict[str, str]:

@@ -113,32 +113,25 @@ def readback(backend: MemoryBackend, state: StateHandle, ops: Sequence[StateOp],
     if written is None:
         return Readback(inconclusive="the operation wrote nothing", read=False)
     op, wid = written
-    got = backend.get(state, wid)
-    if got is None or not got.active or not got.text.strip():
-        return Readback(inconclusive=f"{wid} is not stored as active with a text")
     when = dict(times or {})
     if op.memory is not None:
         when.setdefault(wid, op.memory.timestamp)
-    copy = state if scratch else backend.fork(state)
-    try:
-        return _compare(backend, copy, state, wid, got, k, when, touched={o.target for o in ops if o.target},
-                        said=f"the {op.op} wrote {wid}, but", kind=WRITE_NOT_FOUND)
-    finally:
-        if not scratch:
-            backend.release(copy)
+    return reach(backend, state, wid, k, kind=WRITE_NOT_FOUND, scratch=scratch, times=when,
+                 touched={o.target for o in ops if o.target}, said=f"the {op.op} wrote {wid}, but")
 
 
 def reach(backend: MemoryBackend, state: StateHandle, memory_id: str, k: int, *, kind: str, scratch: bool = False,
-          times: Mapping[str, str] | None = None) -> Readback:
-    """Read back a memory ``state`` already holds (no operation wrote it: a checkpoint's own), the same way as a
-    write: beside a twin, on a copy, calibrated. Its finding is of ``kind``."""
+          times: Mapping[str, str] | None = None, touched: set[str] | None = None, said: str = "") -> Readback:
+    """Read back a memory ``state`` holds — one an operation just wrote (:func:`readback`), or a checkpoint's own
+    — beside a twin, on a copy, calibrated on a memory not in ``touched``. Its finding is of ``kind``; ``said``
+    opens its reason (default: the memory is stored)."""
     got = backend.get(state, memory_id)
     if got is None or not got.active or not got.text.strip():
         return Readback(inconclusive=f"{memory_id} is not stored as active with a text")
     copy = state if scratch else backend.fork(state)
     try:
-        return _compare(backend, copy, state, memory_id, got, k, dict(times or {}), touched=set(),
-                        said=f"{memory_id} is stored, but", kind=kind)
+        return _compare(backend, copy, state, memory_id, got, k, dict(times or {}), touched=set(touched or ()),
+                        said=said or f"{memory_id} is stored, but", kind=kind)
     finally:
         if not scratch:
             backend.release(copy)

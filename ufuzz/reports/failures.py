@@ -23,7 +23,7 @@ from ufuzz.corpus.store import CorpusStore
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference, StateOp
 from ufuzz.model.execution import OVERWRITTEN
 from ufuzz.oracles.classes import class_of
-from ufuzz.oracles.verdict import normalise_id
+from ufuzz.oracles.verdict import SHORT_LIST, UNREACHABLE, normalise_id
 
 __all__ = ["cause_of", "failure_rows", "group_by_cause", "group_by_class", "render_list", "failure_views",
            "render_show", "baseline_of"]
@@ -452,14 +452,14 @@ def _side_effect_lines(changes: list[dict[str, Any]], width: int) -> list[str]:
 
 #: how a system probe's finding was seen (ufuzz.engine.probes), for the evidence line: no reference judges it
 _PROBE_WORDS = {
-    "short_result_list": "its question asked again for one result more (no reference judged)",
-    "memory_unreachable": "probed once per checkpoint, at this seed's execution (no reference judged)",
+    SHORT_LIST: "its question asked again for one result more (no reference judged)",
+    UNREACHABLE: "probed once per checkpoint, at this seed's execution (no reference judged)",
 }
 
 #: how ``failures show`` introduces what a read-back saw, by failure kind
 _SIDE_EFFECT_HEADERS = {
     "write_not_found": "read back right after the operation, beside a fresh copy of the written memory:",
-    "memory_unreachable": "read back on the checkpoint's own state, beside a fresh copy of the memory:",
+    UNREACHABLE: "read back on the checkpoint's own state, beside a fresh copy of the memory:",
 }
 
 
