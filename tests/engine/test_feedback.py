@@ -104,6 +104,35 @@ def test_an_effect_is_what_the_mutation_did_not_say_it_would_do() -> None:
     assert not StepOutcome(valid=True, divergence=1.1e-16).effect  # equal rankings within a rounding error
     assert StepOutcome(valid=True, divergence=None, retained=True).effect  # hidden retrieval: a new response
     assert not StepOutcome(valid=True, divergence=None, retained=False).effect
+    # a question the memory cannot support that got memories selected did what its operation said it would not
+    assert StepOutcome(valid=True, divergence=0.9, asks_anew=True, unexpected=True).effect
+    assert StepOutcome(valid=True, divergence=0.0, unexpected=True).effect
+
+
+@settings(max_examples=200, deadline=None)
+@given(scores=st.lists(st.floats(0.0, 1.0), max_size=8), threshold=st.none() | st.floats(0.0, 1.0),
+       unanswerable=st.booleans())
+def test_an_unanswerable_question_s_effect_is_a_selection_at_the_backend_s_own_threshold(
+        scores: list[float], threshold: float | None, unanswerable: bool) -> None:
+    """Only an operator that asks what the memory cannot support predicts an empty selection, and only a backend
+    that declares a relevance threshold selects: anything at or above it contradicts the prediction."""
+    from ufuzz.engine.step import _unexpected
+
+    class Op:
+        pass
+
+    op = Op()
+    op.unanswerable = unanswerable
+    e = Execution(case_id="c", state_key="s", query="q", top_ids=[f"m{i}" for i in range(len(scores))],
+                  top_scores=list(scores))
+    want = unanswerable and threshold is not None and any(sc >= threshold for sc in scores)
+    assert _unexpected(op, e, threshold) is want
+
+
+def test_the_operators_that_ask_what_memory_cannot_support_say_so() -> None:
+    from ufuzz.operators import registry
+
+    assert {n for n, cls in registry.classes().items() if cls.unanswerable} == {"unsupported", "speaker_swap"}
 
 
 def test_divergence_none_without_parent_errored_parent_or_hidden() -> None:

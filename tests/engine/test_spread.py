@@ -251,3 +251,22 @@ def test_auto_spreads_when_the_obligations_are_more_than_the_budget(tmp_path):
     _, r1, _ = _campaign(tmp_path, "r1", 80, "spread", "random")
     _, r2, _ = _campaign(tmp_path, "r2", 80, "walk", "random")
     assert r1["failures"] == r2["failures"] and r1["coverage"] == r2["coverage"]
+
+
+def test_a_selection_for_an_unanswerable_question_is_its_operator_s_effect(tmp_path):
+    """Wiring: with the backend's own relevance threshold, every unsupported question that got memories selected
+    counts as an effect of its operator (its yield), and without a threshold no unsupported question is judged
+    at all, so it has no tries."""
+    from ufuzz.engine.campaign import Campaign, CampaignConfig
+
+    def run(name: str, options: dict) -> Campaign:
+        cfg = CampaignConfig(backend="embedded", backend_options={"db": "memory", "retrieval": "bm25", **options},
+                             budget=40, seed=3, operators=("unsupported",), out=str(tmp_path / name))
+        c = Campaign(cfg)
+        c.run()
+        return c
+
+    selecting = run("threshold", {"retrieval": "dense", "relevance_threshold": -1.0})  # every result selected
+    tries = selecting.scheduler._tries["unsupported"]
+    assert tries > 0 and selecting.scheduler._effects["unsupported"] == tries
+    assert run("none", {}).scheduler._tries["unsupported"] == 0

@@ -93,14 +93,18 @@ class StepOutcome:
     #: the mutant asks another question than its parent (a target change): a changed ranking is its design, not
     #: an effect; only memories reached for the first time are
     asks_anew: bool = False
+    #: the system selected what the mutation predicts it cannot (a question the memory cannot support, answered
+    #: with memories at or above the backend's own relevance threshold): an effect whatever else it asks
+    unexpected: bool = False
 
     @property
     def effect(self) -> bool:
         """Whether the mutant changed what the system retrieved beyond what the mutation itself says it changes:
         memories reached for the first time, or a ranking other than its parent's as the mutation predicts it
         (the divergence; for a state mutant from the parent's top-k with what it deleted gone and what it
-        updated in its old place — a delete that removes just what it removed does nothing unexpected)."""
-        if self.coverage_gain > 0:
+        updated in its old place — a delete that removes just what it removed does nothing unexpected), or memories
+        selected for a question its operation says the memory cannot support (:attr:`unexpected`)."""
+        if self.coverage_gain > 0 or self.unexpected:
             return True
         if self.asks_anew:
             return False

@@ -20,8 +20,10 @@ from typing import Any
 #: 3: the state as dicts of named parts; 4: each half of :class:`ufuzz.engine.state.CampaignState` pickled whole;
 #: 5: the same parts, for campaigns run in ``--batch`` batches with effects measured from what a mutation predicts
 #: (2026-12-06) — a format-4 campaign resumed under those rules would not be the campaign it was, so it is refused;
-#: 6: follow-ups owed to seeds whose mutants were retained after a spread phase 1 left them
-FORMAT = 6
+#: 6: follow-ups owed to seeds whose mutants were retained after a spread phase 1 left them; 7: memories selected
+#: for a question the memory cannot support count as its operator's effect (a format-6 campaign's rates were
+#: counted without them)
+FORMAT = 7
 
 __all__ = ["FORMAT", "SnapshotError", "dump", "format_of", "load"]
 

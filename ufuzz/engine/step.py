@@ -26,6 +26,7 @@ from ufuzz.engine.state import Batch, CampaignState, FindingsState, Progress, Se
 from ufuzz.llm.client import LLMError
 from ufuzz.model import Execution, FuzzCase, Reference
 from ufuzz.operators.base import Operator
+from ufuzz.oracles.expectations import selected
 from ufuzz.oracles.oracle import Oracle
 from ufuzz.oracles.verdict import Failure
 
@@ -271,10 +272,12 @@ class Steps:
         except LLMError as exc:  # the LLM judge failed: no verdict for this mutant, an error record, never a failure
             self.error(mutant.id, "judge", f"{type(exc).__name__}: {exc}")
         op = self.operators[task.operator]
+        unexpected = _unexpected(op, ex, self.oracle.context.threshold)
         if not kept:
             self.oracle.forget(mutant.id)
             return StepOutcome(valid=True, coverage_gain=fb.coverage_gain, divergence=fb.divergence,
-                               meaning_preserving=op.meaning_preserving, asks_anew=_asks_anew(op))
+                               meaning_preserving=op.meaning_preserving, asks_anew=_asks_anew(op),
+                               unexpected=unexpected)
         p.retained += 1
         s.cases.retain(mutant, parent)
         self.executor.remember(mutant, ex)
@@ -283,7 +286,8 @@ class Steps:
             proposal.adopted = True
         return StepOutcome(valid=True, retained=True, new_case_id=mutant.id, moves=tuple(self.moves(mutant)),
                            coverage_gain=fb.coverage_gain, divergence=fb.divergence,
-                           meaning_preserving=op.meaning_preserving, asks_anew=_asks_anew(op))
+                           meaning_preserving=op.meaning_preserving, asks_anew=_asks_anew(op),
+                           unexpected=unexpected)
 
     def _seed_execution(self, seed_id: str) -> Execution | None:
         """A seed's execution for the oracle's baseline attribution, fed back as any parent's."""
@@ -356,3 +360,12 @@ def _asks_anew(op: Any) -> bool:
     its mutant's ranking differs from its parent's by design, so only memories reached for the first time say
     it did something (see :meth:`ufuzz.engine.scheduler.Scheduler.report`)."""
     return op.kind != "state" and not op.meaning_preserving
+
+
+def _unexpected(op: Any, ex: Execution, threshold: float | None) -> bool:
+    """Whether the system selected memories for a question that ``op`` says the memory cannot support
+    (:attr:`~ufuzz.operators.base.Operator.unanswerable`), at or above the backend's own relevance threshold: its
+    operation predicts nothing is selected, so anything selected is a change it did not predict — an effect, as
+    a ranking other than a state operation predicts is one (without a threshold nothing is predicted). It reads the
+    execution and the operator only, never the mutant's reference or verdict."""
+    return op.unanswerable and threshold is not None and bool(selected(ex, threshold))

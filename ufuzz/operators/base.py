@@ -132,6 +132,9 @@ class Operator(ABC):
     kind: str = "query"  # "query" or "state"
     #: True when the mutant must behave like its parent (paraphrase, unrelated edit)
     meaning_preserving: bool = False
+    #: True when the mutant asks, by construction, what the memory cannot support (an absent target, the other
+    #: speaker): where the backend declares a relevance threshold, its operation predicts that nothing is selected
+    unanswerable: bool = False
     #: place in a campaign's operator list (ties by name): it fixes the order of the moves the campaign's
     #: random choices see, so it is part of what makes a campaign reproducible
     order: int = 100

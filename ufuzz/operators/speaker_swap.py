@@ -39,6 +39,7 @@ class SpeakerSwap(Operator):
     name = "speaker_swap"
     kind = "query"
     order = 35
+    unanswerable = True
 
     def targets(self, case: FuzzCase) -> list[str]:
         f = case.query.fields

@@ -23,6 +23,7 @@ class Unsupported(Operator):
     name = "unsupported"
     kind = "query"
     order = 30
+    unanswerable = True
 
     def targets(self, case: FuzzCase) -> list[str]:
         return [f"{field}={value}" for field in ("entity", "attribute")
