@@ -7,7 +7,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ufuzz.model import Execution, FuzzCase, MutationDescriptor, Obligation, Query, QueryFields, Reference
+from ufuzz.model import (
+    Execution,
+    FuzzCase,
+    MutationDescriptor,
+    Obligation,
+    Query,
+    QueryFields,
+    Reference,
+    StateOp,
+)
 from ufuzz.model.provenance import Provenance
 from ufuzz.oracles.expectations import Outcome, response, selection
 from ufuzz.oracles.matching import contains_answer, is_abstention
@@ -251,6 +260,48 @@ def test_a_question_made_answerable_from_an_abstaining_parent_is_a_baseline_fail
 
     assert oracle.check(child, ex(child), parent, ex(parent)) is None
     assert [(f.origin, f.case_id, f.kind) for f in got] == [(BASELINE, "x1", "missing_evidence")]
+
+    # on a state an ancestor changed (a delete of evidence the new question shares) it is no question's baseline —
+    # it may pass on the checkpoint's own state — and whether the change or the question fails it cannot be told
+    deleted = parent.child("d1", operator="delete", ops=(StateOp("delete", "m3"),))
+    oracle.register("d1", Reference(query_id="s1", answer=None, abstain=True, invalidated=("m1",)))
+    child2 = deleted.child("x2", operator="target_change",
+                           query=Query(id="x2", text="Where did Ana hike?", fields=QueryFields("Ana", "hike", "current")))
+    oracle.register("x2", Reference(query_id="x2", answer="Mount Tam", supporting=("m1",)))
+    assert oracle.check(child2, ex(child2), deleted, ex(deleted)) is None
+    assert len(got) == 1
+
+
+def test_a_question_mutant_s_cause_is_its_question_s_whatever_operations_its_ancestors_made():
+    """Hand audit, LoCoMo: the same rewording missing the same evidence on the checkpoint and on a state where an
+    ancestor deleted another fact's evidence counted as two causes (the ancestor's last delete in the key)."""
+    from ufuzz.model import Execution, FuzzCase, MutationDescriptor, Provenance, Query, QueryFields, Reference
+    from ufuzz.oracles.verdict import failure
+
+    prov = Provenance(facts=(), entities=(), memory_ids=frozenset({"m1", "m2", "m3"}), memory_texts=())
+    fields = QueryFields("Mel", "time: park", "any")
+    seed = FuzzCase(id="s1", seed_id="s1", checkpoint_id="c", descriptor=MutationDescriptor(), provenance=prov,
+                    query=Query(id="s1", text="When did Mel go to the park?", fields=fields))
+    ref = Reference(query_id="s1", answer="May", supporting=("m1",))
+    deleted = seed.child("d1", operator="delete", ops=(StateOp("delete", "m3"),))
+
+    def ex(case):
+        return Execution(case_id=case.id, query=case.query.text, top_ids=["m2"], top_scores=[0.5],
+                         state_key=case.state_key)
+
+    def cause(parent, text, operator="paraphrase"):
+        m = parent.child("p" + parent.id, operator=operator, query=Query(id="q", text=text, fields=fields))
+        out = selection(ref, ex(m))
+        return failure(m, out, ex(m), ex(parent)).cause
+
+    assert cause(seed, "Quick question: when did Mel go to the park?") == \
+        cause(deleted, "I'd like to know: when did Mel go to the park?")
+    # a state operation's own failure is about the operation: another delete, another cause
+    def delete_cause(target):
+        d = seed.child("d-" + target, operator="delete", ops=(StateOp("delete", target),))
+        return failure(d, selection(ref, ex(d)), ex(d), ex(seed)).cause
+
+    assert delete_cause("m2") != delete_cause("m3")
 
 
 # -- abstention phrases per responder (issue 23, item 5) -----------------------------------------------------

@@ -76,13 +76,32 @@ def test_a_sibling_question_after_an_ancestors_update_is_judged_against_the_sibl
         # the question passes on the unmutated checkpoint: the failure says the inherited state change fails it
         assert mutant_failures[0].detail["control"] == {"seed": b.id, "query": b.query.text, "level": "selection",
                                                          "passed": True}
-        # asked in other words, the seed passing says nothing of this wording: no control is claimed
-        reworded = parent.child("m2", operator="target_change",
-                                query=replace(b.query, id="m2", text="Put differently: " + b.query.text),
-                                obligation=Obligation(a.id, "target_change", "question=other"))
-        oracle.register(reworded.id, rb.with_(query_id=reworded.id))
-        assert oracle.check(reworded, _run(reworded, [other.id]), parent, parent_ex, run_seed=lambda sid: twin_ex)
-        assert "control" not in [f for f in sunk if f.case_id == "m2"][0].detail
+        # asked in other words of the seed's (its words inside an opening): the seed passing says nothing of this
+        # wording, so the same words are asked on the checkpoint's own state — where they miss the evidence too, the
+        # miss is the wording's (paraphrase's to find on that seed), where they find it, the state change's
+        def reworded(case_id: str) -> FuzzCase:
+            m = parent.child(case_id, operator="target_change",
+                             query=replace(b.query, id=case_id, text="Put differently: " + b.query.text),
+                             obligation=Obligation(a.id, "target_change", "question=other"))
+            oracle.register(m.id, rb.with_(query_id=m.id))
+            return m
+
+        controls: list[str] = []
+
+        def control(answer: list[str]):
+            return lambda case: controls.append(case.query.text) or _run(case, answer)
+
+        missed = reworded("m2")
+        assert oracle.check(missed, _run(missed, [other.id]), parent, parent_ex, run_seed=lambda sid: twin_ex,
+                            run_case=control([other.id])) is None
+        assert controls == [missed.query.text] and not [f for f in sunk if f.case_id == "m2"]
+        found = reworded("m3")
+        assert oracle.check(found, _run(found, [other.id]), parent, parent_ex, run_seed=lambda sid: twin_ex,
+                            run_case=control(list(rb.supporting)))
+        assert [f for f in sunk if f.case_id == "m3"][0].detail["control"] == {
+            "seed": b.id, "query": found.query.text, "level": "selection", "passed": True}
+        unknown = reworded("m4")  # no control could run: whether the state change fails it cannot be told
+        assert oracle.check(unknown, _run(unknown, [other.id]), parent, parent_ex, run_seed=lambda sid: twin_ex) is None
 
 
 def test_a_failure_with_a_passing_control_says_so_in_failures_show():
@@ -163,6 +182,13 @@ def test_a_target_change_onto_a_seeds_question_with_its_parents_filler_is_the_fi
     filler = target_change("t1", "Quick question: " + b.query.text[0].lower() + b.query.text[1:])
     assert oracle.check(filler, _run(filler, [other.id]), seed_a, parent_ex, run_seed=lambda sid: passing) is None
     assert not [f for f in sunk if f.origin == "mutant"]
+    # a target change onto that very question (a sibling question), which words it anew: the seed as worded passes,
+    # so these words are what miss (hand audit, LoCoMo: "At what point in time did ..." for "When did ...")
+    sibling = target_change("t3", "At what point in time: " + " ".join(reversed(b.query.text.rstrip("?").split())))
+    sibling = replace(sibling, obligation=Obligation(a.id, "target_change", "question=" + b.query.text))
+    assert oracle.check(sibling, _run(sibling, [other.id]), seed_a, parent_ex, run_seed=lambda sid: passing) is None
+    assert not [f for f in sunk if f.origin == "mutant"]
+    # the new target in words of the parent's (its name swapped into them) stays the target change's test
     own_words = target_change("t2", "Tell me about " + " ".join(reversed(b.query.text.rstrip("?").split())) + "?")
     assert oracle.check(own_words, _run(own_words, [other.id]), seed_a, parent_ex, run_seed=lambda sid: passing)
     assert [f.operator for f in sunk if f.origin == "mutant"] == ["target_change"]

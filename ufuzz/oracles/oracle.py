@@ -23,7 +23,7 @@ from typing import Any
 from ufuzz.lru import LRU
 from ufuzz.model import CONTROL_SUFFIX, Execution, FuzzCase, Reference
 from ufuzz.oracles.accuracy import benchmark_accuracy
-from ufuzz.oracles.expectations import Outcome
+from ufuzz.oracles.expectations import SELECTION, Outcome, selection
 from ufuzz.oracles.verdict import (
     Context,
     Failure,
@@ -224,6 +224,15 @@ class Oracle:
         self._sink(f, ref)
         return f.key
 
+    def _words_on_checkpoint(self, mutant: FuzzCase, twin: FuzzCase, run_case: CaseRunner | None) -> Outcome | None:
+        """``mutant``'s words asked on the checkpoint's own state (a control), judged at the selection level against
+        ``twin``'s reference, which names the mutant's evidence (:meth:`_twin`); no judge is called. None: the
+        control could not run."""
+        control_ex = run_case(replace(twin, id=mutant.id + CONTROL_SUFFIX, query=mutant.query)) if run_case else None
+        if control_ex is None or control_ex.error is not None:
+            return None
+        return selection(self._refs[twin.id], control_ex, threshold=self.context.threshold)
+
     @staticmethod
     def _update_superseded(mutant: FuzzCase, parent: FuzzCase, out: Outcome) -> bool:
         """Whether a question mutant (the state is its parent's) ranks above the current memory a version that an
@@ -292,14 +301,21 @@ class Oracle:
             same = self.levels_of(twin, twin_ex).get(out.level)
             if same is not None and not same.passed and same.kind == out.kind:
                 return None  # the seed's own baseline failure, recorded there (also after an abstaining parent)
-            if same is not None and same.passed and not mutant.ops and mutant.operator != "paraphrase" \
-                    and _words_around(twin.query.text, mutant.query.text):
-                # a seed's question word for word inside other words (a target change onto it kept its parent's
-                # "Quick question:"), on the very state where that seed as worded passes: the miss is the added
-                # words', which paraphrase tests on that seed — not the new target's (hand audit, LoCoMo: reported
-                # twice, under two operators). A question of the new target in words of its own stays the target
-                # change's test, and so does one on a state its ancestors changed (the change may be what fails it).
-                return None
+            if same is not None and same.passed and mutant.operator != "paraphrase" and _rewords(mutant, twin):
+                # a seed's question in other words (a target change onto it keeps its parent's "Quick question:", or
+                # words it for itself: "At what point in time" for "When"), and those words miss what that seed as
+                # worded finds on the checkpoint's own state: the miss is the wording's, which paraphrase tests on
+                # that seed — not the new target's (hand audits, LoCoMo: reported twice, under two operators). The new
+                # target asked in words of the parent's (a name swapped into them) stays the target change's test.
+                if not mutant.ops:
+                    return None  # (the state is the twin's: the failure itself shows the words miss there)
+                if out.level == SELECTION:  # (a control's response would call the judge)
+                    control = self._words_on_checkpoint(mutant, twin, run_case)
+                    if control is None or (not control.passed and control.kind == out.kind):
+                        return None  # those words fail there too (or cannot tell): precision first
+                    if control.passed:  # the state its ancestors changed is what fails it, and the failure says so
+                        out = replace(out, detail={**out.detail, "control": {
+                            "seed": twin.id, "query": mutant.query.text, "level": out.level, "passed": True}})
             if mutant.ops and same is not None and same.passed and twin.query.text == mutant.query.text:
                 # the same question, word for word, passes on the unmutated state: what fails it is the state its
                 # ancestors changed, not the new question (another wording could fail by itself) — said with the
@@ -315,7 +331,12 @@ class Oracle:
         if mutant.ops == parent.ops and parent_ref is not None and parent_ref.abstain and not ref.abstain:
             # a question made answerable by re-asking it (e.g. about the other speaker) on the same state: the
             # parent's pass was an abstention, which says nothing of finding this question's evidence — the new
-            # question fails as asked on its parent's state, a baseline failure of that question
+            # question fails as asked on its parent's state, a baseline failure of that question where that state
+            # is the checkpoint's own; on a state its ancestors changed (a delete of evidence it shares) it is no
+            # seed's baseline, and whether the change or the question fails it cannot be told (hand audit,
+            # LoCoMo: listed as a seed failing its own reference, which passes on the checkpoint)
+            if mutant.ops:
+                return None
             b = baseline_failure(mutant, out, ex, "the question fails as asked on its parent's state (its parent "
                                                   "abstained: nothing of it was tested)")
             if self._observed.setdefault(_observation(mutant, ref, ex, out), b.key) == b.key:
@@ -327,6 +348,18 @@ class Oracle:
             return None  # the same question, retrieval and evidence failed the same way as another failure
         self._sink(f, ref)
         return f.key
+
+
+def _rewords(mutant: FuzzCase, twin: FuzzCase) -> bool:
+    """Whether ``mutant`` asks ``twin``'s question in other words derived from the twin's own: its words inside
+    other words (a parent's opening kept), or its obligation's target is that very question (a target change onto a
+    sibling question, which it may also word anew) — not the twin's words themselves: the same question answered
+    otherwise than for the seed is the system's doing (a result cache keyed without the names)."""
+    text = mutant.query.text
+    if text == twin.query.text:
+        return False
+    target = mutant.obligation.target.partition("=")[2] if mutant.obligation else ""
+    return target == twin.query.text or _words_around(twin.query.text, text)
 
 
 def _words_around(inner: str, outer: str) -> bool:

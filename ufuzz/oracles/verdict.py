@@ -158,8 +158,13 @@ def swapped_field(operator: str, target: str) -> str | None:
     return name if sep and name in ("entity", "attribute", "scope") else None
 
 
-def cause_key(case: FuzzCase, kind: str, stage: str, offending: tuple[str, ...]) -> str:
-    """One defect, whatever value, wording or replacement target exposed it (see the module docstring)."""
+def cause_key(case: FuzzCase, kind: str, stage: str, offending: tuple[str, ...], state_changed: bool = True) -> str:
+    """One defect, whatever value, wording or replacement target exposed it (see the module docstring).
+    ``state_changed``: the mutation's own operation changed the state — only then is its last state operation what
+    a failure with no offending memory is about. A question mutant of a state its ancestors changed is about its
+    question: the same rewording missing the same fact's evidence is one cause whatever route of operations led
+    to it (hand audit, LoCoMo: "when did Melanie go to the park?" reworded on the checkpoint and on a state where
+    an ancestor had deleted another fact's evidence counted as two causes)."""
     operator = case.operator or ""
     target = case.obligation.target if case.obligation else ""
     what = _roots(offending)
@@ -170,7 +175,7 @@ def cause_key(case: FuzzCase, kind: str, stage: str, offending: tuple[str, ...])
         last = case.ops[-1] if case.ops else None
         what = (root_id(last.target) if operator == "update" and last is not None and last.op == "update"
                 and last.target else root_id(offending[0]))
-    if not what and case.ops:
+    if not what and case.ops and state_changed:
         last = case.ops[-1]
         what = f"{last.op}:{root_id(last.target or (last.memory.id if last.memory else ''))}"
     swapped = swapped_field(operator, target)
@@ -191,7 +196,8 @@ def failure(mutant: FuzzCase, out: Outcome, ex: Execution, parent_ex: Execution)
     return Failure(
         key=failure_key(mutant.seed_id, mutant.operator or "", target, kind, stage, out.offending),
         case_id=mutant.id, seed_id=mutant.seed_id, operator=mutant.operator or "", target=target, kind=kind,
-        stage=stage, offending=out.offending, cause=cause_key(mutant, kind, stage, out.offending),
+        stage=stage, offending=out.offending,
+        cause=cause_key(mutant, kind, stage, out.offending, state_changed=ex.state_key != parent_ex.state_key),
         responder=ex.responder if stage != SELECTION else None,
         detail={**out.detail, "query": ex.query, "parent_query": parent_ex.query, "mutation": mutant.detail,
                 "parent_response": parent_ex.response, "parent_top_ids": list(parent_ex.top_ids),
