@@ -35,7 +35,7 @@ from ufuzz.reports.failures import (
     group_by_class,
 )
 from ufuzz.reports.plot import Panel, Series, bar_chart_svg, inline_svg, line_chart_svg
-from ufuzz.reports.status import campaign_status, llm_line
+from ufuzz.reports.status import baseline_who, campaign_status, llm_line
 
 __all__ = ["build_report", "write_report"]
 
@@ -236,7 +236,7 @@ def _baseline_failures(st: dict[str, Any]) -> str:
     if not base:
         return ("<h2 id='baseline-failures'>Baseline failures</h2><p class='muted'>none: every seed passes its own "
                 "reference</p>")
-    rows = [[esc(b["seed"]), esc(b["level"]), esc(b["kind"]), f"<q>{esc(b.get('query'))}</q>", esc(b.get("reason"))]
+    rows = [[esc(baseline_who(b)), esc(b["level"]), esc(b["kind"]), f"<q>{esc(b.get('query'))}</q>", esc(b.get("reason"))]
             for b in base]
     return (f"<h2 id='baseline-failures'>Baseline failures</h2><p class='muted'>{len(base)} seeds fail their own "
             "reference before any mutation: findings about the system, counted apart from the unique failures "

@@ -61,7 +61,7 @@ def _status(campaign_dir: Path, db: str, campaign_id: str | None) -> dict[str, A
     finally:
         fs.close()
     summary["baseline_failures"] = [
-        {"seed": f.seed_id, "kind": f.kind, "level": f.stage, "query": f.detail.get("query"),
+        {"seed": f.seed_id, "case": f.case_id, "kind": f.kind, "level": f.stage, "query": f.detail.get("query"),
          "reason": f.detail.get("reason"), "responder": f.responder, "key": f.failure_key}
         for f in records if f.origin == "baseline" and f.counts]
     summary["system_probes"] = _probe_groups(records)
@@ -285,18 +285,29 @@ def render_status(st: dict[str, Any]) -> str:
     base = st.get("baseline_failures") or []
     own = [b for b in base if b["kind"] not in PROBE_KINDS]
     probed = st.get("system_probes") or []
+    reasked = sum(1 for b in own if b.get("case", b["seed"]) != b["seed"])
     lines.append(f"baseline failures {len(base)} (seeds failing their own reference"
+                 + (f", {reasked} of them a question re-asked on a seed's unmutated state after it abstained"
+                    if reasked else "")
                  + (f": {len(own)}, and {len(base) - len(own)} found by the system probes" if probed else "")
                  + "; not in unique failures)")
     for p in probed:
         lines.append(f"  probe {p['class']:30s} {p['count']:4d} {p['what']}  {p['title']}")
         lines.append(f"    e.g. {p['example']}  (ufuzz failures show {p['key'][:12]})")
     for b in own:
-        lines.append(f"  {b['seed']:16s} {b['level']:10s} {b['kind']:28s} {b.get('query') or ''}")
+        lines.append(f"  {baseline_who(b):16s} {b['level']:10s} {b['kind']:28s} {b.get('query') or ''}")
     if st.get("reader_failures"):
         lines.append(f"reader failures {st['reader_failures']} (the opt-in top-evidence reader's, not the "
                      "memory system's)")
     return "\n".join(lines)
+
+
+def baseline_who(b: dict[str, Any]) -> str:
+    """Whose baseline failure ``b`` is: its seed, or — a question re-asked on a seed's unmutated state after that seed
+    abstained (a target change of a LoCoMo adversarial question) — that case, named with the seed it came from, so
+    that the question listed beside it is not read as the seed's own (hand audit, LoCoMo)."""
+    case = b.get("case") or b["seed"]
+    return b["seed"] if case == b["seed"] else f"{case} (re-asked, seed {b['seed']})"
 
 
 def _coverage_line(st: dict[str, Any]) -> str:

@@ -1,0 +1,28 @@
+"""`ufuzz status` and the report name a re-asked question's baseline failure by its case and the seed it came from
+(hand audit, LoCoMo: "locomo:conv-30:q85 — What is Jon's attitude …" read as q85's own question, which asks about
+Gina; the case was a target change of that abstaining seed)."""
+
+from __future__ import annotations
+
+from ufuzz.engine.campaign import Campaign
+from ufuzz.engine.config import CampaignConfig
+from ufuzz.reports.status import baseline_who, campaign_status, render_status
+from ufuzz.seeds.synth import synthesize
+
+
+def _row(seed: str, case: str, query: str) -> dict:
+    return {"seed": seed, "case": case, "kind": "missing_evidence", "level": "selection", "query": query,
+            "reason": "", "responder": None, "key": case}
+
+
+def test_a_re_asked_question_is_named_by_its_case_and_seed(tmp_path):
+    out = tmp_path / "c"
+    Campaign(CampaignConfig(backend="embedded", backend_options={"retrieval": "bm25"}, budget=10, seed=1,
+                            out=str(out)), suite=synthesize(personas=1, seed=3)).run()
+    st = campaign_status(out)
+    assert all(b["case"] for b in st["baseline_failures"])  # every row says its case
+    st["baseline_failures"] = [_row("s1", "s1", "Where does Ana live?"), _row("s2", "x7", "Where does Bo live?")]
+    text = render_status(st)
+    assert "1 of them a question re-asked on a seed's unmutated state after it abstained" in text
+    assert "  s1 " in text and "x7 (re-asked, seed s2)" in text
+    assert baseline_who({"seed": "s3"}) == "s3"  # a summary written before the case was recorded
