@@ -272,6 +272,42 @@ def test_a_question_made_answerable_from_an_abstaining_parent_is_a_baseline_fail
     assert len(got) == 1
 
 
+def test_a_question_re_asked_after_an_abstaining_parent_on_a_changed_state_is_the_change_s_where_a_seed_tells():
+    """The seed asking that very question passes on the checkpoint's own state: the state its ancestors changed is
+    what fails it — a failure of the mutant's, with the control that says so (not dropped, not a baseline)."""
+    from ufuzz.model import Execution, FuzzCase, MutationDescriptor, Provenance, Query, QueryFields, Reference
+    from ufuzz.oracles.oracle import Oracle
+    from ufuzz.oracles.verdict import Context
+
+    got = []
+    oracle = Oracle(lambda f, r: got.append(f), Context(visible=True, threshold=None))
+    prov = Provenance(facts=(), entities=(), memory_ids=frozenset({"m1", "m2", "m3"}), memory_texts=())
+    ana = QueryFields("Ana", "hike", "current")
+
+    def seed(sid, text, fields, ref):
+        case = FuzzCase(id=sid, seed_id=sid, checkpoint_id="c", descriptor=MutationDescriptor(), provenance=prov,
+                        query=Query(id=sid, text=text, fields=fields))
+        oracle.add_seed(case, ref)
+        return case
+
+    ben = seed("s1", "Where did Ben hike?", QueryFields("Ben", "hike", "current", False),
+               Reference(query_id="s1", answer=None, abstain=True, invalidated=("m1",)))
+    twin = seed("s2", "Where did Ana hike?", ana, Reference(query_id="s2", answer="Mount Tam", supporting=("m1",)))
+    deleted = ben.child("d1", operator="delete", ops=(StateOp("delete", "m3"),))
+    oracle.register("d1", Reference(query_id="s1", answer=None, abstain=True, invalidated=("m1",)))
+    child = deleted.child("x1", operator="target_change", query=Query(id="x1", text="Where did Ana hike?", fields=ana))
+    oracle.register("x1", Reference(query_id="x1", answer="Mount Tam", supporting=("m1",)))
+
+    def ex(case, top):
+        return Execution(case_id=case.id, query=case.query.text, top_ids=top, top_scores=[0.5] * len(top),
+                         state_key=case.state_key)
+
+    key = oracle.check(child, ex(child, ["m2"]), deleted, ex(deleted, ["m2"]),
+                       run_seed=lambda sid: ex(twin, ["m1"]))
+    assert key is not None and [(f.origin, f.case_id) for f in got] == [("mutant", "x1")]
+    assert got[0].detail["control"]["passed"] and got[0].detail["control"]["seed"] == "s2"
+
+
 def test_a_question_mutant_s_cause_is_its_question_s_whatever_operations_its_ancestors_made():
     """Hand audit, LoCoMo: the same rewording missing the same evidence on the checkpoint and on a state where an
     ancestor deleted another fact's evidence counted as two causes (the ancestor's last delete in the key)."""

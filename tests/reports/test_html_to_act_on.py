@@ -84,7 +84,7 @@ def test_baseline_marks_judging_facts_and_charts(product_runs):
     for title in ("Unique failures and causes over executions", "Unique failures and causes over time",
                   "Executions per second", "Coverage"):
         assert title in dom
-    assert "Baseline failures" in dom and "seeds fail their own reference" in text
+    assert "Baseline failures" in dom and "questions fail their own reference as asked" in text
     marks = re.findall(r"data-baseline=\"(\w*)\"", dom)
     assert "new" in marks and "known" in marks
     assert "<option value=\"new\">new</option>" in dom and "<option value=\"known\">known</option>" in dom

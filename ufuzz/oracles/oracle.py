@@ -10,7 +10,9 @@ reported only at a level where its parent passes; and a query mutant that asks e
 answer-affecting fields) on its parent's state — the checkpoint's own, or one its ancestors changed — and fails as
 that seed fails on the checkpoint's own state is that seed's baseline failure, not one the mutation caused. A
 state mutant whose question is a rewording of its seed's, failing to retrieve checkpoint memories that the same
-words miss on the checkpoint's own state too, failed by its wording, not by its state change (``Oracle._control``).
+words miss on the checkpoint's own state too, failed by its wording, not by its state change (``Oracle._control``);
+so did a question mutant asking a seed's question in other words of that seed's own (a target change keeping its
+parent's opening, or wording a sibling question anew) where that seed as worded passes (:func:`_rewords`).
 """
 
 from __future__ import annotations
@@ -228,10 +230,9 @@ class Oracle:
         """``mutant``'s words asked on the checkpoint's own state (a control), judged at the selection level against
         ``twin``'s reference, which names the mutant's evidence (:meth:`_twin`); no judge is called. None: the
         control could not run."""
-        control_ex = run_case(replace(twin, id=mutant.id + CONTROL_SUFFIX, query=mutant.query)) if run_case else None
-        if control_ex is None or control_ex.error is not None:
-            return None
-        return selection(self._refs[twin.id], control_ex, threshold=self.context.threshold)
+        control_ex = _run_control(replace(twin, id=mutant.id + CONTROL_SUFFIX, query=mutant.query), run_case)
+        return None if control_ex is None else selection(self._refs[twin.id], control_ex,
+                                                         threshold=self.context.threshold)
 
     @staticmethod
     def _update_superseded(mutant: FuzzCase, parent: FuzzCase, out: Outcome) -> bool:
@@ -279,10 +280,8 @@ class Oracle:
         if found is None:
             return None
         control, missing = found
-        control_ex = run_case(control) if run_case is not None else None
-        if control_ex is None or control_ex.error is not None:
-            return True
-        return missing.isdisjoint(control_ex.top_ids)
+        control_ex = _run_control(control, run_case)
+        return control_ex is None or missing.isdisjoint(control_ex.top_ids)
 
     def check(self, mutant: FuzzCase, ex: Execution, parent: FuzzCase, parent_ex: Execution,
               run_seed: SeedRunner | None = None, run_case: CaseRunner | None = None) -> str | None:
@@ -302,27 +301,28 @@ class Oracle:
             if same is not None and not same.passed and same.kind == out.kind:
                 return None  # the seed's own baseline failure, recorded there (also after an abstaining parent)
             if same is not None and same.passed and mutant.operator != "paraphrase" and _rewords(mutant, twin):
-                # a seed's question in other words (a target change onto it keeps its parent's "Quick question:", or
-                # words it for itself: "At what point in time" for "When"), and those words miss what that seed as
-                # worded finds on the checkpoint's own state: the miss is the wording's, which paraphrase tests on
-                # that seed — not the new target's (hand audits, LoCoMo: reported twice, under two operators). The new
-                # target asked in words of the parent's (a name swapped into them) stays the target change's test.
+                # a seed's question in other words (in practice a target change onto it: its parent's "Quick
+                # question:" kept, or a sibling question worded anew — "At what point in time" for "When"), and those
+                # words miss what that seed as worded finds on the checkpoint's own state: the miss is the wording's,
+                # which paraphrase tests on that seed — not the new target's (hand audits, LoCoMo: reported twice,
+                # under two operators). The new target asked in words of the parent's (a name swapped into them)
+                # stays the target change's test.
                 if not mutant.ops:
                     return None  # (the state is the twin's: the failure itself shows the words miss there)
-                if out.level == SELECTION:  # (a control's response would call the judge)
-                    control = self._words_on_checkpoint(mutant, twin, run_case)
-                    if control is None or (not control.passed and control.kind == out.kind):
-                        return None  # those words fail there too (or cannot tell): precision first
-                    if control.passed:  # the state its ancestors changed is what fails it, and the failure says so
-                        out = replace(out, detail={**out.detail, "control": {
-                            "seed": twin.id, "query": mutant.query.text, "level": out.level, "passed": True}})
+                if out.level != SELECTION:
+                    return None  # (a control's response would call the judge: cannot tell, precision first)
+                control = self._words_on_checkpoint(mutant, twin, run_case)
+                if control is None or (not control.passed and control.kind == out.kind
+                                       and _roots(control.offending) == _roots(out.offending)):
+                    return None  # those words fail there too, the same way (or cannot tell): precision first
+                if control.passed:  # the state its ancestors changed is what fails it, and the failure says so
+                    out = _with_control(out, twin.id, mutant.query.text)
             if mutant.ops and same is not None and same.passed and twin.query.text == mutant.query.text:
                 # the same question, word for word, passes on the unmutated state: what fails it is the state its
                 # ancestors changed, not the new question (another wording could fail by itself) — said with the
                 # failure (`failures show`), so that it is triaged as the state change's interference (its key and
                 # class stay the operator's: the paper's unit)
-                out = replace(out, detail={**out.detail, "control": {
-                    "seed": twin.id, "query": twin.query.text, "level": out.level, "passed": True}})
+                out = _with_control(out, twin.id, twin.query.text)
         if self._update_superseded(mutant, parent, out):
             return None  # the update's defect, which the update operator reports (its cause and class)
         if self._wording_fails(mutant, parent, ref, ex, out, run_case):
@@ -333,21 +333,40 @@ class Oracle:
             # parent's pass was an abstention, which says nothing of finding this question's evidence — the new
             # question fails as asked on its parent's state, a baseline failure of that question where that state
             # is the checkpoint's own; on a state its ancestors changed (a delete of evidence it shares) it is no
-            # seed's baseline, and whether the change or the question fails it cannot be told (hand audit,
-            # LoCoMo: listed as a seed failing its own reference, which passes on the checkpoint)
-            if mutant.ops:
+            # seed's baseline (hand audit, LoCoMo: listed as a seed failing its own reference, which passes on the
+            # checkpoint): where a control showed the question passes there, the state change fails it — a
+            # failure of the mutant's, said so — else which of the two fails it cannot be told
+            if not mutant.ops:
+                b = baseline_failure(mutant, out, ex, "the question fails as asked on its parent's state (its parent "
+                                                      "abstained: nothing of it was tested)")
+                if self._observed.setdefault(_observation(mutant, ref, ex, out), b.key) == b.key:
+                    self._sink(b, ref)  # not when it is a seed's own baseline failure seen again, word for word
                 return None
-            b = baseline_failure(mutant, out, ex, "the question fails as asked on its parent's state (its parent "
-                                                  "abstained: nothing of it was tested)")
-            if self._observed.setdefault(_observation(mutant, ref, ex, out), b.key) == b.key:
-                self._sink(b, ref)  # not when it is a seed's own baseline failure seen again, word for word
-            return None
+            if "control" not in out.detail:
+                return None
         f = failure(mutant, out, ex, parent_ex)
         seen = _observation(mutant, ref, ex, out)
         if self._observed.setdefault(seen, f.key) != f.key:
             return None  # the same question, retrieval and evidence failed the same way as another failure
         self._sink(f, ref)
         return f.key
+
+
+def _run_control(control: FuzzCase, run_case: CaseRunner | None) -> Execution | None:
+    """The execution of a control case, or None when it could not run (no runner, the budget spent, an error)."""
+    ex = run_case(control) if run_case is not None else None
+    return None if ex is None or ex.error is not None else ex
+
+
+def _with_control(out: Outcome, seed_id: str, query: str) -> Outcome:
+    """``out`` saying that ``query`` passes on the checkpoint's own state (``seed_id``'s reference): the state the
+    mutant's ancestors changed is what fails it (`failures show` says so)."""
+    return replace(out, detail={**out.detail, "control": {"seed": seed_id, "query": query, "level": out.level,
+                                                          "passed": True}})
+
+
+def _roots(ids: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(root_id(i) for i in ids)
 
 
 def _rewords(mutant: FuzzCase, twin: FuzzCase) -> bool:

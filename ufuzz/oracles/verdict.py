@@ -7,7 +7,8 @@ its parent passes; :func:`failure` names it with the two keys:
 * the **unique-failure key** (the paper's unit, counted by UF@B): seed, operator, obligation target, kind,
   level and the offending memory ids with the random part of mutation-generated ids stripped;
 * the **cause key**: operator, kind, level, the offending memories reduced to the memories they descend from
-  (:func:`root_id`; or, when none, the state operation) and the answer-affecting fields other than the one the
+  (:func:`root_id`; or, when none, the mutation's own state operation — none for a question mutant, whatever its
+  ancestors did) and the answer-affecting fields other than the one the
   operator swapped — so repeats of one defect across update values, paraphrase wordings, replacement targets or
   the steps of a chain of updates (the first version and the second both outranking the third) are one cause
   with N occurrences.

@@ -238,9 +238,12 @@ def _baseline_failures(st: dict[str, Any]) -> str:
                 "reference</p>")
     rows = [[esc(baseline_who(b)), esc(b["level"]), esc(b["kind"]), f"<q>{esc(b.get('query'))}</q>", esc(b.get("reason"))]
             for b in base]
-    return (f"<h2 id='baseline-failures'>Baseline failures</h2><p class='muted'>{len(base)} seeds fail their own "
-            "reference before any mutation: findings about the system, counted apart from the unique failures "
-            "(`ufuzz failures list DIR --all`).</p>" + _table(["seed", "level", "kind", "question", "reason"], rows))
+    reasked = sum(1 for b in base if baseline_who(b) != b["seed"])
+    return (f"<h2 id='baseline-failures'>Baseline failures</h2><p class='muted'>{len(base)} questions fail their own "
+            "reference as asked on a checkpoint's own state: seeds before any mutation"
+            + (f", and {reasked} questions re-asked on a seed's unmutated state after it abstained" if reasked else "")
+            + " — findings about the system, counted apart from the unique failures (`ufuzz failures list DIR "
+            "--all`).</p>" + _table(["case", "level", "kind", "question", "reason"], rows))
 
 
 def _rate(plot: list[dict[str, float]], points: int = 24) -> tuple[list[float], list[float]]:

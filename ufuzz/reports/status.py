@@ -285,12 +285,9 @@ def render_status(st: dict[str, Any]) -> str:
     base = st.get("baseline_failures") or []
     own = [b for b in base if b["kind"] not in PROBE_KINDS]
     probed = st.get("system_probes") or []
-    reasked = sum(1 for b in own if b.get("case", b["seed"]) != b["seed"])
     lines.append(f"baseline failures {len(base)} (seeds failing their own reference"
-                 + (f", {reasked} of them a question re-asked on a seed's unmutated state after it abstained"
-                    if reasked else "")
                  + (f": {len(own)}, and {len(base) - len(own)} found by the system probes" if probed else "")
-                 + "; not in unique failures)")
+                 + _reasked_words(own) + "; not in unique failures)")
     for p in probed:
         lines.append(f"  probe {p['class']:30s} {p['count']:4d} {p['what']}  {p['title']}")
         lines.append(f"    e.g. {p['example']}  (ufuzz failures show {p['key'][:12]})")
@@ -300,6 +297,12 @@ def render_status(st: dict[str, Any]) -> str:
         lines.append(f"reader failures {st['reader_failures']} (the opt-in top-evidence reader's, not the "
                      "memory system's)")
     return "\n".join(lines)
+
+
+def _reasked_words(own: list[dict[str, Any]]) -> str:
+    """How many of the baseline failures are questions re-asked on a seed's unmutated state (see :func:`baseline_who`)."""
+    n = sum(1 for b in own if baseline_who(b) != b["seed"])
+    return f"; {n} of them a question re-asked on a seed's unmutated state after it abstained" if n else ""
 
 
 def baseline_who(b: dict[str, Any]) -> str:
