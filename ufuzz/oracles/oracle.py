@@ -29,6 +29,7 @@ from ufuzz.oracles.expectations import SELECTION, Outcome, selection
 from ufuzz.oracles.verdict import (
     Context,
     Failure,
+    _roots,  # the offending memories as their cause key writes them
     baseline_failure,
     caused,
     deleted_by,
@@ -363,10 +364,6 @@ def _with_control(out: Outcome, seed_id: str, query: str) -> Outcome:
     mutant's ancestors changed is what fails it (`failures show` says so)."""
     return replace(out, detail={**out.detail, "control": {"seed": seed_id, "query": query, "level": out.level,
                                                           "passed": True}})
-
-
-def _roots(ids: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(root_id(i) for i in ids)
 
 
 def _rewords(mutant: FuzzCase, twin: FuzzCase) -> bool:

@@ -35,7 +35,7 @@ from ufuzz.reports.failures import (
     group_by_class,
 )
 from ufuzz.reports.plot import Panel, Series, bar_chart_svg, inline_svg, line_chart_svg
-from ufuzz.reports.status import baseline_who, campaign_status, llm_line
+from ufuzz.reports.status import baseline_who, campaign_status, llm_line, reasked_count
 
 __all__ = ["build_report", "write_report"]
 
@@ -238,7 +238,7 @@ def _baseline_failures(st: dict[str, Any]) -> str:
                 "reference</p>")
     rows = [[esc(baseline_who(b)), esc(b["level"]), esc(b["kind"]), f"<q>{esc(b.get('query'))}</q>", esc(b.get("reason"))]
             for b in base]
-    reasked = sum(1 for b in base if baseline_who(b) != b["seed"])
+    reasked = reasked_count(base)
     return (f"<h2 id='baseline-failures'>Baseline failures</h2><p class='muted'>{len(base)} questions fail their own "
             "reference as asked on a checkpoint's own state: seeds before any mutation"
             + (f", and {reasked} questions re-asked on a seed's unmutated state after it abstained" if reasked else "")

@@ -301,16 +301,26 @@ def render_status(st: dict[str, Any]) -> str:
 
 def _reasked_words(own: list[dict[str, Any]]) -> str:
     """How many of the baseline failures are questions re-asked on a seed's unmutated state (see :func:`baseline_who`)."""
-    n = sum(1 for b in own if baseline_who(b) != b["seed"])
+    n = reasked_count(own)
     return f"; {n} of them a question re-asked on a seed's unmutated state after it abstained" if n else ""
 
 
+def _reasked(b: dict[str, Any]) -> bool:
+    """Whether baseline failure ``b`` is a question re-asked on a seed's unmutated state after that seed abstained (a
+    target change of a LoCoMo adversarial question), not the seed's own: its case is not the seed (a summary written
+    before the case was recorded has none: the seed's)."""
+    return (b.get("case") or b["seed"]) != b["seed"]
+
+
+def reasked_count(rows: list[dict[str, Any]]) -> int:
+    """How many baseline failures are re-asked questions (:func:`_reasked`)."""
+    return sum(map(_reasked, rows))
+
+
 def baseline_who(b: dict[str, Any]) -> str:
-    """Whose baseline failure ``b`` is: its seed, or — a question re-asked on a seed's unmutated state after that seed
-    abstained (a target change of a LoCoMo adversarial question) — that case, named with the seed it came from, so
-    that the question listed beside it is not read as the seed's own (hand audit, LoCoMo)."""
-    case = b.get("case") or b["seed"]
-    return b["seed"] if case == b["seed"] else f"{case} (re-asked, seed {b['seed']})"
+    """Whose baseline failure ``b`` is: its seed, or a re-asked question's case (:func:`_reasked`) named with the seed
+    it came from, so that the question listed beside it is not read as the seed's own (hand audit, LoCoMo)."""
+    return f"{b['case']} (re-asked, seed {b['seed']})" if _reasked(b) else b["seed"]
 
 
 def _coverage_line(st: dict[str, Any]) -> str:
