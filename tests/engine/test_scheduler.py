@@ -347,7 +347,7 @@ def test_a_mutant_retained_after_its_seed_was_left_is_followed_up_at_the_next_dr
     """In batches the seed's results come in after phase 1 has moved on: the follow-up it would have had when left
     comes at the next draw, on that mutant; step by step (the test above) it comes as the seed is left."""
     moves = [[("paraphrase", "a"), ("delete", "b")] for _ in range(4)]
-    s = build(moves, 1, parent_share=0.01, spread=True, visit=2)
+    s = build(moves, 1, parent_share=0.01, spread=True, visit=2, burst=1.0)  # (a spread has none by default)
     batch = [s.next() for _ in range(3)]  # the first seed's two obligations and the next seed's first
     assert [t.phase for t in batch] == [1, 1, 1] and all(t.stay for t in batch)
     first = batch[0].obligation.seed_id
@@ -364,6 +364,24 @@ def test_a_mutant_retained_after_its_seed_was_left_is_followed_up_at_the_next_dr
     for i, task in enumerate(batch):
         walk.report(task, StepOutcome(True, retained=i == 0, new_case_id=f"m{i}", moves=(("paraphrase", "x"),)))
     assert walk.next().phase == 1
+
+
+def test_follow_ups_by_default_only_when_walking():
+    """By default a walk gives a seed's retained mutants follow-ups before it leaves the seed; a spread (a suite
+    larger than the budget) visits a new seed instead: a follow-up would take a fresh seed's place."""
+    moves = [[("paraphrase", "a"), ("delete", "b")] for _ in range(4)]
+    for spread in (True, False):
+        s = build(moves, 1, parent_share=0.01, spread=spread, visit=2)
+        assert s.config.burst == (0.0 if spread else 1.0)
+        done = [s.next(), s.next()]  # the first seed's two obligations, each with a retained mutant
+        assert [t.phase for t in done] == [1, 1] and done[0].obligation.seed_id == done[1].obligation.seed_id
+        for i, task in enumerate(done):
+            s.report(task, StepOutcome(True, retained=True, new_case_id=f"m{i}", moves=(("paraphrase", "x"),)))
+        nxt = s.next()
+        if spread:
+            assert nxt.phase == 1 and nxt.obligation.seed_id != done[0].obligation.seed_id
+        else:
+            assert nxt.phase == 2 and nxt.case_id in ("m0", "m1")
 
 
 class _Spy(Scheduler):
