@@ -557,13 +557,12 @@ class LanePool:
     def run(self, jobs: Sequence[LaneJob]) -> list[tuple[int, LaneResult]]:
         return self.collect(self.submit(jobs))
 
-    def execute(self, case: FuzzCase) -> Execution:
-        """``case`` executed now, ahead of the queued jobs (the oracle's baseline attribution asks for a seed)."""
+    def execute(self, case: FuzzCase) -> LaneResult:
+        """``case`` executed now, ahead of the queued jobs (the oracle asks for a seed's execution, or a control's):
+        the whole job's result — its backend faults (a probe's, a release's) and LLM use with the execution, for the
+        campaign to record as any job's (``Steps.run_now``)."""
         (_, res), = self.run_first(LaneJob(0, None, case, run_parent=True))
-        if res.lost is not None or res.parent_ex is None:
-            return Execution(case_id=case.id, state_key=case.state_key, query=case.query.text,
-                             error=f"LaneDied: {res.lost}")
-        return res.parent_ex
+        return res
 
     def run_first(self, job: LaneJob) -> list[tuple[int, LaneResult]]:
         return self.collect(self.submit([job], first=True))

@@ -306,13 +306,26 @@ class Steps:
             return ex
         if self.budget.spent(self.progress):
             return None
-        ex = self.lanes.execute(case)
+        ex, faults = self.run_now(case)
         if fed_back:
             self._parent_ran(case, ex)
         else:
             self.record_execution(ex, is_parent=True, checkpoint_id=case.checkpoint_id)
             self.executor.remember(case, ex)
+        for operation, message in faults:  # after the execution, as a job's are (_apply_job)
+            self.error(case.id, operation, message)
         return ex
+
+    def run_now(self, case: FuzzCase) -> tuple[Execution, list[tuple[str, str]]]:
+        """(``case`` executed in a lane ahead of the queued jobs, the backend faults nothing waited for — a seed's
+        probe that failed on it is an error record like any job's); the job's LLM use is counted, and a job the
+        lane lost is an execution with that error."""
+        res = self.lanes.execute(case)
+        self._count_lane_llm(res.llm)
+        if res.lost is not None or res.parent_ex is None:
+            return Execution(case_id=case.id, state_key=case.state_key, query=case.query.text,
+                             error=f"LaneDied: {res.lost}"), list(res.faults)
+        return res.parent_ex, list(res.faults)
 
     def moves(self, case: FuzzCase) -> list[tuple[str, str]]:
         """Every (operator, target) that applies to ``case``: its obligations, or a retained mutant's moves."""
