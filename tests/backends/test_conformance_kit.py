@@ -5,6 +5,7 @@ deliberately broken backends, whose broken promise the kit must name."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,18 @@ class SharedForkBackend(WordOverlapBackend):
         return handle
 
 
+class NewIdsForkBackend(WordOverlapBackend):
+    """Independent copies, but a copy stores its memories under ids it mints anew (a product whose snapshot does)."""
+
+    name = "new-ids-fork"
+
+    def fork(self, state: StateHandle) -> StateHandle:
+        handle = self.states.mint()
+        self.states.put(handle, {f"{handle}-{m.id}": replace(m, id=f"{handle}-{m.id}")
+                                 for m in self.states.get(state, "fork").values()})
+        return handle
+
+
 class LostListBackend(WordOverlapBackend):
     """Broken on purpose: list() raises, as a backend bug would."""
 
@@ -166,6 +179,16 @@ def test_a_fork_that_shares_state_fails_fork_isolation_only(tmp_path):
     results = outcomes(run_conformance(lambda: SharedForkBackend(tmp_path, {})))
     assert results.pop("fork_isolation") == "failed"
     assert set(results.values()) == {"passed"}
+
+
+def test_a_fork_that_gives_memories_new_ids_fails_fork_isolation_saying_so(tmp_path):
+    """Product walkthrough: such a copy was blamed for a leak ("an update in a fork changed the sibling fork: m1 is
+    None"); the check now says the fork does not list the parent's memories under their ids."""
+    results = {r.check: r for r in run_conformance(lambda: NewIdsForkBackend(tmp_path, {}))}
+    got = results.pop("fork_isolation")
+    assert got.outcome == "failed" and "does not list its parent's memories under their ids" in got.message, got
+    assert "changed the" not in got.message
+    assert {r.outcome for r in results.values()} == {"passed"}
 
 
 def test_an_exception_is_an_error_result_naming_it(tmp_path):

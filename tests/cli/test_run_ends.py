@@ -82,6 +82,32 @@ def test_a_listing_that_pages_without_its_config_saying_how_is_bad_input_at_the_
     assert not out.exists()
 
 
+def test_a_product_whose_copy_gives_memories_new_ids_is_refused_at_the_preflight(tmp_path, monkeypatch):
+    """Product walkthrough: a correct product whose snapshot stored the copy under ids it minted anew ran to the end
+    (exit 0) and reported 25 memories "removed" by each unrelated add — every state operation addressed ids the copy
+    no longer had. The preflight lists the copy: exit 3 saying what the copy did, nothing left behind; the same
+    product without [snapshot] (states rebuilt) runs."""
+    from tests.support.http_product_server import start_product_server
+
+    monkeypatch.setenv("PRODUCT_API_TOKEN", "t0k3n")
+    out = tmp_path / "camp"
+    with start_product_server("t0k3n", snapshot_new_ids=True) as srv:
+        res = CliRunner().invoke(main, ["run", "--backend", "http", "--config", str(EXAMPLE), "--opt",
+                                        f"base_url={srv.base_url}", "--budget", "20", "--out", str(out), "--quiet"])
+        assert res.exit_code == 3, res.output
+        assert "does not hold the original's memories under their ids" in res.output
+        assert "remove [snapshot]" in res.output and "Traceback" not in res.output
+        assert not out.exists()
+        rebuilt = tmp_path / "product.toml"
+        text = EXAMPLE.read_text()
+        start = text.index("[snapshot]")
+        rebuilt.write_text(text[:start] + text[text.index("\n[", start + 1) + 1:])
+        assert "[snapshot]" not in rebuilt.read_text()
+        res = CliRunner().invoke(main, ["run", "--backend", "http", "--config", str(rebuilt), "--opt",
+                                        f"base_url={srv.base_url}", "--budget", "20", "--out", str(out), "--quiet"])
+    assert res.exit_code == 0, res.output
+
+
 def test_an_unreachable_llm_endpoint_fails_the_preflight(tmp_path):
     out = tmp_path / "camp"
     res = CliRunner().invoke(main, ["run", "--budget", "20", "--out", str(out), "--quiet", *BM25,

@@ -135,6 +135,9 @@ class ProductServer:
     peers_oldest_first: bool = False
     retime_neighbour: bool = False
     stale_index: bool = False
+    #: a snapshot that stores the copy's memories under ids it mints anew (a correct copy, but not one ufuzz can use:
+    #: it addresses memories by id on every copy)
+    snapshot_new_ids: bool = False
     short_page: bool = False
     window: int | None = None
     #: list pagination: pages of this many memories, linked by ``next`` (a path) or by an opaque ``cursor``
@@ -265,6 +268,12 @@ class ProductServer:
                 if self.namespaces.get(target):
                     return 409, {"error": f"namespace {target} exists"}
                 self.namespaces[target] = copy.deepcopy(store)
+                if self.snapshot_new_ids:
+                    fresh = {}
+                    for m in self.namespaces[target].values():
+                        nid = self._new_id()
+                        fresh[nid] = {**m, "id": nid}
+                    self.namespaces[target] = fresh
                 return 201, {"namespace": target, "count": len(store)}
         return 405, {"error": f"{method} not allowed on {path}"}
 

@@ -9,7 +9,8 @@ exception, or an operation the backend refuses, fails the start with a message n
 backend's own words.
 
 A backend that copies states (``capabilities.copyable``: a product's snapshot endpoint) also has its copy checked:
-a memory added to the copy and one deleted from it must change neither the original's listing nor its search.
+it must list the original's memories under their ids, and a memory added to the copy and one deleted from it must
+change neither the original's listing nor its search.
 The method runs parent and mutant on independent copies; on a copy that shares its index with the original,
 one mutant's writes show up in another state's results and the failures blame the wrong operation (a held-out
 product whose copy shared its search index: hundreds of "failures", a third of them reproducible). Such a start
@@ -102,6 +103,24 @@ def preflight(backend: MemoryBackend, llm: Any = None, largest: Checkpoint | Non
     return seen
 
 
+def _same_ids(original: dict[str, bool], copy: dict[str, bool]) -> None:
+    """The copy lists the original's memories under the original's ids, or :class:`PreflightError`: a campaign
+    addresses a memory by its id on every copy of a state (an update's target, a delete's, the evidence a
+    reference names), so on a copy whose product gave the memories new ids every state operation would miss and
+    its verification would report the memories it cannot find as removed — false failures (a product walkthrough:
+    25 memories "removed" by each unrelated add)."""
+    lost = sorted(i for i, active in original.items() if active and not copy.get(i, False))
+    if lost:
+        new = sorted(set(copy) - set(original))
+        raise PreflightError(
+            f"the backend's copy of a state does not hold the original's memories under their ids: {len(lost)} of "
+            f"{sum(original.values())} are missing from the copy's listing (e.g. {', '.join(lost[:3])})"
+            + (f", which lists {', '.join(new[:3])} instead" if new else "") + ". A campaign addresses memories by "
+            "id on every copy, so it would blame its mutations for memories it cannot find. Make the product's copy "
+            "(snapshot) keep the memories' ids, or leave it out of the backend's configuration (an HTTP product: "
+            "remove [snapshot] from its TOML) so that ufuzz rebuilds every state instead")
+
+
 def _copy_isolated(backend: MemoryBackend, state: Any) -> bool:
     """Write to a copy of ``state`` (an add, a delete) and check that the original shows neither: its listing
     before and after the writes (what it held is what it must still hold, nothing more), and its search; raises
@@ -110,6 +129,7 @@ def _copy_isolated(backend: MemoryBackend, state: Any) -> bool:
     before = {m.id: m.active for m in _step("listing the original", backend.list, state)}
     copy = _step("copying a state", backend.fork, state)
     try:
+        _same_ids(before, {m.id: m.active for m in _step("listing the copy", backend.list, copy)})
         _step("adding a memory to the copy", backend.add, copy, _IN_COPY)
         kept = next((i for i in sorted(before) if before[i]), None)
         gone = _step("deleting a memory of the copy", backend.delete, copy, kept) if kept is not None else None
