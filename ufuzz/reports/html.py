@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.corpus.baseline import STATUSES
-from ufuzz.corpus.campaign import CampaignData, load_campaign
+from ufuzz.corpus.campaign import CampaignData, case_of, load_campaign
 from ufuzz.corpus.store import CorpusStore
 from ufuzz.engine.plotdata import read_plot_data
 from ufuzz.reports.failures import (
@@ -491,13 +491,17 @@ def _browser(views: list[dict[str, Any]], total: int) -> str:
 # ====================================================================== the page
 
 
-def _compare(rows: list[dict[str, Any]], st: dict[str, Any], other_dir: Path, other_db: str | None) -> str:
-    """``--compare B``: new, still failing and gone causes between this campaign (A) and B."""
+def _compare(rows: list[dict[str, Any]], st: dict[str, Any], data: CampaignData, other_dir: Path,
+             other_db: str | None) -> str:
+    """``--compare B``: new, still failing and gone causes between this campaign (A) and B; a gone cause is said
+    fixed only where A ran the very test that failed in B (:func:`_ran_in`) and did not fail it."""
     from ufuzz.reports.compare import compare_campaigns
 
     other = load_campaign(other_dir, other_db)
     ost = campaign_status(other_dir, other_db, campaign_id=other.campaign_id)
-    cmp = compare_campaigns(rows, failure_rows(other), _setup(st), _setup(ost))
+    b_rows = failure_rows(other)
+    cmp = compare_campaigns(rows, b_rows, _setup(st), _setup(ost))
+    ran = _ran_in(data, other, {r["key"]: r["case"] for r in b_rows}, cmp["gone"], [r["case"] for r in rows])
 
     def table(groups: list[dict[str, Any]], link: bool) -> str:
         if not groups:
@@ -505,20 +509,65 @@ def _compare(rows: list[dict[str, Any]], st: dict[str, Any], other_dir: Path, ot
         body = [[f"<span class='mono'>{esc(g['cause'][:12])}</span>", esc(g["operator"]), esc(g["stage"]),
                  esc(g["kind"]), g["unique"], esc(", ".join(g["offending"])),
                  f"<a href='#f-{esc(g['example'])}'>{esc(g['example'][:12])}</a>" if link
-                 else f"<span class='mono'>{esc(g['example'][:12])}</span>"] for g in groups]
-        return _table(["cause", "operator", "level", "kind", "unique", "offending", "example"], body, numeric={4})
+                 else f"<span class='mono'>{esc(g['example'][:12])}</span>"]
+                + ([_IN_A[ran.get(g["cause"], "")]] if not link else [])
+                for g in groups]
+        head = ["cause", "operator", "level", "kind", "unique", "offending", "example"]
+        return _table(head + ([] if link else ["in A"]), body, numeric={4})
 
     k = cmp["keys"]
-    differs = (f"<p><b>The campaigns differ</b> ({esc('; '.join(cmp['differs']))}): a cause that is gone may "
-               "only not have been met, not fixed.</p>" if cmp["differs"] else
-               "<p class='muted'>Same backend, seed, budget and strategy: a cause that is gone was not met by the "
-               "same search, so most likely fixed.</p>")
+    fixed = sum(ran.get(g["cause"]) == "passes" for g in cmp["gone"])
+    differs = (f"<p><b>The campaigns differ</b> ({esc('; '.join(cmp['differs']))}).</p>" if cmp["differs"] else "")
+    gone = (f"<p class='muted'>Of the {len(cmp['gone'])} gone causes, {fixed} passed in A on the very test that "
+            "failed in B (the same question on the same state): fixed there. The rest were not met: a product that "
+            "changed changes what the search tries, whatever the seed and budget, so to know whether such a cause "
+            f"is fixed replay B's failure on A's product (<code>ufuzz replay {esc(other_dir)} --key KEY</code>, "
+            "with A's options).</p>" if cmp["gone"] else "")
     return (f"<h2 id='compare'>Compared with {esc(ost['campaign'])}</h2>"
             f"<p>this campaign (A) <code>{esc(st['campaign'])}</code> against B <code>{esc(other_dir)}</code>: "
             f"<b>{len(cmp['new'])} new</b>, {len(cmp['still'])} still failing, {len(cmp['gone'])} gone (fixed or "
             f"not met) causes; by key {k['new']} new, {k['still']} still, {k['gone']} gone.</p>{differs}"
             f"<h3>New in A</h3>{table(cmp['new'], True)}<h3>Still failing</h3>{table(cmp['still'], True)}"
-            f"<h3>Gone since B (fixed, or not met)</h3>{table(cmp['gone'], False)}")
+            f"<h3>Gone since B (fixed, or not met)</h3>{gone}{table(cmp['gone'], False)}")
+
+
+#: what A says of a gone cause of B (:func:`_ran_in`)
+_IN_A = {"passes": "passes in A (the same test ran)", "fails": "the same test fails otherwise in A",
+         "": "not met in A"}
+
+
+def _tests(data: CampaignData, cases: list[str]) -> list[tuple[str, str]]:
+    """(state key, question) of each of ``cases`` that the corpus can rebuild: the test it is (the state key names
+    the checkpoint and the operations that made the state)."""
+    out = []
+    for cid in cases:
+        case = case_of(cid, data.checkpoints, data.seeds, data.mutants)
+        if not isinstance(case, str):
+            out.append((case.state_key, case.query.text))
+    return out
+
+
+def _ran_in(a: CampaignData, b: CampaignData, b_case: dict[str, str], gone: list[dict[str, Any]],
+            a_failing: list[str]) -> dict[str, str]:
+    """Per gone cause of B: ``passes`` where A executed the very test of one of its failing cases (the same question
+    on the same state) and failed none of them, ``fails`` where A failed one of them otherwise (another cause), none
+    where A ran none — which says nothing of a fix: A's search went elsewhere."""
+    tests = {g["cause"]: _tests(b, [b_case.get(k, "") for k in g["keys"]]) for g in gone}
+    wanted = [t for ts in tests.values() for t in ts]
+    if not wanted:
+        return {}
+    store = CorpusStore(a.url, readonly=True)
+    try:
+        seen = store.executions_asking(a.campaign_id, wanted)
+    finally:
+        store.close()
+    failing = set(_tests(a, a_failing))
+    out = {}
+    for cause, ts in tests.items():
+        ran = [t for t in ts if seen.get(t)]
+        if ran:
+            out[cause] = "fails" if any(t in failing for t in ran) else "passes"
+    return out
 
 
 def _setup(st: dict[str, Any]) -> dict[str, Any]:
@@ -568,7 +617,7 @@ def build_report(campaign_dir: Path, *, db: str | None = None, max_failures: int
     body = "".join([
         f"<h1>{esc(title)}</h1><p class='muted'>{esc(len(rows))} unique failures, {causes} causes, {classes} behaviour "
         f"classes · generated {esc(time.strftime('%Y-%m-%d %H:%M:%S'))} · {nav}</p>{base}",
-        _compare(rows, st, compare, compare_db) if compare is not None else "",
+        _compare(rows, st, data, compare, compare_db) if compare is not None else "",
         _summary(st, data, plot, responses), _curves(plot, data, rows, responses), _yields(data, rows),
         _classes(rows), _causes(rows), _baseline_failures(st), _browser(views, len(rows)),
     ])
