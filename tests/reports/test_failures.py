@@ -84,8 +84,11 @@ def test_list_filters(camp, data):
     assert got == [r for r in json.loads(invoke("failures", "list", camp, "--json").output) if r["operator"] == op]
     kind = rows[0]["kind"]
     assert {r["kind"] for r in json.loads(invoke("failures", "list", camp, "--kind", kind, "--json").output)} == {kind}
-    none = json.loads(invoke("failures", "list", camp, "--level", "no-such-level", "--json").output)
-    assert none == []
+    assert not {r["stage"] for r in rows} & {"post-selection"}
+    none = json.loads(invoke("failures", "list", camp, "--level", "post-selection", "--json").output)
+    assert none == []  # a level no failure of this campaign has: an empty list
+    typo = CliRunner().invoke(main, ["failures", "list", str(camp), "--level", "no-such-level"])
+    assert typo.exit_code == 2 and "--level" in typo.output  # a level no failure can have: bad input
 
 
 def test_show_is_what_the_store_recorded(camp, data):

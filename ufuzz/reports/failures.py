@@ -312,6 +312,7 @@ def _view(f: Any, case: Any, parent: Any, execs: dict[str, list[Any]], data: Cam
         "state_change": [_op_view(o, texts) for o in own],
         # a state-level failure: what the operation's verification saw change beyond it (list/get, no retrieval)
         "side_effects": list(f.detail.get("changes") or []) if f.stage == "state" else [],
+        "side_effect_reason": f.detail.get("reason") if f.stage == "state" else None,
         "parent": _case_view(parent, data.references.get(parent.id) if parent else None, p_rec, deleted_p, set()),
         "mutant": _case_view(mutant, data.references.get(f.case_id), m_rec, deleted_m, offending),
         "unbuildable": case if isinstance(case, str) else None,

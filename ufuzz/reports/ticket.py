@@ -24,10 +24,18 @@ def _quote(text: Any, n: int = 90) -> str:
     return f'"{t if len(t) <= n else t[: n - 1] + "…"}"'
 
 
+#: the methods that say an operation alone ("a memory that DELETE removed"); any other is said with its path
+_CONVENTIONAL = {"delete": ("DELETE",), "update": ("PUT", "PATCH"), "add": ("POST",)}
+
+
 def _op_word(op: str, backend: str, info: dict[str, Any]) -> str:
-    """The product's own operation for ``op`` (``DELETE`` for a REST product), else the op's name."""
+    """The product's own operation for ``op`` (``DELETE`` for a REST product; the method and path where the method
+    alone would not say it: ``POST /v2/memories/{id}:purge``), else the op's name."""
     spec = (info.get("operations") or {}).get(op) if backend == "http" else None
-    return str(spec).split()[0] if spec else op
+    if not spec:
+        return op
+    method = str(spec).split()[0]
+    return method if method.upper() in _CONVENTIONAL.get(op, ()) else str(spec)
 
 
 def _a(word: str) -> str:
@@ -112,6 +120,8 @@ def summary_sentence(v: dict[str, Any]) -> str:
                 f"{_quote(ref.get('answer'))} is stored.")
     if kind == "wrong_answer":
         return f"asked {_quote(mutant_q)}, the product answers {_quote(resp)}; expected {_quote(ref.get('answer'))}."
+    if v["stage"] == "state" and v.get("side_effect_reason"):  # the verification's own words, before any search
+        return f"{v['side_effect_reason'].rstrip('.')} (its get and list before and after it)."
     return f"{v['stage']}:{kind} after the {op or 'seed'} case."
 
 
@@ -122,8 +132,9 @@ def minimal_steps(v: dict[str, Any], minimised: Any = None) -> list[str]:
     if minimised is not None:
         rec, cp = minimised
         mems = [(m.id, m.text, m.timestamp) for m in cp.memories]
-        lines.append(f"1. Start from an empty {'namespace' if v['backend'] == 'http' else 'memory'} and add these "
-                     f"{len(mems)} memories (minimised by `ufuzz minimise` from {v['checkpoint_memories']}):")
+        these = "this memory" if len(mems) == 1 else f"these {len(mems)} memories"
+        lines.append(f"1. Start from an empty {'namespace' if v['backend'] == 'http' else 'memory'} and add {these} "
+                     f"(minimised by `ufuzz minimise` from {v['checkpoint_memories']}):")
         lines += [f"    - `{i}` ({ts}): {_quote(t, 200)}" for i, t, ts in mems]
         n_parent = len(rec.parent.ops)
         ops = [_record_op(o) for o in rec.mutant.ops]
