@@ -77,6 +77,8 @@ def iter_json_lines(path: Path, error_cls: type[LineError], kinds: Sequence[str]
             if not isinstance(rec, dict):
                 raise error_cls(path, lineno, "each line must be a JSON object")
             kind = rec.get("kind")
+            if "kind" not in rec:
+                raise error_cls(path, lineno, f"no 'kind' field; every line has one of {list(kinds)}", "kind")
             if kind not in kinds:
                 raise error_cls(path, lineno, f"unknown kind {kind!r}; expected one of {list(kinds)}", "kind")
             if not seen_header and kind != "header":

@@ -337,6 +337,9 @@ def _malformed(recs: list[dict], case: str) -> list[str]:
         lines[4] = lines[4][:-7]
     elif case == "kind":
         lines[4] = json.dumps({**recs[4], "kind": "sed"})
+    elif case == "no-kind":  # the field renamed (walkthrough: "unknown kind None")
+        rec = {("kindx" if k == "kind" else k): v for k, v in recs[4].items()}
+        lines[4] = json.dumps(rec)
     elif case == "missing":
         bad = json.loads(lines[fl])
         del bad["mutant"]["ops"]
@@ -368,6 +371,7 @@ def _malformed(recs: list[dict], case: str) -> list[str]:
 @pytest.mark.parametrize("case, line, needle", [
     ("json", 5, "invalid JSON"),
     ("kind", 5, "unknown kind 'sed'"),
+    ("no-kind", 5, "no 'kind' field; every line has one of"),
     ("missing", None, "field 'mutant.ops'"),
     ("op", None, "must be 'add', 'update' or 'delete', got 'rename' (field 'mutant.ops[0].op')"),
     ("verdict", None, "unknown failure kind 'catastrophe'"),
