@@ -269,6 +269,8 @@ def test_malformed_config_names_file_and_key(tmp_path, token_env, raw, message):
     with pytest.raises(ValueError) as ei:
         HttpBackend(tmp_path, {"config": str(cfg)})
     got = str(ei.value)
+    assert got.startswith(f"{cfg}:"), got  # the file as the user named it, not its name alone
+    got = got[len(f"{cfg.parent}/"):]
     # where the key is written, the file is named as file:line (an editor jumps there)
     plain = re.sub(r"^product\.toml:\d+: ", "product.toml: ", got)
     assert plain.startswith(message), got

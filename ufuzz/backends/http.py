@@ -410,15 +410,18 @@ def load_config(path: str | Path, base_url: str | None = None) -> ProductConfig:
     except IsADirectoryError:
         raise ValueError(f"{p}: is a directory, not a config file") from None
     except UnicodeDecodeError:
-        raise ValueError(f"{src}: not UTF-8 text") from None
+        raise ValueError(f"{p}: not UTF-8 text") from None
     except OSError as exc:
         raise ValueError(f"{p}: cannot read config file: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{src}: invalid TOML: {exc}") from None
+        raise ValueError(f"{p}: invalid TOML: {exc}") from None
     try:
         return parse_config(raw, src, base_url)
     except ValueError as exc:
-        raise ValueError(_with_line(str(exc), src, p.read_text(encoding="utf-8"))) from None
+        # said with the path as given (a walkthrough's bad/unknown_key.toml was named unknown_key.toml:28); the
+        # config itself keeps the file's name as its source (recorded with every campaign: no machine path)
+        said = _with_line(str(exc), src, p.read_text(encoding="utf-8"))
+        raise ValueError(f"{p}{said[len(src):]}" if said.startswith(f"{src}:") else said) from None
 
 
 def _with_line(message: str, src: str, text: str) -> str:
