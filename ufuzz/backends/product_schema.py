@@ -85,8 +85,9 @@ KEY_DOCS: dict[str, str] = {
                         "count too (default true; false for a product whose answers may say \"unknown\").",
     "next": "`[list]` only: JSON path (one value) of the next page's path or URL on `base_url`; null or empty "
             "ends the listing.",
-    "cursor": "`[list]` only: JSON path (one value) of an opaque cursor, sent back as `?{cursor_param}=...`; "
-              "null or empty ends the listing.",
+    "cursor": "`[list]` only: JSON path (one value) of an opaque cursor, sent back as `?{cursor_param}=...` "
+              "on the list path (`&{cursor_param}=...` where the path has a query string already); null or empty "
+              "ends the listing.",
     "cursor_param": "`[list]` only: the query parameter the cursor is sent back in (default `cursor`).",
     "max_pages": "`[list]` only: pages read at most (default 1000); more is an error, never a partial listing.",
     "verbatim": "`[search]` only: whether results are the stored memories themselves (default true). Then every "
