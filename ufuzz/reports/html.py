@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.corpus.baseline import STATUSES
-from ufuzz.corpus.campaign import CampaignData, case_of, load_campaign
+from ufuzz.corpus.campaign import CampaignData, load_campaign
 from ufuzz.corpus.store import CorpusStore
 from ufuzz.engine.plotdata import read_plot_data
+from ufuzz.model.case import state_key
 from ufuzz.reports.failures import (
     baseline_of,
     control_note,
@@ -501,7 +502,7 @@ def _compare(rows: list[dict[str, Any]], st: dict[str, Any], data: CampaignData,
     ost = campaign_status(other_dir, other_db, campaign_id=other.campaign_id)
     b_rows = failure_rows(other)
     cmp = compare_campaigns(rows, b_rows, _setup(st), _setup(ost))
-    ran = _ran_in(data, other, {r["key"]: r["case"] for r in b_rows}, cmp["gone"], [r["case"] for r in rows])
+    ran = _ran_in(data, other, {r["key"]: r["case"] for r in b_rows}, cmp["gone"])
 
     def table(groups: list[dict[str, Any]], link: bool) -> str:
         if not groups:
@@ -519,7 +520,7 @@ def _compare(rows: list[dict[str, Any]], st: dict[str, Any], data: CampaignData,
     fixed = sum(ran.get(g["cause"]) == "passes" for g in cmp["gone"])
     differs = (f"<p><b>The campaigns differ</b> ({esc('; '.join(cmp['differs']))}).</p>" if cmp["differs"] else "")
     gone = (f"<p class='muted'>Of the {len(cmp['gone'])} gone causes, {fixed} passed in A on the very test that "
-            "failed in B (the same question on the same state): fixed there. The rest were not met: a product that "
+            "failed in B (the same question on the same state, judged against the same reference): fixed there. The rest were not met: a product that "
             "changed changes what the search tries, whatever the seed and budget, so to know whether such a cause "
             f"is fixed replay B's failure on A's product (<code>ufuzz replay {esc(other_dir)} --key KEY</code>, "
             "with A's options).</p>" if cmp["gone"] else "")
@@ -536,37 +537,48 @@ _IN_A = {"passes": "passes in A (the same test ran)", "fails": "the same test fa
          "": "not met in A"}
 
 
-def _tests(data: CampaignData, cases: list[str]) -> list[tuple[str, str]]:
-    """(state key, question) of each of ``cases`` that the corpus can rebuild: the test it is (the state key names
-    the checkpoint and the operations that made the state)."""
-    out = []
-    for cid in cases:
-        case = case_of(cid, data.checkpoints, data.seeds, data.mutants)
-        if not isinstance(case, str):
-            out.append((case.state_key, case.query.text))
+def _tests(data: CampaignData) -> dict[tuple[str, str], list[str]]:
+    """The campaign's cases (seeds and valid mutants) by the test they ask: (state key, question) — the state key
+    names the checkpoint and the operations that made the state."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for sid, seed in data.seeds.items():
+        out.setdefault((state_key(seed.checkpoint_id, ()), seed.query.text), []).append(sid)
+    for cid, m in data.mutants.items():
+        cp = m.checkpoint_id or (data.seeds[m.seed_id].checkpoint_id if m.seed_id in data.seeds else None)
+        if m.valid and m.query is not None and cp is not None:
+            out.setdefault((state_key(cp, tuple(m.ops)), m.query.text), []).append(cid)
     return out
 
 
-def _ran_in(a: CampaignData, b: CampaignData, b_case: dict[str, str], gone: list[dict[str, Any]],
-            a_failing: list[str]) -> dict[str, str]:
-    """Per gone cause of B: ``passes`` where A executed the very test of one of its failing cases (the same question
-    on the same state) and failed none of them, ``fails`` where A failed one of them otherwise (another cause), none
-    where A ran none — which says nothing of a fix: A's search went elsewhere."""
-    tests = {g["cause"]: _tests(b, [b_case.get(k, "") for k in g["keys"]]) for g in gone}
-    wanted = [t for ts in tests.values() for t in ts]
-    if not wanted:
+def _ran_in(a: CampaignData, b: CampaignData, b_case: dict[str, str], gone: list[dict[str, Any]]) -> dict[str, str]:
+    """Per gone cause of B: ``passes`` where A executed the very test of one of its failing cases — the same question
+    on the same state, judged against the same reference — and failed none of them, ``fails`` where A failed one of
+    them otherwise (another cause), none where A ran none: which says nothing of a fix, A's search went elsewhere.
+    (The same question on the same state with another reference is another test: a target change asking a seed's
+    question derives its own reference.)"""
+    b_tests = {key: test for test, cases in _tests(b).items() for key in cases}
+    a_tests = _tests(a)
+    wanted: dict[str, list[tuple[tuple[str, str], Any]]] = {}
+    for g in gone:
+        for key in g["keys"]:
+            case = b_case.get(key, "")
+            if case in b_tests:
+                wanted.setdefault(g["cause"], []).append((b_tests[case], b.references.get(case)))
+    asked = {test for ts in wanted.values() for test, _ in ts if test in a_tests}
+    if not asked:
         return {}
     store = CorpusStore(a.url, readonly=True)
     try:
-        seen = store.executions_asking(a.campaign_id, wanted)
+        seen = store.executions_asking(a.campaign_id, sorted(asked))
     finally:
         store.close()
-    failing = set(_tests(a, a_failing))
+    failing = {f.case_id for f in a.failures}
     out = {}
-    for cause, ts in tests.items():
-        ran = [t for t in ts if seen.get(t)]
-        if ran:
-            out[cause] = "fails" if any(t in failing for t in ran) else "passes"
+    for cause, ts in wanted.items():
+        same = [c for test, ref in ts if seen.get(test) for c in a_tests.get(test, ())
+                if ref is not None and a.references.get(c) == ref]
+        if same:
+            out[cause] = "fails" if any(c in failing for c in same) else "passes"
     return out
 
 
