@@ -91,6 +91,21 @@ def test_list_filters(camp, data):
     assert typo.exit_code == 2 and "--level" in typo.output  # a level no failure can have: bad input
 
 
+def test_a_recorded_operator_filters_where_its_plugin_is_not_installed(camp, data, monkeypatch):
+    """A campaign opened where an operator plugin of its is missing (or broken): what it recorded still filters."""
+    from ufuzz.operators import registry
+
+    def broken(*a, **kw):
+        raise ImportError("a broken operator plugin")
+
+    monkeypatch.setattr(registry, "names", broken)
+    op = failure_rows(data)[0]["operator"]
+    got = CliRunner().invoke(main, ["failures", "list", str(camp), "--operator", op, "--json"])
+    assert got.exit_code == 0 and {r["operator"] for r in json.loads(got.output)} == {op}
+    typo = CliRunner().invoke(main, ["failures", "list", str(camp), "--operator", "nosuchop"])
+    assert typo.exit_code == 2 and op in typo.output
+
+
 def test_show_is_what_the_store_recorded(camp, data):
     f = next(f for f in data.failures if f.origin == "mutant" and f.counts)
     view = json.loads(invoke("failures", "show", camp, f.failure_key[:8], "--json").output)

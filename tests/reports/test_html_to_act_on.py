@@ -123,20 +123,24 @@ def test_compare_says_new_still_and_gone(product_runs):
 def test_a_gone_cause_is_said_fixed_only_where_the_same_test_passed(product_runs):
     """Product walkthrough: comparing a campaign on a buggy build with one on the correct build (same seed, budget
     and strategy) said every gone cause was "most likely fixed"; 11 of 11 still reproduced — the product changed, so
-    the search did. Now a gone cause is "passes in A" only where A ran the very test that failed in B. The correct
-    build compared with the buggy one: the soft-delete bug is gone, and A ran tests that failed it in B."""
+    the search did. Now a gone cause passes in A only where A's own executions of the very test that failed in B
+    pass when judged again with B's reference. The correct build compared with the buggy one: the soft-delete bug
+    is gone, and A ran tests that failed it in B; the other way round, no delete cause is gone (it is new)."""
     from ufuzz.reports.html import build_report
 
     page, _ = build_report(product_runs / "fixed", compare=product_runs / "buggy")
     gone = page[page.index("Gone since B"):]
     rows = re.findall(r"<tr>(.*?)</tr>", gone, flags=re.S)
     delete_rows = [r for r in rows if "deleted_evidence_retrieved" in r]
-    assert delete_rows and all("passes in A (the same test ran)" in r or "not met in A" in r for r in delete_rows)
-    assert any("passes in A (the same test ran)" in r for r in delete_rows)
-    m = re.search(r"Of the (\d+) gone causes, (\d+) passed in A", _text(gone))
-    assert m and 0 < int(m.group(2)) <= int(m.group(1))
+    assert delete_rows and not any("still fails in A" in r for r in delete_rows)
+    assert any("passes in A (the same test, judged again)" in r for r in delete_rows)
+    m = re.search(r"Of the (\d+) gone causes, (\d+) pass in A .*?; (\d+) still fail in A .*?; (\d+) were not met",
+                  _text(gone))
+    assert m and int(m.group(2)) > 0 and sum(map(int, m.groups()[1:])) == int(m.group(1))
     page, _ = build_report(product_runs / "buggy", compare=product_runs / "fixed")
     assert "most likely fixed" not in page
+    gone = page[page.index("Gone since B"):]
+    assert "deleted_evidence_retrieved" not in gone.split("</table>")[0]
 
 
 @needs_browser

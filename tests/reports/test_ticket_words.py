@@ -27,3 +27,12 @@ def test_a_side_effect_is_said_in_the_verifications_own_words():
     said = summary_sentence(v)
     assert said == "the add changed more than it asked: m3 removed (its get and list before and after it)."
     assert "State:" not in said and "case." not in said
+
+
+def test_a_probe_finding_is_said_in_its_own_words_not_as_a_side_effect():
+    v = {"kind": "memory_unreachable", "operator": "", "stage": "state", "backend": "embedded", "backend_info": {},
+         "mutant": {}, "parent": {}, "state_change": [], "side_effects": [],
+         "side_effect_reason": "the checkpoint's oldest memory m1 is not returned by a search for its own words"}
+    said = summary_sentence(v)
+    assert said == "the checkpoint's oldest memory m1 is not returned by a search for its own words."
+    assert "get and list" not in said

@@ -44,8 +44,8 @@ def failures_list(campaign_dir: str, db: str | None, by: str, operator: str | No
     """List the unique failures of a campaign in discovery order, or its causes (most failures first)."""
     from ufuzz.reports.failures import baseline_of, failure_rows, group_by_cause, group_by_class, render_list
 
-    _known_filters(operator, kind, stage)
     data = _load(campaign_dir, db)
+    _known_filters(data, operator, kind, stage)
     rows = failure_rows(data, operator=operator, kind=kind, stage=stage, include_all=include_all,
                         baseline=baseline_of(campaign_dir))
     if as_json:
@@ -55,15 +55,23 @@ def failures_list(campaign_dir: str, db: str | None, by: str, operator: str | No
         click.echo(render_list(rows, by))
 
 
-def _known_filters(operator: str | None, kind: str | None, stage: str | None) -> None:
+def _known_filters(data, operator: str | None, kind: str | None, stage: str | None) -> None:
     """A filter value no failure can have is a typo, not an empty list (a walkthrough's ``--kind nosuchkind`` listed
-    "0 unique failures", exit 0): bad input naming the option and the values it takes."""
+    "0 unique failures", exit 0): bad input naming the option and the values it takes — those this version knows and
+    those the campaign recorded (a plugin operator not installed here, a kind of another version)."""
     from ufuzz.corpus.regression import FAILURE_KINDS, STAGES
     from ufuzz.operators import registry
     from ufuzz.oracles.verdict import PROBE_KINDS
 
-    for option, value, known in (("--operator", operator, registry.names(opt_in=True)),
-                                 ("--kind", kind, (*FAILURE_KINDS, *PROBE_KINDS)), ("--level", stage, STAGES)):
+    try:
+        operators: tuple[str, ...] = registry.names(opt_in=True)
+    except Exception:  # noqa: BLE001 - a broken operator plugin: what the campaign recorded still filters
+        operators = ()
+    recorded = data.failures
+    for option, attr, value, known in (("--operator", "operator", operator, operators),
+                                       ("--kind", "kind", kind, (*FAILURE_KINDS, *PROBE_KINDS)),
+                                       ("--level", "stage", stage, STAGES)):
+        known = tuple(dict.fromkeys((*known, *sorted({str(getattr(f, attr) or "") for f in recorded} - {""}))))
         if value is not None and value not in known:
             raise click.BadParameter(f"{value!r} is not one of: {', '.join(known)}", param_hint=f"'{option}'")
 

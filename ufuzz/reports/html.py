@@ -23,10 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.corpus.baseline import STATUSES
-from ufuzz.corpus.campaign import CampaignData, load_campaign
+from ufuzz.corpus.campaign import CampaignData, case_of, load_campaign
 from ufuzz.corpus.store import CorpusStore
 from ufuzz.engine.plotdata import read_plot_data
-from ufuzz.model.case import state_key
+from ufuzz.model import FuzzCase, Reference
+from ufuzz.oracles.expectations import SELECTION, selection
+from ufuzz.oracles.verdict import deleted_by
 from ufuzz.reports.failures import (
     baseline_of,
     control_note,
@@ -517,13 +519,14 @@ def _compare(rows: list[dict[str, Any]], st: dict[str, Any], data: CampaignData,
         return _table(head + ([] if link else ["in A"]), body, numeric={4})
 
     k = cmp["keys"]
-    fixed = sum(ran.get(g["cause"]) == "passes" for g in cmp["gone"])
+    said = Counter(ran.get(g["cause"], "") for g in cmp["gone"])
     differs = (f"<p><b>The campaigns differ</b> ({esc('; '.join(cmp['differs']))}).</p>" if cmp["differs"] else "")
-    gone = (f"<p class='muted'>Of the {len(cmp['gone'])} gone causes, {fixed} passed in A on the very test that "
-            "failed in B (the same question on the same state, judged against the same reference): fixed there. The rest were not met: a product that "
-            "changed changes what the search tries, whatever the seed and budget, so to know whether such a cause "
-            f"is fixed replay B's failure on A's product (<code>ufuzz replay {esc(other_dir)} --key KEY</code>, "
-            "with A's options).</p>" if cmp["gone"] else "")
+    gone = (f"<p class='muted'>Of the {len(cmp['gone'])} gone causes, {said['passes']} pass in A on the very test "
+            "that failed in B (the same question on the same state, judged again with B's reference): fixed there; "
+            f"{said['fails']} still fail in A on that test, though A recorded no failure of the cause; "
+            f"{said['']} were not met: a product that changed changes what the search tries, whatever the seed and "
+            "budget, so to know whether such a cause is fixed replay B's failure on A's product "
+            f"(<code>ufuzz replay {esc(other_dir)} --key KEY</code>, with A's options).</p>" if cmp["gone"] else "")
     return (f"<h2 id='compare'>Compared with {esc(ost['campaign'])}</h2>"
             f"<p>this campaign (A) <code>{esc(st['campaign'])}</code> against B <code>{esc(other_dir)}</code>: "
             f"<b>{len(cmp['new'])} new</b>, {len(cmp['still'])} still failing, {len(cmp['gone'])} gone (fixed or "
@@ -533,52 +536,42 @@ def _compare(rows: list[dict[str, Any]], st: dict[str, Any], data: CampaignData,
 
 
 #: what A says of a gone cause of B (:func:`_ran_in`)
-_IN_A = {"passes": "passes in A (the same test ran)", "fails": "the same test fails otherwise in A",
+_IN_A = {"passes": "passes in A (the same test, judged again)", "fails": "the same test still fails in A",
          "": "not met in A"}
 
 
-def _tests(data: CampaignData) -> dict[tuple[str, str], list[str]]:
-    """The campaign's cases (seeds and valid mutants) by the test they ask: (state key, question) — the state key
-    names the checkpoint and the operations that made the state."""
-    out: dict[tuple[str, str], list[str]] = {}
-    for sid, seed in data.seeds.items():
-        out.setdefault((state_key(seed.checkpoint_id, ()), seed.query.text), []).append(sid)
-    for cid, m in data.mutants.items():
-        cp = m.checkpoint_id or (data.seeds[m.seed_id].checkpoint_id if m.seed_id in data.seeds else None)
-        if m.valid and m.query is not None and cp is not None:
-            out.setdefault((state_key(cp, tuple(m.ops)), m.query.text), []).append(cid)
-    return out
-
-
 def _ran_in(a: CampaignData, b: CampaignData, b_case: dict[str, str], gone: list[dict[str, Any]]) -> dict[str, str]:
-    """Per gone cause of B: ``passes`` where A executed the very test of one of its failing cases — the same question
-    on the same state, judged against the same reference — and failed none of them, ``fails`` where A failed one of
-    them otherwise (another cause), none where A ran none: which says nothing of a fix, A's search went elsewhere.
-    (The same question on the same state with another reference is another test: a target change asking a seed's
-    question derives its own reference.)"""
-    b_tests = {key: test for test, cases in _tests(b).items() for key in cases}
-    a_tests = _tests(a)
-    wanted: dict[str, list[tuple[tuple[str, str], Any]]] = {}
+    """Per gone cause of B, from A's own executions of the very test that failed in B — the same question on the
+    same state (the state key names the checkpoint and the operations that made it) — judged again with B's
+    reference at the selection level, as B judged it: ``fails`` where one of them fails (A recorded no failure of
+    the cause, yet it is not fixed: the oracle records a failure once, under the first case that shows it, and
+    not where the parent fails too), ``passes`` where A executed the test and every execution passes, none where
+    A never asked it — which says nothing of a fix: A's search went elsewhere. A response-level failure is not
+    judged again (that needs the campaign's responder and judge): none."""
+    b_fail = {f.failure_key: f for f in b.failures}
+    wanted: dict[str, list[tuple[tuple[str, str], FuzzCase, Reference, float | None]]] = {}
     for g in gone:
         for key in g["keys"]:
-            case = b_case.get(key, "")
-            if case in b_tests:
-                wanted.setdefault(g["cause"], []).append((b_tests[case], b.references.get(case)))
-    asked = {test for ts in wanted.values() for test, _ in ts if test in a_tests}
-    if not asked:
+            f, cid = b_fail.get(key), b_case.get(key, "")
+            case = case_of(cid, b.checkpoints, b.seeds, b.mutants)
+            ref = b.references.get(cid)
+            if f is None or f.stage != SELECTION or isinstance(case, str) or ref is None:
+                continue
+            wanted.setdefault(g["cause"], []).append(((case.state_key, case.query.text), case, ref,
+                                                      f.detail.get("threshold")))
+    if not wanted:
         return {}
     store = CorpusStore(a.url, readonly=True)
     try:
-        seen = store.executions_asking(a.campaign_id, sorted(asked))
+        seen = store.executions_asking(a.campaign_id, sorted({t for ts in wanted.values() for t, *_ in ts}))
     finally:
         store.close()
-    failing = {f.case_id for f in a.failures}
     out = {}
     for cause, ts in wanted.items():
-        same = [c for test, ref in ts if seen.get(test) for c in a_tests.get(test, ())
-                if ref is not None and a.references.get(c) == ref]
-        if same:
-            out[cause] = "fails" if any(c in failing for c in same) else "passes"
+        verdicts = [selection(ref, rec.execution, deleted_by(case), threshold).passed
+                    for test, case, ref, threshold in ts for rec in seen.get(test, ()) if rec.execution.error is None]
+        if verdicts:
+            out[cause] = "passes" if all(verdicts) else "fails"
     return out
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ufuzz.operators.sideeffects import KINDS as SIDE_EFFECT_KINDS
+
 __all__ = ["summary_sentence", "render_ticket", "minimal_steps"]
 
 _MAX_LISTED = 12  # memories listed in full in the steps of a failure that was not minimised
@@ -120,8 +122,11 @@ def summary_sentence(v: dict[str, Any]) -> str:
                 f"{_quote(ref.get('answer'))} is stored.")
     if kind == "wrong_answer":
         return f"asked {_quote(mutant_q)}, the product answers {_quote(resp)}; expected {_quote(ref.get('answer'))}."
-    if v["stage"] == "state" and v.get("side_effect_reason"):  # the verification's own words, before any search
-        return f"{v['side_effect_reason'].rstrip('.')} (its get and list before and after it)."
+    reason = v.get("side_effect_reason")
+    if v["stage"] == "state" and reason and kind in SIDE_EFFECT_KINDS:  # the verification's words (get/list)
+        return f"{reason.rstrip('.')} (its get and list before and after it)."
+    if v["stage"] == "state" and reason:  # a probe's finding, in its own words
+        return f"{reason.rstrip('.')}."
     return f"{v['stage']}:{kind} after the {op or 'seed'} case."
 
 
