@@ -747,7 +747,7 @@ class HttpBackend(MemoryBackend):
         if self.config.auth_env:
             secret = os.environ.get(self.config.auth_env)
             if not secret:
-                raise ValueError(f"{self.config.source}: [auth] env names {self.config.auth_env}, "
+                raise ValueError(f"{self.config_path}: [auth] env names {self.config.auth_env}, "
                                  "which is not set (or empty)")
             self._secret = secret
         self._run_id = uuid.uuid4().hex[:8]
@@ -819,7 +819,7 @@ class HttpBackend(MemoryBackend):
             return []  # the config's own errors are reported where it is loaded
         search = cfg.ops.get("search")
         if search is not None and "texts" not in search.paths:
-            return [f"{cfg.source}: [search] gives no texts path, so each result's text is read with GET (the "
+            return [f"{config}: [search] gives no texts path, so each result's text is read with GET (the "
                     "memory as stored now): a search that returns an old text under a current id is not seen; give "
                     "[search] texts where the product's results carry the text"]
         return []
