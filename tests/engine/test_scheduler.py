@@ -366,12 +366,16 @@ def test_a_mutant_retained_after_its_seed_was_left_is_followed_up_at_the_next_dr
     assert walk.next().phase == 1
 
 
-def test_follow_ups_by_default_only_when_walking():
-    """By default a walk gives a seed's retained mutants follow-ups before it leaves the seed; a spread (a suite
-    larger than the budget) visits a new seed instead: a follow-up would take a fresh seed's place."""
+def test_follow_ups_by_default_unless_a_spread_cannot_visit_every_seed():
+    """By default a seed's retained mutants get follow-ups before phase 1 leaves the seed; a spread whose budget
+    is under two executions a seed visits a new seed instead: a follow-up would take an unvisited seed's place."""
     moves = [[("paraphrase", "a"), ("delete", "b")] for _ in range(4)]
-    for spread in (True, False):
-        s = build(moves, 1, parent_share=0.01, spread=spread, visit=2)
+    for spread, budget in ((True, 7), (True, 8), (False, 7)):
+        s = Scheduler(random.Random(1), SchedulerConfig(parent_share=0.01, spread=spread, visit=2))
+        for i, m in enumerate(moves):
+            s.add_seed(f"s{i}", f"s{i}", list(m))
+        s.seal(budget=budget)
+        spread = spread and budget < 8
         assert s.config.burst == (0.0 if spread else 1.0)
         done = [s.next(), s.next()]  # the first seed's two obligations, each with a retained mutant
         assert [t.phase for t in done] == [1, 1] and done[0].obligation.seed_id == done[1].obligation.seed_id

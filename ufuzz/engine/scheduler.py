@@ -139,14 +139,15 @@ class SchedulerConfig:
     explore_share: float = 0.0  # chance that a task is a phase-2 pick while obligations remain (0 <= x < 1)
     use_effect: bool = True  # phase 2 draws a case's moves by their operator's effect rate (else uniformly)
     #: before phase 1 leaves a seed, up to ``burst`` × (its obligations) follow-up tasks on the mutants of it
-    #: that were retained (their parent executions are cached). 0: strictly obligations first. None (auto): 1 when
-    #: phase 1 walks, 0 when it spreads (decided by :meth:`Scheduler.seal`) — on a suite larger than the budget a
-    #: follow-up takes the place of a new seed's visit, whose parent reaches memory no execution has reached and
-    #: whose obligations are all fresh, while depth still comes where the budget reaches it: in the revisits of
-    #: unstable seeds and in phase 2. LoCoMo dev (264 seeds, embedded dense, 10 runs each) with follow-ups against
-    #: without: at 170 executions Cov 0.287 → 0.313 and causes 1.3 → 1.3; at 300 Cov 0.381 → 0.410 and causes 2.5
-    #: → 3.4; at 1000 Cov 0.486 → 0.487 and causes 9.3 → 8.9 (A12 0.46); mem0 there at 1000 (3 runs) causes 86.0
-    #: → 94.3, and the updated turn that drops out of the top-k (``replacement-not-retrieved``) found in 3 of 3
+    #: that were retained (their parent executions are cached). 0: strictly obligations first. None (auto, decided
+    #: by :meth:`Scheduler.seal`): 0 when phase 1 spreads with fewer than two executions a seed, else 1 — where the
+    #: budget cannot visit every seed (a visit is a parent execution and a task or two) a follow-up takes the place
+    #: of a new seed's visit, whose parent reaches memory no execution has reached and whose obligations are all
+    #: fresh, while depth still comes from the revisits of unstable seeds and phase 2. LoCoMo dev (264 seeds,
+    #: embedded dense, 10 runs each) with follow-ups against without: at 170 executions Cov 0.287 → 0.313, causes
+    #: 1.3 → 1.3; at 300 Cov 0.381 → 0.410, causes 2.5 → 3.4. Where every seed can be visited they pay: at 1000
+    #: there without them 9.3 → 8.9 causes (A12 0.46; mem0 86.0 → 94.3, 3 runs), and the shipped suite at 300 (96
+    #: seeds, 3 executions a seed) missed the planted stale index's write-not-found in the ground-truth test
     burst: float | None = None
     #: ... and only while the seeds started (one parent execution each) are more than this share of the
     #: seeds started plus the mutants executed, so follow-ups replace new seeds only where parents would cost
@@ -283,8 +284,9 @@ class Scheduler:
         nothing included — before the feedback could say which operators change anything."""
         if self.config.spread is None:
             self.config.spread = budget is not None and len(self._known) > budget
-        if self.config.burst is None:
-            self.config.burst = 0.0 if self.config.spread else 1.0
+        if self.config.burst is None:  # fewer than two executions a seed: a follow-up takes an unvisited seed's place
+            few = budget is not None and budget < 2 * len(self._pending_by_seed)
+            self.config.burst = 0.0 if self.config.spread and few else 1.0
         self._burst_left = {seed: int(self.config.burst * n) for seed, n in self._burst_left.items()}
         if self.config.spread:
             self._seal_spread()
