@@ -177,6 +177,9 @@ def test_minimise_writes_a_reproducer_and_the_ticket_uses_its_steps(product, tmp
     assert "minimised by" not in full and "Start from checkpoint" in full and "As the campaign saw it" not in full
     assert invoke("failures", "show", camp, key[:12], "--format", "md", "--json").exit_code == 2
     assert invoke("failures", "show", camp, key[:12], "--format", "md", "--minimised", tmp_path / "no").exit_code == 2
+    said = CliRunner().invoke(main, ["failures", "show", str(camp), key[:12], "--minimised", str(out),
+                                     "--reproducer", str(tmp_path / "again.py")])
+    assert said.exit_code == 0 and f"the minimised case ({len(cp['memories'])} memories" in said.stderr
 
 
 def test_answer_only_ticket_says_what_the_product_answered(agent):

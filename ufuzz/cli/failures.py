@@ -109,6 +109,9 @@ def failures_show(campaign_dir: str, key: str, db: str | None, as_json: bool, fm
     if reproducer:
         path = write_reproducer(data, view["key"], reproducer, config_file, minimised)
         view["commands"]["run reproducer"] = f"python3 {path}"
+        if minimised is not None:  # said, not silent (walkthrough): the script is not the campaign's whole case
+            click.echo(f"{path}: the minimised case ({len(minimised[1].memories)} memories, from "
+                       f"{view['checkpoint_memories']}; --minimised names another file)", err=True)
     if fmt == "md":
         from ufuzz.reports.ticket import render_ticket
 
