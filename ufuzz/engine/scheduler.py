@@ -13,8 +13,8 @@ to ``attempts`` tries until one produces a valid, executed mutant; a try whose r
 another draw (``StepOutcome.final``: the operator's move does not depend on the rng) ends it at once. Before
 phase 1 leaves a seed it spends up to ``burst`` × (the seed's obligations) follow-up tasks on the seed's
 retained mutants (phase-2 picks among them, whose parent executions are cached) — while the seeds started
-are more than ``parent_share`` of the seeds started plus the mutants executed (by default only when walking:
-see ``SchedulerConfig.burst``).
+are more than ``parent_share`` of the seeds started plus the mutants executed (by default not in a spread whose
+budget is under two executions a seed: see ``SchedulerConfig.burst``).
 :meth:`Scheduler.retire` ends every remaining task of a case (the campaign retires a parent none of whose
 mutants could be judged); the scheduler is told only the id, never why.
 Phase 2 picks a pool entry (retained mutants, and the seeds themselves) with probability proportional to
@@ -512,8 +512,8 @@ class Scheduler:
         found no retained mutant then: it is owed now, at the next draw. A campaign stepped one task at a time
         reports every mutant of a seed before phase 1 leaves it and never defers; in batches the follow-ups come a
         batch or two late instead of never, so a rewording that moved the ranking is reworded again while the
-        budget lasts, as it is step by step. Only where phase 1 spreads with follow-ups (an explicit ``burst``; by
-        default a spread has none): a visit is ``visit`` tasks, so in a batch nearly every visit ends before its
+        budget lasts, as it is step by step. Only where phase 1 spreads with follow-ups (by default, where the
+        budget has two executions a seed or more): a visit is ``visit`` tasks, so in a batch nearly every visit ends before its
         results are in (LoCoMo dev, 1,000 executions, 10 runs, with follow-ups then the default: 9.1 → 9.7
         causes); walking, a seed's obligations run together and phase 2 has the budget they leave (the
         LongMemEval subset lost 1.2 causes in 5 runs to follow-ups owed while walking)."""

@@ -549,7 +549,7 @@ def _ran_in(a: CampaignData, b: CampaignData, b_case: dict[str, str], gone: list
     A never asked it — which says nothing of a fix: A's search went elsewhere. A response-level failure is not
     judged again (that needs the campaign's responder and judge): none."""
     b_fail = {f.failure_key: f for f in b.failures}
-    wanted: dict[str, list[tuple[tuple[str, str], FuzzCase, Reference, float | None]]] = {}
+    wanted: dict[str, list[tuple[FuzzCase, Reference, float | None]]] = {}
     for g in gone:
         for key in g["keys"]:
             f, cid = b_fail.get(key), b_case.get(key, "")
@@ -557,22 +557,26 @@ def _ran_in(a: CampaignData, b: CampaignData, b_case: dict[str, str], gone: list
             ref = b.references.get(cid)
             if f is None or f.stage != SELECTION or isinstance(case, str) or ref is None:
                 continue
-            wanted.setdefault(g["cause"], []).append(((case.state_key, case.query.text), case, ref,
-                                                      f.detail.get("threshold")))
+            wanted.setdefault(g["cause"], []).append((case, ref, f.detail.get("threshold")))
     if not wanted:
         return {}
     store = CorpusStore(a.url, readonly=True)
     try:
-        seen = store.executions_asking(a.campaign_id, sorted({t for ts in wanted.values() for t, *_ in ts}))
+        seen = store.executions_asking(a.campaign_id, sorted({_test(c) for ts in wanted.values() for c, *_ in ts}))
     finally:
         store.close()
     out = {}
     for cause, ts in wanted.items():
         verdicts = [selection(ref, rec.execution, deleted_by(case), threshold).passed
-                    for test, case, ref, threshold in ts for rec in seen.get(test, ()) if rec.execution.error is None]
+                    for case, ref, threshold in ts for rec in seen.get(_test(case), ()) if rec.execution.error is None]
         if verdicts:
             out[cause] = "passes" if all(verdicts) else "fails"
     return out
+
+
+def _test(case: FuzzCase) -> tuple[str, str]:
+    """The test ``case`` is, as executions record it: (state key, question)."""
+    return case.state_key, case.query.text
 
 
 def _setup(st: dict[str, Any]) -> dict[str, Any]:
