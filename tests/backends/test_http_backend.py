@@ -431,6 +431,30 @@ def test_campaign_through_the_cli(tmp_path, server, token_env):
     assert set(server.namespaces) <= namespaces  # the campaign released (dropped) every state it made
 
 
+def test_a_relative_config_serves_process_lanes_and_is_recorded_whole(tmp_path, server, token_env, monkeypatch):
+    """`--config product.toml` names the file in the user's directory, also for lanes that run in their own
+    (``--workers 2``), and the campaign records where it is, for a replay run from elsewhere."""
+    import json
+
+    from click.testing import CliRunner
+
+    from ufuzz.cli import main
+
+    (tmp_path / "product.toml").write_text(EXAMPLE.read_text().replace(
+        'base_url = "http://127.0.0.1:8080"', f'base_url = "{server.base_url}"'))
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["run", "--backend", "http", "--config", "product.toml", "--budget", "20",
+                                    "--workers", "2", "--out", "camp", "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "budget spent: 20 executions" in res.output and "errors 0" in res.output
+    from ufuzz.corpus.store import CorpusStore, default_url
+
+    cid = json.loads((tmp_path / "camp" / "campaign.json").read_text())["campaign"]
+    with CorpusStore(default_url(tmp_path / "camp")) as store:
+        recorded = store.campaign(cid).config["backend_options"]
+    assert recorded["config"] == str((tmp_path / "product.toml").resolve())
+
+
 def test_backends_check_runs_the_conformance_kit_on_the_product(server, token_env):
     """`ufuzz backends check http --config product.toml` checks a product end to end."""
     from click.testing import CliRunner

@@ -242,7 +242,7 @@ class AMemBackend(MemoryBackend):
         Option("llm_model", help="model name at llm_base_url"),
         Option("llm_api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key"),
         Option("llm_timeout", float, default=60.0, min=0, exclusive_min=True, help="seconds per LLM call"),
-        Option("llm_cache", nullable=True, help="the LLM call cache file (default: ufuzz's own, $UFUZZ_CACHE_DIR "
+        Option("llm_cache", path=True, nullable=True, help="the LLM call cache file (default: ufuzz's own, $UFUZZ_CACHE_DIR "
                                                 "or ~/.cache/ufuzz)"),
         Option("cache", choices=("on", "off"), default="off",
                help="A-Mem's LRU note cache (on hides the type round-trip quirk for notes it wrote)"),

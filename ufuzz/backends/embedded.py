@@ -188,7 +188,7 @@ class EmbeddedBackend(MemoryBackend):
                help="hard: the item is gone; tombstone: kept with active=False"),
         Option("db", choices=("file", "memory"), default="file",
                help="SQLite file in the working directory, or in memory"),
-        Option("embedding_cache", help="path of a persistent embedding cache file"),
+        Option("embedding_cache", path=True, help="path of a persistent embedding cache file"),
         Option("relevance_threshold", float, help="results scored below it are not returned (the system's own "
                                                   "relevance cut-off: the selection level judges abstention "
                                                   "against it)"),

@@ -727,7 +727,7 @@ class HttpBackend(MemoryBackend):
     concurrent_calls = True
     build_checks_listing = True  # _check_listing: a paged listing read as one page is refused at the preflight
     options_spec = (
-        Option("config", required=True, help="path of the product TOML file, set by --config FILE; "
+        Option("config", path=True, required=True, help="path of the product TOML file, set by --config FILE; "
                                              "see examples/product.toml"),
         Option("base_url", url=True, help="overrides the file's base_url"),
         # the judging settings a product TOML holds, so that one file serves every run (--opt overrides it)

@@ -218,7 +218,7 @@ class Mem0Backend(MemoryBackend):
                                               "never called with raw writes)"),
         Option("llm_model", help="model name at llm_base_url"),
         Option("llm_api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key"),
-        Option("llm_cache", nullable=True, help="the LLM call cache file of write_mode=infer (default: ufuzz's "
+        Option("llm_cache", path=True, nullable=True, help="the LLM call cache file of write_mode=infer (default: ufuzz's "
                                                 "own, $UFUZZ_CACHE_DIR or ~/.cache/ufuzz)"),
         Option("llm_timeout", float, default=60.0, min=0.001, help="seconds one extraction call may take"),
     )

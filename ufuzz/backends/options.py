@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 MASK = "***"
@@ -36,7 +37,8 @@ class Option:
 
     ``type`` is str, int, float or bool. ``choices`` (str) are matched case-insensitively and stored as
     declared; ``min``/``max`` (int, float) bound the value, ``min`` exclusively with ``exclusive_min``;
-    ``url`` (str) asks for an http(s) URL. ``required`` options have no default.
+    ``url`` (str) asks for an http(s) URL; ``path`` (str) names a file, made absolute where the campaign starts
+    (:func:`absolute`) so that lanes and workers, which run elsewhere, find it. ``required`` options have no default.
     """
 
     name: str
@@ -48,6 +50,7 @@ class Option:
     max: float | None = None
     exclusive_min: bool = False
     url: bool = False
+    path: bool = False
     required: bool = False
     nullable: bool | None = None  # "" means None; by default when the default is None
     secret: bool = False
@@ -206,6 +209,15 @@ def check(backend: str, spec: Iterable[Option], rules: Iterable[Requires], optio
         if rule.applies(settings) and any(settings.get(n) is None for n in rule.needs):
             raise OptionError(f"{where}: {rule.text()}")
     return settings
+
+
+def absolute(spec: Iterable[Option], options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with every path option's value absolute (from this process's working directory): a lane or a
+    worker process runs in a directory of its own, and a campaign's recorded options must name the same files
+    to a replay run from anywhere."""
+    paths = {o.name for o in spec if o.path}
+    return {k: (str(Path(v).expanduser().resolve()) if k in paths and isinstance(v, str) and v.strip() else v)
+            for k, v in options.items()}
 
 
 def public(spec: Iterable[Option], options: Mapping[str, Any]) -> dict[str, Any]:

@@ -180,6 +180,11 @@ class MemoryBackend(ABC):
         return _options.check(cls.name, cls.options_spec, cls.option_rules, options or {})
 
     @classmethod
+    def absolute_options(cls, options: dict[str, Any] | None) -> dict[str, Any]:
+        """``options`` with the files they name made absolute (:func:`ufuzz.backends.options.absolute`)."""
+        return _options.absolute(cls.options_spec or (), options or {})
+
+    @classmethod
     def public_options(cls, options: dict[str, Any] | None) -> dict[str, Any]:
         """``options`` with secret values masked: what may be logged or recorded."""
         return _options.public(cls.options_spec or (), options or {})

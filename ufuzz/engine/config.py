@@ -142,10 +142,20 @@ class CampaignConfig:
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
             raise ValueError(f"--workers must be a whole number of at least 1, not {self.workers!r}")
         self._check_llm_limits()
+        self.absolute_paths()
         if self.ray_address is not None:
             from ufuzz.engine.raylanes import check_address
 
             check_address(self.ray_address, self.db)
+
+    def absolute_paths(self) -> None:
+        """The files the backend options name, made absolute here (a relative ``--config`` is the user's working
+        directory's, not a lane's). An unknown backend is left for the campaign to report."""
+        try:
+            cls = registry.load(self.backend)
+        except Exception:  # noqa: BLE001 - reported where the backend is made, with its own message
+            return
+        self.backend_options = cls.absolute_options(self.backend_options)
 
     def _check_llm_limits(self) -> None:
         c = self.max_concurrency

@@ -77,6 +77,7 @@ def reopen(out: Path, db: str | None, budget: int | None, backend_options: dict[
         config = CampaignConfig.from_dict(rec.config)
         config.out, config.db = str(out), db if db is not None else config.db
         config.backend_options = {**config.backend_options, **(backend_options or {})}
+        config.absolute_paths()
         for name, value in overrides.items():
             if value is not None:
                 setattr(config, name, value)
