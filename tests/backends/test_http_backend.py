@@ -243,7 +243,7 @@ BAD_CONFIGS = [
     (_with("list", "ids", "$.memories[0].id"),
      "product.toml: [list] 'ids': '$.memories[0].id' must select a list"),
     (_with("get", "policy", "append"), "product.toml: [get] unknown key(s) 'policy'; known: active, body, id, method, "
-                                       "not_found, path, text, timestamp"),
+                                       "not_found, not_found_values, not_found_when, path, text, timestamp"),
     (_drop("get"), "product.toml: missing required operation [get]"),
     (_with("add", "method", "FETCH"), "product.toml: [add] 'method' must be one of"),
     (_with("add", "path", "/v1/{nmespace}/memories"), "product.toml: [add] uses unknown placeholder(s) nmespace"),
@@ -276,14 +276,15 @@ def test_malformed_config_names_file_and_key(tmp_path, token_env, raw, message):
     assert plain.startswith(message), got
     line = re.match(r"^product\.toml:(\d+): ", got)
     if line:
-        key = re.search(r"'([^'.\[\]]+)", message[len("product.toml: "):]).group(1)
-        assert key in cfg.read_text().splitlines()[int(line.group(1)) - 1], got
+        rest = message[len("product.toml: "):]
+        named = re.search(r"placeholder\(s\) (\w+)", rest) or re.search(r"'([^'.\[\]]+)", rest)
+        assert named.group(1) in cfg.read_text().splitlines()[int(line.group(1)) - 1], got
 
 
 def test_config_file_problems(tmp_path, token_env, monkeypatch):
     bad = tmp_path / "product.toml"
     bad.write_text('base_url = "http://x"\n[search\n')
-    with pytest.raises(ValueError, match=r"product.toml: invalid TOML: .*line 2"):
+    with pytest.raises(ValueError, match=r"product.toml:2: invalid TOML: .*\(column \d+\)$"):
         HttpBackend(tmp_path, {"config": str(bad)})
     with pytest.raises(ValueError, match="config file not found"):
         HttpBackend(tmp_path, {"config": str(tmp_path / "missing.toml")})
@@ -703,3 +704,10 @@ def test_a_search_without_texts_is_a_caveat_said_by_check_and_run(tmp_path, monk
     r = CliRunner().invoke(main, ["run", "--backend", "http", "--config", str(bare), "--opt",
                                   "base_url=http://127.0.0.1:9", "--out", str(tmp_path / "c"), "--quiet"])
     assert r.exit_code == 3 and "[search] gives no texts path" in r.output  # said before the start fails
+
+
+def test_a_failed_request_is_named_as_sent_with_the_base_urls_own_path(tmp_path, server, token_env):
+    """A base URL with a path of its own (``http://host/api``): a 404 names the path the product was asked for."""
+    b = HttpBackend(tmp_path, {"config": str(EXAMPLE), "base_url": server.base_url + "/api"})
+    with pytest.raises(BackendError, match=r"POST /api/v1/ns/[^ ]+ returned HTTP 404"):
+        b.build(tiny_checkpoint())

@@ -163,7 +163,7 @@ def test_minimise_writes_a_reproducer_and_the_ticket_uses_its_steps(product, tmp
     text = md.output
     title = text.splitlines()[0]
     assert title.startswith("# ") and "Search still returns a memory that DELETE removed" in title
-    assert "GET no longer returns it" in title
+    assert "get and list confirm it was deleted" in title
     assert f"add these {len(cp['memories'])} memories (minimised by `ufuzz minimise`" in text
     for m in cp["memories"]:
         assert f"`{m['id']}`" in text

@@ -36,3 +36,10 @@ def test_a_probe_finding_is_said_in_its_own_words_not_as_a_side_effect():
     said = summary_sentence(v)
     assert said == "the checkpoint's oldest memory m1 is not returned by a search for its own words."
     assert "get and list" not in said
+
+
+def test_one_endpoint_for_every_operation_is_said_with_the_operations_name():
+    """A JSON-RPC product (every operation ``POST /rpc``): "a memory that POST /rpc removed" names nothing."""
+    rpc = {"operations": {op: "POST /rpc" for op in ("add", "get", "list", "delete", "update", "search")}}
+    assert _op_word("delete", "http", rpc) == "delete (POST /rpc)"
+    assert _op_word("update", "http", rpc) == "update (POST /rpc)"

@@ -228,14 +228,14 @@ def _find(path: JSONPath, doc: Any) -> list[Any]:
 # -- configuration ---------------------------------------------------------------------------------------
 
 PLACEHOLDERS = frozenset({"namespace", "id", "uid", "text", "timestamp", "timestamp_s", "timestamp_ms", "query", "k",
-                          "new_id", "target"})
+                          "new_id", "target", "cursor"})
 #: the placeholders each operation fills in
 PROVIDES: dict[str, frozenset[str]] = {
     "add": frozenset({"namespace", "id", "uid", "text", "timestamp", "timestamp_s", "timestamp_ms"}),
     "search": frozenset({"namespace", "query", "k"}),
     "answer": frozenset({"namespace", "query"}),
     "get": frozenset({"namespace", "id", "uid"}),
-    "list": frozenset({"namespace"}),
+    "list": frozenset({"namespace", "cursor"}),  # cursor: the page's (null on the first), with [list] cursor
     "update": frozenset({"namespace", "id", "uid", "new_id", "text", "timestamp", "timestamp_s", "timestamp_ms"}),
     "delete": frozenset({"namespace", "id", "uid"}),
     "snapshot": frozenset({"namespace", "target"}),
@@ -262,7 +262,9 @@ _PATH_KEYS: dict[str, dict[str, bool]] = {
     "create": {"id": False},
     "drop": {},
 }
-_OTHER_KEYS = {"method", "path", "body", "not_found"}
+_OTHER_KEYS = {"method", "path", "body", "not_found", "not_found_when", "not_found_values"}
+#: the flags that may be read negated (``active = "!$.memory.deleted"``: a product that flags what is gone)
+_NEGATABLE = ("active", "actives")
 #: keys of one operation only
 _OWN_KEYS = {"answer": {"abstain_phrases", "abstain_defaults"}, "list": {"next", "cursor", "cursor_param",
                                                                         "max_pages"}, "update": {"policy"},
@@ -282,6 +284,11 @@ class Operation:
     not_found: tuple[int, ...] = (404,)
     policy: str = "rewrite"
     extra: dict[str, Any] = field(default_factory=dict)  # the operation's own keys (_OWN_KEYS), checked
+    #: a JSON path whose value (one of ``not_found_values``, when given) marks a successful answer as meaning "no
+    #: such memory": a JSON-RPC or GraphQL error at HTTP 200
+    not_found_when: JsonPath | None = None
+    not_found_values: tuple[Any, ...] | None = None
+    negated: frozenset[str] = frozenset()  # path keys read negated (_NEGATABLE)
 
 
 @dataclass(frozen=True)
@@ -334,6 +341,8 @@ class _Operation(StrictModel):
     path: str
     body: Any = None
     not_found: list[int] = Field(default_factory=lambda: [404])
+    not_found_when: str | None = None
+    not_found_values: list[str | int | float | bool] | None = None
     policy: str | None = None
     id: str | None = None
     ids: str | None = None
@@ -414,7 +423,10 @@ def load_config(path: str | Path, base_url: str | None = None) -> ProductConfig:
     except OSError as exc:
         raise ValueError(f"{p}: cannot read config file: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{p}: invalid TOML: {exc}") from None
+        at = re.search(r"\s*\(at line (\d+), column (\d+)\)$", str(exc))
+        if at is None:
+            raise ValueError(f"{p}: invalid TOML: {exc}") from None
+        raise ValueError(f"{p}:{at.group(1)}: invalid TOML: {str(exc)[:at.start()]} (column {at.group(2)})") from None
     try:
         return parse_config(raw, src, base_url)
     except ValueError as exc:
@@ -433,15 +445,20 @@ def _with_line(message: str, src: str, text: str) -> str:
     rest = message[len(head):]
     table = re.match(r"\[(\w+)\]", rest)
     key = re.search(r"'([^'.\[\]]+)", rest)
-    if key is None:
+    placeholder = re.search(r"placeholder\(s\) (\w+)", rest)
+    if placeholder is not None:  # the first line of the table that uses it
+        pattern = re.compile(r"\{" + re.escape(placeholder.group(1)) + r"\}")
+    elif key is not None:
+        pattern = re.compile(rf"^\s*[\"']?{re.escape(key.group(1))}[\"']?\s*=")
+    else:
         return message
-    current, pattern = None, re.compile(rf"^\s*[\"']?{re.escape(key.group(1))}[\"']?\s*=")
+    current = None
     for number, line in enumerate(text.splitlines(), 1):
         header = re.match(r"^\s*\[\s*([\w.]+)\s*\]", line)
         if header:
             current = header.group(1).split(".")[0]
             continue
-        if pattern.match(line) and current == (table.group(1) if table else None):
+        if pattern.search(line) and current == (table.group(1) if table else None):
             return f"{src}:{number}: {rest}"
     return message
 
@@ -501,19 +518,24 @@ def _parse_op(name: str, t: dict[str, Any], err: Any) -> Operation:
     bad_ph = used - PLACEHOLDERS
     if bad_ph:
         raise err(where, f"uses unknown placeholder(s) {', '.join(sorted(bad_ph))}; "
-                         f"known: {', '.join(sorted(PLACEHOLDERS))}")
+                         f"{name} provides: {', '.join(sorted(PROVIDES[name]))}")
     missing = used - PROVIDES[name]
     if missing:
         raise err(where, f"uses placeholder(s) {', '.join(sorted(missing))} that {name} does not provide; "
                          f"it provides: {', '.join(sorted(PROVIDES[name]))}")
     paths: dict[str, JsonPath] = {}
+    negated: set[str] = set()
     for key, required in keys.items():
         if key not in t:
             if required:
                 raise err(where, f"missing '{key}' (a JSON path such as '$.results[*].{key.rstrip('s')}')")
             continue
+        text = t[key]
+        if key in _NEGATABLE and isinstance(text, str) and text.startswith("!"):
+            negated.add(key)
+            text = text[1:].lstrip()
         try:
-            jp = JsonPath.parse(t[key])
+            jp = JsonPath.parse(text)
         except ValueError as exc:
             raise err(where, f"'{key}': {exc}") from None
         if (name in ("search", "list") or key == "cited") and not jp.multi:
@@ -524,6 +546,15 @@ def _parse_op(name: str, t: dict[str, Any], err: Any) -> Operation:
     nf = t.get("not_found", [404])
     if not isinstance(nf, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in nf):
         raise err(where, f"'not_found' must be a list of HTTP status codes, got {nf!r}")
+    nf_when = None
+    if t.get("not_found_when") is not None:
+        try:
+            nf_when = JsonPath.parse(t["not_found_when"])
+        except ValueError as exc:
+            raise err(where, f"'not_found_when': {exc}") from None
+    nf_values = t.get("not_found_values")
+    if nf_values is not None and nf_when is None:
+        raise err(where, "'not_found_values' needs 'not_found_when' (the JSON path of the value, e.g. '$.error.code')")
     policy = t.get("policy", "rewrite")  # [update] only: another table's 'policy' is an unknown key above
     if policy not in ("rewrite", "append"):
         raise err(where, f"'policy' must be 'rewrite' or 'append', got {policy!r}")
@@ -534,7 +565,11 @@ def _parse_op(name: str, t: dict[str, Any], err: Any) -> Operation:
         extra["abstain_phrases"] = tuple(extra["abstain_phrases"])
     if name == "list":
         extra.update(_parse_pagination(extra, path, err))
-    return Operation(name, method.upper(), path, body, paths, tuple(nf), policy, extra)
+        extra["cursor_in_request"] = "cursor" in used  # sent as {cursor} in the path or body, not as ?cursor=
+    if "cursor" in used and "cursor" not in t:
+        raise err(where, "uses {cursor} but has no 'cursor' (a JSON path to the cursor in each page)")
+    return Operation(name, method.upper(), path, body, paths, tuple(nf), policy, extra, nf_when,
+                     None if nf_values is None else tuple(nf_values), frozenset(negated))
 
 
 def _parse_pagination(t: dict[str, Any], path: str, err: Any) -> dict[str, Any]:
@@ -858,7 +893,7 @@ class HttpBackend(MemoryBackend):
         if self.config.auth_header and self._secret:
             scheme = self.config.auth_scheme
             headers[self.config.auth_header] = f"{scheme} {self._secret}" if scheme else self._secret
-        what = f"{op.method} {path}"
+        what = f"{op.method} {urllib.parse.urlsplit(self.config.base_url).path.rstrip('/')}{path}"  # as sent
         attempts = 1 + self.config.retries
         last: BackendError | None = None
         attempt, waited = 0, 0.0
@@ -900,14 +935,27 @@ class HttpBackend(MemoryBackend):
             if not raw.strip():
                 return status, None
             try:
-                return status, json.loads(raw)
+                doc = json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise self._fail(op_name, f"{what} returned HTTP {status} with a body that is not JSON "
                                           f"({exc})") from None
+            if not_found_ok and self._says_not_found(op, doc):
+                raise _HttpStatus(status, raw.decode("utf-8", "replace"))
+            return status, doc
         assert last is not None
         if attempts > 1:
             raise type(last)(f"{last} (after {attempts} attempts)")
         raise last
+
+    def _says_not_found(self, op: Operation, doc: Any) -> bool:
+        """Whether a successful answer says there is no such memory (``not_found_when``, ``not_found_values``)."""
+        if op.not_found_when is None:
+            return False
+        found = self._find(op.name, op.not_found_when, doc)
+        if op.not_found_values is None:
+            return any(v is not None for v in found)
+        # equal values of the same kind (True is not 1)
+        return any(v == w and isinstance(v, bool) == isinstance(w, bool) for v in found for w in op.not_found_values)
 
     def _find(self, op_name: str, jp: JsonPath, doc: Any) -> list[Any]:
         try:
@@ -1157,6 +1205,8 @@ class HttpBackend(MemoryBackend):
         text = self._one("get", "text", doc)
         ts = self._one("get", "timestamp", doc, required=False)
         active = self._one("get", "active", doc, required=False)
+        if active is not None and "active" in self.config.ops["get"].negated:
+            active = not active
         return StoredMemory(memory_id, str(text), _when(ts), True if active is None else bool(active),
                             {"product_id": pid})
 
@@ -1174,7 +1224,8 @@ class HttpBackend(MemoryBackend):
                 if stamps is not None:
                     stamps += self._many("list", "timestamps", doc, len(page)) or []
                 if actives is not None:
-                    actives += self._many("list", "actives", doc, len(page)) or []
+                    flags = self._many("list", "actives", doc, len(page)) or []
+                    actives += [not f for f in flags] if "actives" in self.config.ops["list"].negated else flags
             out = []
             for i, pid in enumerate(ids):
                 uid = st.to_ufuzz.get(str(pid))
@@ -1193,24 +1244,31 @@ class HttpBackend(MemoryBackend):
         link or cursor ends the listing; ``max_pages`` pages at most (then a BackendError: never a partial
         listing, which would read as memories gone)."""
         op = self.config.ops["list"]
-        values = {"namespace": st.addr}
+        values: dict[str, Any] = {"namespace": st.addr, "cursor": None}
         first = _render(op.path, values, quote=True)
         path: str | None = first
         seen: set[str] = set()
         for _ in range(int(op.extra.get("max_pages", 1))):
             assert path is not None
-            seen.add(path)
+            seen.add(f"{path} {json.dumps(values['cursor'])}")
             _status, doc = self._request("list", values, path=path)
             yield doc
-            path = self._next_page(op, doc, first)
+            if op.extra.get("cursor_in_request"):
+                cursor = self._page_link(op, doc)
+                values = {**values, "cursor": cursor}
+                path = None if cursor is None else _render(op.path, values, quote=True)
+            else:
+                path = self._next_page(op, doc, first)
             if path is None:
                 return
-            if path in seen:
-                raise self._fail("list", f"pagination loops: page {path!r} was already read")
+            if f"{path} {json.dumps(values['cursor'])}" in seen:
+                raise self._fail("list", f"pagination loops: page {path!r} (cursor {values['cursor']!r}) was "
+                                         "already read")
         if "next" in op.extra or "cursor" in op.extra:
             raise self._fail("list", f"more than max_pages = {op.extra.get('max_pages')} pages")
 
-    def _next_page(self, op: Operation, doc: Any, first: str) -> str | None:
+    def _page_link(self, op: Operation, doc: Any) -> str | int | None:
+        """The next page's link or cursor in ``doc`` (a string or a number as given); None on the last page."""
         jp = op.extra.get("next") or op.extra.get("cursor")
         if jp is None:
             return None
@@ -1218,8 +1276,14 @@ class HttpBackend(MemoryBackend):
         value = got[0] if got else None
         if value is None or value == "" or value is False:
             return None
-        if not isinstance(value, str | int):
+        if not isinstance(value, str | int) or isinstance(value, bool):
             raise self._fail("list", f"page link {jp.text!r} is not a string: {str(value)[:100]}")
+        return value
+
+    def _next_page(self, op: Operation, doc: Any, first: str) -> str | None:
+        value = self._page_link(op, doc)
+        if value is None:
+            return None
         value = str(value)
         if "cursor" in op.extra:
             sep = "&" if "?" in first else "?"

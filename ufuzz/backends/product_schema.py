@@ -67,6 +67,11 @@ KEY_DOCS: dict[str, str] = {
             "(`\"{timestamp_ms}\"` is sent as a number: epoch milliseconds; `{timestamp_s}` seconds; `{timestamp}` "
             "ISO-8601).",
     "not_found": "HTTP statuses that mean \"no such memory\" (`[get]`).",
+    "not_found_when": "JSON path of a value that marks a successful answer as \"no such memory\" (a JSON-RPC or "
+                      "GraphQL error at HTTP 200, e.g. `$.error.code`); with `not_found_values`, only those values "
+                      "do (give them: otherwise any error there, a passing fault included, reads as a missing "
+                      "memory).",
+    "not_found_values": "The values at `not_found_when` that mean \"no such memory\" (e.g. `[-32004]`).",
     "policy": "`[update]` only: `rewrite` or `append`.",
     "id": "JSON path of the product's id of the written memory (`[create]`, `[snapshot]`: of the namespace).",
     "ids": "JSON path (a list, with `[*]`) of the product's ids.",
@@ -75,9 +80,10 @@ KEY_DOCS: dict[str, str] = {
     "text": "JSON path of the text (`[answer]`: the response; one value, no `[*]`).",
     "timestamp": "JSON path of the memory's timestamp: ISO-8601, or epoch seconds or milliseconds (a number or a "
                  "digit string), read as UTC; optional (without it nothing is ordered by the product's times).",
-    "active": "JSON path of whether the memory is active (false: superseded or soft-deleted).",
+    "active": "JSON path of whether the memory is active (false: superseded or soft-deleted); `!` before the path "
+              "reads a flag that is true when the memory is deleted (`\"!$.memory.deleted\"`).",
     "timestamps": "JSON path (a list) of the timestamps, read as `[get] timestamp` is.",
-    "actives": "JSON path (a list) of the active flags.",
+    "actives": "JSON path (a list) of the active flags (`!` before it as for `[get] active`).",
     "cited": "JSON path (a list) of the product ids the response cites (recorded, never judged).",
     "abstain_phrases": "`[answer]` only: what the product says when it has no answer (e.g. `[\"No matching "
                        "note.\"]`), matched as whole words; also `--opt abstain_phrases='a|b'`.",
@@ -85,9 +91,10 @@ KEY_DOCS: dict[str, str] = {
                         "count too (default true; false for a product whose answers may say \"unknown\").",
     "next": "`[list]` only: JSON path (one value) of the next page's path or URL on `base_url`; null or empty "
             "ends the listing.",
-    "cursor": "`[list]` only: JSON path (one value) of an opaque cursor, sent back as `?{cursor_param}=...` "
-              "on the list path (`&{cursor_param}=...` where the path has a query string already); null or empty "
-              "ends the listing.",
+    "cursor": "`[list]` only: JSON path (one value) of an opaque cursor (a string or a number), sent back as "
+              "`?{cursor_param}=...` on the list path (`&{cursor_param}=...` where the path has a query string "
+              "already) — or, where the list's path or body uses the `{cursor}` placeholder, there (null on the "
+              "first page: `offset = \"{cursor}\"` in a body); null or empty ends the listing.",
     "cursor_param": "`[list]` only: the query parameter the cursor is sent back in (default `cursor`).",
     "max_pages": "`[list]` only: pages read at most (default 1000); more is an error, never a partial listing.",
     "verbatim": "`[search]` only: whether results are the stored memories themselves (default true). Then every "
@@ -138,11 +145,15 @@ def _operation(name: str) -> dict[str, Any]:
         "body": {"description": KEY_DOCS["body"]},
         "not_found": {"type": "array", "items": {"type": "integer"}, "default": [404],
                       "description": KEY_DOCS["not_found"]},
+        "not_found_when": {"type": "string", "pattern": r"^\$", "description": KEY_DOCS["not_found_when"]},
+        "not_found_values": {"type": "array", "items": {"type": ["string", "number", "boolean"]},
+                             "description": KEY_DOCS["not_found_values"]},
     }
     if name == "update":
         props["policy"] = {"enum": ["rewrite", "append"], "default": "rewrite", "description": KEY_DOCS["policy"]}
     for key in keys:
-        props[key] = {"type": "string", "pattern": r"^\$", "description": KEY_DOCS[key]}
+        pattern = r"^!?\s*\$" if key in http._NEGATABLE else r"^\$"
+        props[key] = {"type": "string", "pattern": pattern, "description": KEY_DOCS[key]}
     for key in sorted(http._OWN_KEYS.get(name, set()) - {"policy"}):  # policy: above, with its enum
         props[key] = {**_OWN_SCHEMA[key], "description": KEY_DOCS[key]}
     provides = ", ".join(f"`{{{p}}}`" for p in sorted(http.PROVIDES[name]))
@@ -157,7 +168,7 @@ def product_schema() -> dict[str, Any]:
     for name in (*http.REQUIRED_OPS, *http.OPTIONAL_OPS):
         props[name] = _operation(name)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "ufuzz product TOML",
-            "description": "A memory product's REST API for `ufuzz run --backend http --config product.toml`.",
+            "description": "A memory product's HTTP API for `ufuzz run --backend http --config product.toml`.",
             "type": "object", "additionalProperties": False, "properties": props,
             "required": list(http.REQUIRED_OPS),
             "anyOf": [{"required": [op]} for op in http.USE_OPS]}

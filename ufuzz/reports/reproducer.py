@@ -287,6 +287,10 @@ class Product:
             return None, None
         status, doc = self.call("get", {{"namespace": ns, "id": ids[uid], "uid": uid}},
                                 ok=tuple(PRODUCT["not_found"]))
+        when, values = PRODUCT.get("not_found_when"), PRODUCT.get("not_found_values")
+        said = find(when, doc) if when and status not in PRODUCT["not_found"] else []
+        if any(v is not None and (values is None or v in values) for v in said):  # "no such memory" at HTTP 200
+            return status, None
         return status, (None if status in PRODUCT["not_found"] else doc)
 
     def drop(self, ns):
@@ -337,8 +341,22 @@ def show(label, ex, top, gone):
         print(f"  answer: {{ex.response!r}}{{cited}}")
     for uid, (status, doc) in gone.items():
         if status is not None:
-            said = "not found" if doc is None else f"still there: {{json.dumps(doc)[:200]}}"
-            print(f"  deleted {{uid}}: GET -> {{status}} ({{said}})")
+            said = "not found" if doc is None else f"still there{{flagged(doc)}}: {{json.dumps(doc)[:200]}}"
+            word = "GET" if PRODUCT["ops"]["get"]["method"] == "GET" else "get"
+            print(f"  deleted {{uid}}: {{word}} -> {{status}} ({{said}})")
+
+
+def flagged(doc):
+    """", flagged deleted" where the product keeps a deleted memory and [get] reads its flag (``active``)."""
+    path = PRODUCT["ops"]["get"].get("active")
+    if not path:
+        return ""
+    negated = path.startswith("!")
+    got = find(path.lstrip("!").strip(), doc)
+    if not got:
+        return ""
+    active = (not got[0]) if negated else bool(got[0])
+    return ", flagged active" if active else ", flagged deleted"
 
 
 def main():
@@ -456,12 +474,16 @@ def http_reproducer(config: Any, *, key: str, operator: str, kind: str, stage: s
     """The script's source. ``config`` is a :class:`ufuzz.backends.http.ProductConfig`; ``parent`` and
     ``mutant`` are (query text, full op recipe, reference) — ``parent`` None for a seed's baseline failure, judged
     alone; ``judging`` how the campaign judged."""
-    ops = {n: {"method": o.method, "path": o.path, "body": o.body, **{p: jp.text for p, jp in o.paths.items()}}
+    ops = {n: {"method": o.method, "path": o.path, "body": o.body,
+               **{p: ("!" if p in o.negated else "") + jp.text for p, jp in o.paths.items()}}
            for n, o in config.ops.items()}
-    not_found = list(config.ops["get"].not_found) if "get" in config.ops else [404]
+    get = config.ops.get("get")
+    not_found = list(get.not_found) if get else [404]
     product = {"name": config.name, "base_url": config.base_url, "timeout": config.timeout,
                "headers": dict(config.headers), "auth_header": config.auth_header, "auth_env": config.auth_env,
                "auth_scheme": config.auth_scheme, "prefix": config.ns_prefix, "ops": ops, "not_found": not_found,
+               "not_found_when": get.not_found_when.text if get and get.not_found_when else None,
+               "not_found_values": list(get.not_found_values) if get and get.not_found_values is not None else None,
                "update_policy": config.ops["update"].policy if "update" in config.ops else None}
     case = {"key": key, "operator": operator, "kind": kind, "stage": stage, "k": k,
             "memories": [m.to_dict() for m in memories], "parent": _side(*parent) if parent else None,

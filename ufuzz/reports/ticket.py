@@ -1,7 +1,7 @@
 """A failure as a Markdown ticket (``ufuzz failures show --format md``): what a developer files in a tracker.
 
 It opens with one plain-language sentence naming what the product did wrong in the product's own terms
-("search still returns a memory that DELETE removed; GET no longer returns it"), then the minimal steps (the
+("search still returns a memory that DELETE removed; get and list confirm it was deleted"), then the minimal steps (the
 memories to add, the state change, the question), what was expected and what came back, for the mutant and
 for its parent (the same question before the mutation: the evidence that the mutation is the cause), and the
 commands that reproduce it. When ``ufuzz minimise`` has shrunk the failure, the steps are the minimised ones
@@ -33,9 +33,12 @@ _CONVENTIONAL = {"delete": ("DELETE",), "update": ("PUT", "PATCH"), "add": ("POS
 def _op_word(op: str, backend: str, info: dict[str, Any]) -> str:
     """The product's own operation for ``op`` (``DELETE`` for a REST product; the method and path where the method
     alone would not say it: ``POST /v2/memories/{id}:purge``), else the op's name."""
-    spec = (info.get("operations") or {}).get(op) if backend == "http" else None
+    operations = (info.get("operations") or {}) if backend == "http" else {}
+    spec = operations.get(op)
     if not spec:
         return op
+    if sum(1 for other in operations.values() if other == spec) > 1:  # one endpoint for several (JSON-RPC)
+        return f"{op} ({spec})"
     method = str(spec).split()[0]
     return method if method.upper() in _CONVENTIONAL.get(op, ()) else str(spec)
 
@@ -74,8 +77,8 @@ def summary_sentence(v: dict[str, Any]) -> str:
     parent_q = (v["parent"] or {}).get("query")
     resp = ((v["mutant"] or {}).get("execution") or {}).get("response")
     ref = (v["mutant"] or {}).get("reference") or {}
-    gone = ("GET no longer returns it" if be == "http" and "get" in (info.get("operations") or {})
-            else "get and list no longer show it")
+    # what the delete's verification saw, in words true of a product that drops a memory and of one that flags it
+    gone = "get and list confirm it was deleted"
     if kind == "deleted_evidence_retrieved":
         what = _quote(deleted["target_text"]) if deleted and deleted.get("target_text") else "it"
         return (f"{search} still returns a memory that {_op_word('delete', be, info)} removed ({what}); "
