@@ -147,3 +147,22 @@ def test_a_server_with_nagles_algorithm_on_is_answered_on_a_kept_connection():
         bodies = [t.send("GET", f"http://127.0.0.1:{port}/n", None, {}, 5).body for _ in range(5)]
         t.close()
     assert bodies == [b'{"ok": true}'] * 5 and t.opened == 1
+
+
+def test_an_origin_the_environment_proxies_goes_through_the_proxy_and_others_go_direct(monkeypatch):
+    """The ``*_proxy`` variables are read once per origin, and every request then takes that route."""
+    proxy, via_proxy = _handler()
+    product, direct = _handler()
+    with serve_on_loopback(proxy) as pport, serve_on_loopback(product) as port:
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{pport}")
+        monkeypatch.setenv("no_proxy", "127.0.0.1")
+        for name in ("HTTP_PROXY", "NO_PROXY", "all_proxy", "ALL_PROXY"):
+            monkeypatch.delenv(name, raising=False)
+        t = Transport()
+        for i in range(3):
+            a = t.send("GET", f"http://product.invalid/x?i={i}", None, {}, 5)
+            assert json.loads(a.body)["path"] == f"http://product.invalid/x?i={i}"  # a proxy sees the whole URL
+            b = t.send("GET", f"http://127.0.0.1:{port}/y?i={i}", None, {}, 5)
+            assert json.loads(b.body)["path"] == f"/y?i={i}"
+        t.close()
+    assert via_proxy["n"] == 3 and direct["n"] == 3 and t.opened == 1

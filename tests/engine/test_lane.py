@@ -4,6 +4,7 @@ campaign), a lane that raised goes on."""
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import pytest
@@ -65,3 +66,22 @@ def test_thread_and_in_process_lanes_answer_alike():
     finally:
         pool.close()
         here.close()
+
+
+def test_thread_lanes_shorten_the_switch_interval_while_they_run_and_set_it_back():
+    """A lane woken by its answer waits for the GIL at most the switch interval: shorter while lanes run."""
+    from ufuzz.engine.threadlanes import LANE_SWITCH_INTERVAL
+
+    before = sys.getswitchinterval()
+    signal = threading.Condition()
+    lanes = [ThreadLane(i, _Core, signal) for i in range(3)]
+    for lane in lanes:
+        lane.start()
+    lanes[0].start()  # starting a running lane again changes nothing
+    assert sys.getswitchinterval() <= LANE_SWITCH_INTERVAL < before
+    lanes[0].close()
+    assert sys.getswitchinterval() <= LANE_SWITCH_INTERVAL  # two lanes still run
+    for lane in lanes[1:]:
+        lane.close()
+        lane.close()  # a second close changes nothing
+    assert sys.getswitchinterval() == before

@@ -340,7 +340,6 @@ class Mentions:
     values: frozenset[str]
 
 
-@lru_cache(maxsize=512)
 def _alternation(terms: tuple[str, ...], ignore_case: bool) -> re.Pattern[str]:
     alts = "|".join(re.escape(t) for t in terms)  # longest first, so the longest term wins at a position
     return re.compile(rf"(?<!\w)(?:{alts})(?!\w)", re.IGNORECASE if ignore_case else 0)
@@ -356,19 +355,30 @@ _ATTR_RES = {a: _any_of(s.phrases) for a, s in ATTRIBUTES.items()}
 _SCOPE_RES = {s: _any_of(ws) for s, ws in SCOPE_WORDS.items()}
 
 
-def _mask(text: str, terms: Iterable[str], ignore_case: bool) -> tuple[str, set[str]]:
-    """Find whole-word ``terms`` (longest first, non-overlapping) and blank them out of ``text``."""
+@lru_cache(maxsize=512)
+def _prepared(terms: tuple[str, ...], ignore_case: bool) -> tuple[re.Pattern[str], dict[str, str]] | None:
+    """The pattern of ``terms`` (longest first) and, ignoring case, each casefolded term's spelling; None when
+    there is none. Cached: a validator asks with the same terms for every mutant of a checkpoint."""
     uniq = tuple(sorted({t for t in terms if t}, key=lambda t: (-len(t), t)))
     if not uniq:
-        return text, set()
+        return None
     canon = {t.casefold(): t for t in reversed(uniq)} if ignore_case else {}
+    return _alternation(uniq, ignore_case), canon
+
+
+def _mask(text: str, terms: Iterable[str], ignore_case: bool) -> tuple[str, set[str]]:
+    """Find whole-word ``terms`` (longest first, non-overlapping) and blank them out of ``text``."""
+    prepared = _prepared(terms if isinstance(terms, tuple) else tuple(terms), ignore_case)
+    if prepared is None:
+        return text, set()
+    pattern, canon = prepared
     found: set[str] = set()
 
     def blank(m: re.Match[str]) -> str:
         found.add(canon.get(m.group(0).casefold(), m.group(0)) if ignore_case else m.group(0))
         return " " * len(m.group(0))
 
-    return _alternation(uniq, ignore_case).sub(blank, text), found
+    return pattern.sub(blank, text), found
 
 
 def extract(text: str, known_entities: Iterable[str], known_values: Iterable[str] = ()) -> Mentions:
