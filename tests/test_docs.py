@@ -79,6 +79,10 @@ def test_the_toml_reference_lists_every_key_of_the_schema(site):
     assert "Product TOML reference" in (site / "product-toml" / "index.html").read_text()
     r = CliRunner().invoke(main, ["backends", "schema", "http"])
     assert r.exit_code == 0 and json.loads(r.output) == schema
+    # the terminal's reference is the tables alone; the schema is one command away, not 800 lines below them
+    r = CliRunner().invoke(main, ["backends", "schema", "http", "--format", "md"])
+    assert r.exit_code == 0 and r.output.strip() == product_toml_markdown(with_schema=False).strip()
+    assert "```json" not in r.output and "`not_found_when`" in r.output
 
 
 def _bad_configs() -> list[tuple[str, dict]]:

@@ -127,7 +127,7 @@ def schema(name: str, fmt: str) -> None:
     if fmt == "md":
         from ufuzz.cli.reference import product_toml_markdown
 
-        click.echo(product_toml_markdown())
+        click.echo(product_toml_markdown(with_schema=False))
         return
     import json
 

@@ -94,8 +94,9 @@ def _rows(props: dict[str, Any], required: list[str]) -> list[str]:
     return rows
 
 
-def product_toml_markdown() -> str:
-    """The product-TOML reference: top-level keys, then one table per operation."""
+def product_toml_markdown(with_schema: bool = True) -> str:
+    """The product-TOML reference: top-level keys, then one table per operation; then, for the docs site, the JSON
+    Schema itself (``with_schema``; the terminal's ``--format md`` points to the command that prints it)."""
     from ufuzz.backends.product_schema import product_schema
 
     s = product_schema()
@@ -112,6 +113,7 @@ def product_toml_markdown() -> str:
                 "one of `[search]`/`[answer]` is required" if name in ("search", "answer") else "optional")
         out += [f"## `[{name}]` ({need})\n", _cell(prop["description"]) + "\n", head,
                 *_rows(prop["properties"], prop["required"]), ""]
-    out += ["## The JSON Schema\n", "`ufuzz backends schema http` prints it:\n",
-            "```json\n" + json.dumps(s, indent=2) + "\n```\n"]
+    out += ["## The JSON Schema\n", "`ufuzz backends schema http` prints it" + (":\n" if with_schema else ".\n")]
+    if with_schema:
+        out.append("```json\n" + json.dumps(s, indent=2) + "\n```\n")
     return "\n".join(out)

@@ -237,7 +237,7 @@ def render_status(st: dict[str, Any]) -> str:
         f"executions {st['executions']} of budget {st.get('budget')}  "
         f"(parents {st['parent_executions']}, mutants {st['mutant_executions']}"
         + (f", controls {st['control_executions']}" if st.get("control_executions") else "")
-        + f", errored {st['failed_executions']})",
+        + f", errored {st['failed_executions']}: executions that got no result)",
         *(["  by operator: " + ", ".join(f"{op} {n}" for op, n in st["executions_by_operator"].items())]
           if st.get("executions_by_operator") else []),
         *([f"  the system's own time per execution (its retrieval and answer calls): "
@@ -250,7 +250,8 @@ def render_status(st: dict[str, Any]) -> str:
            if st["mutants"].get("unjudged") else "")
         + f", {st['mutants']['rejected']} rejected; retained {st['retained']}",
         _coverage_line(st),
-        f"errors     {st['errors']}",
+        f"errors     {st['errors']} (error records: every backend fault or lost lane job, of any step — an "
+        "execution, a build, a state operation, a release)",
     ]
     if st.get("worker"):
         w = st["worker"]
