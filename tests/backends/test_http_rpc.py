@@ -108,3 +108,22 @@ def test_its_config_is_valid_by_the_published_json_schema(product):
     from ufuzz.backends.product_schema import product_schema
 
     jsonschema.validate(tomllib.loads(product.config()), product_schema())
+
+
+def test_backends_check_lists_a_state_larger_than_a_page_and_names_missing_paging(tmp_path, product):
+    """The kit's tiny checkpoint fits in one page; `backends check http` also builds a large state, so a TOML
+    that leaves the product's paging out fails there, not at a campaign's start."""
+    from click.testing import CliRunner
+
+    from ufuzz.cli import main
+
+    good, unpaged = tmp_path / "rpc.toml", tmp_path / "unpaged.toml"
+    good.write_text(product.config())
+    unpaged.write_text(product.config().replace('cursor = "$.result.next_offset"\n', "")  # pages of 20, unread
+                       .replace('offset = "{cursor}", ', "").replace(f"limit = {PAGE} ", "limit = 20 "))
+    ok = CliRunner().invoke(main, ["backends", "check", "http", "--config", str(good)])
+    assert ok.exit_code == 0, ok.output
+    assert "list_holds_a_large_state" in ok.output and "8 checks: 8 passed" in ok.output
+    bad = CliRunner().invoke(main, ["backends", "check", "http", "--config", str(unpaged)])
+    assert bad.exit_code == 1, bad.output
+    assert "needs [list] next or cursor" in bad.output and "7 passed" in bad.output

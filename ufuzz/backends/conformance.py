@@ -24,7 +24,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ufuzz.backends.protocol import BackendError, BackendUnreachable, MemoryBackend, StateHandle
@@ -256,6 +256,28 @@ def check_add(b: MemoryBackend) -> None:
 CHECKS: tuple[Check, ...] = tuple(Check(fn.__name__.removeprefix("check_"), fn) for fn in (
     check_build_and_list, check_retrieve_ordered_and_deterministic, check_fork_isolation,
     check_release_is_independent, check_update_is_later_and_active, check_delete_is_observable, check_add))
+
+
+#: memories in the state :func:`check_list_holds_a_large_state` builds: more than a product's usual page (20, 50, 100)
+LARGE_STATE = 150
+
+
+def check_list_holds_a_large_state(b: MemoryBackend) -> None:
+    """A state of :data:`LARGE_STATE` memories lists every one of them: a product that pages its listing needs its
+    paging described (``[list] next`` or ``cursor``), which the tiny checkpoint, smaller than a page, never shows."""
+    base = tiny_checkpoint("ck-large")
+    extra = tuple(Memory(f"n{i:03d}", f"Note {i}: the parcel for flat {i} was left at the desk.",
+                         f"2024-03-{1 + i % 28:02d}T{i % 24:02d}:00:00") for i in range(LARGE_STATE - len(base.memories)))
+    with _built(b) as made:
+        s = b.build(replace(base, memories=base.memories + extra))
+        made.append(s)
+        ids = _active(b, s)
+        expect(len(ids) == LARGE_STATE, f"list() of a state of {LARGE_STATE} memories shows {len(ids)} of them")
+
+
+#: checks that build a large state, run by ``ufuzz backends check`` on a product over HTTP (not in :data:`CHECKS`,
+#: which every adapter's own tests run)
+LARGE_CHECKS: tuple[Check, ...] = (Check("list_holds_a_large_state", check_list_holds_a_large_state),)
 
 
 # -- running ------------------------------------------------------------------------------------------------

@@ -82,7 +82,9 @@ def check(name: str, opts: tuple[str, ...], config_file: str | None, isolation: 
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     shown = ", ".join(f"{k}={v}" for k, v in cls.public_options(options).items()) or "defaults"
-    click.echo(f"conformance of backend {name!r} ({shown}): {len(conformance.CHECKS)} checks")
+    # a product over HTTP also lists a state larger than a page (its paging must be described)
+    checks = conformance.CHECKS + (conformance.LARGE_CHECKS if name == "http" else ())
+    click.echo(f"conformance of backend {name!r} ({shown}): {len(checks)} checks")
     for caveat in cls.caveats(options):
         click.echo(f"warning: {caveat}")
 
@@ -99,7 +101,7 @@ def check(name: str, opts: tuple[str, ...], config_file: str | None, isolation: 
             return registry.create(name, root / f"backend{next(made)}", options, isolation=isolation)
 
         try:
-            results = conformance.run_conformance(factory, fresh=fresh, on_result=report)
+            results = conformance.run_conformance(factory, checks, fresh=fresh, on_result=report)
         except BackendUnavailable as exc:
             raise Unavailable(str(exc)) from None
         except ValueError as exc:
