@@ -1,9 +1,12 @@
-"""Plugins: the classes behind ``--backend NAME`` and the operators, found without a hand-kept list.
+"""Plugins: the classes behind ``--backend NAME`` and the operators, and the seed importers behind
+``ufuzz seeds import --format NAME``, found without a hand-kept list.
 
 A built-in plugin is a class defined in one module of its package (``ufuzz.backends.*``, ``ufuzz.operators.*``)
 that subclasses the package's base class and names itself with a ``name`` class attribute: adding a backend or
-an operator is adding one module. Another package adds its own through an entry-point group
-(``ufuzz.backends``, ``ufuzz.operators``) in its pyproject; an entry point overrides a built-in of the same name.
+an operator is adding one module. A plugin that is a function (a seed importer) is a module of its package
+(``ufuzz.seeds.importers.*``) that names itself with a ``FORMAT`` string and defines ``load``. Another package
+adds its own through an entry-point group (``ufuzz.backends``, ``ufuzz.operators``, ``ufuzz.importers``) in its
+pyproject; an entry point overrides a built-in of the same name.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import inspect
 import pkgutil
 from functools import cache
 from importlib.metadata import entry_points
+from typing import Any
 
 
 def _named_subclasses(module: object, base: type) -> list[type]:
@@ -36,6 +40,30 @@ def builtin(package: str, base: type) -> dict[str, str]:
     return found
 
 
+@cache
+def builtin_modules(package: str, marker: str, function: str = "load") -> dict[str, str]:
+    """``name -> "module:function"`` for the modules of ``package`` that name themselves with a ``marker`` string
+    attribute and define ``function``: plugins that are a function, not a class."""
+    found: dict[str, str] = {}
+    pkg = importlib.import_module(package)
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name.startswith("_") or info.ispkg:
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        name = getattr(module, marker, None)
+        if isinstance(name, str) and callable(getattr(module, function, None)):
+            found[name] = f"{module.__name__}:{function}"
+    return found
+
+
+def discover_modules(package: str, marker: str, group: str) -> dict[str, str]:
+    """:func:`builtin_modules` of ``package`` plus the entry points of ``group`` (which win on a shared name)."""
+    found = dict(builtin_modules(package, marker))
+    for ep in entry_points(group=group):
+        found[ep.name] = ep.value
+    return found
+
+
 def discover(package: str, base: type, group: str) -> dict[str, str]:
     """Built-ins of ``package`` plus the entry points of ``group`` (which win on a shared name)."""
     found = dict(builtin(package, base))
@@ -44,7 +72,7 @@ def discover(package: str, base: type, group: str) -> dict[str, str]:
     return found
 
 
-def load(spec: str) -> type:
-    """The class named by ``"module:Class"``."""
+def load(spec: str) -> Any:
+    """The class (or function) named by ``"module:Class"``."""
     module, _, attr = spec.partition(":")
     return getattr(importlib.import_module(module), attr)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ufuzz.model import Provenance, Rubric, SeedSuite
-from ufuzz.seeds.importers import IMPORTERS, SeedImportError, import_file
+from ufuzz.seeds.importers import SeedImportError, import_file, importers
 from ufuzz.seeds.importers.fields import (
     date_of,
     detect_scope,
@@ -436,4 +436,26 @@ def test_unknown_format_and_missing_file(tmp_path):
         import_file("nope", tmp_path / "x.json")
     with pytest.raises(SeedImportError, match="no such file"):
         import_file("locomo", tmp_path / "missing.json")
-    assert set(IMPORTERS) == {"locomo", "longmemeval", "memops", "meme", "halumem"}
+    assert set(importers()) == {"locomo", "longmemeval", "memops", "meme", "halumem"}
+
+
+def _outside_load(path, *, extractor=None, name=None):
+    """An importer of another package (here: a synthetic suite, whatever the file)."""
+    from ufuzz.seeds.importers._common import ImportResult
+    from ufuzz.seeds.synth import synthesize
+
+    return ImportResult(suite=synthesize(personas=1, seed=3))
+
+
+def test_an_importer_of_another_package_comes_through_its_entry_point(tmp_path, monkeypatch):
+    """A format is one module here, or one entry point (group ufuzz.importers) of another package."""
+    from importlib.metadata import EntryPoint
+
+    from ufuzz import plugins
+
+    ep = EntryPoint("outside", f"{__name__}:_outside_load", "ufuzz.importers")
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [ep] if group == "ufuzz.importers" else [])
+    assert importers()["outside"] == f"{__name__}:_outside_load" and "locomo" in importers()
+    (tmp_path / "x.txt").write_text("anything\n")
+    res = import_file("outside", tmp_path / "x.txt")
+    assert res.suite.seeds

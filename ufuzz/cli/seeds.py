@@ -51,11 +51,12 @@ def seeds_import(fmt: str, file: str, output: str, llm_base_url: str | None, llm
                  llm_api_key_env: str, llm_timeout: float, llm_retries: int, allow_partial: bool) -> None:
     """Import a benchmark file as a seed suite (FORMAT: one of the importers, e.g. locomo or longmemeval; an
     unknown one is answered with the full list)."""
-    from ufuzz.seeds.importers import IMPORTERS, import_file
+    from ufuzz.seeds.importers import import_file, importers
     from ufuzz.seeds.io import write_suite
 
-    if fmt not in IMPORTERS:
-        raise click.BadParameter(f"unknown format {fmt!r}; one of: {', '.join(sorted(IMPORTERS))}",
+    known = importers()
+    if fmt not in known:
+        raise click.BadParameter(f"unknown format {fmt!r}; one of: {', '.join(sorted(known))}",
                                  param_hint="'FORMAT'")
     if not Path(file).is_file():
         raise click.BadParameter(f"no such file: {file}", param_hint="'FILE'")

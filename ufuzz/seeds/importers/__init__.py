@@ -13,32 +13,33 @@ reference would disagree is dropped (``reference_mismatch``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-from ufuzz.seeds.importers import halumem, locomo, longmemeval, meme, memops
+from ufuzz import plugins
 from ufuzz.seeds.importers._common import UNSTATED, ImportResult, SeedImportError
 from ufuzz.seeds.importers.fields import Extractor
 
-IMPORTERS: dict[str, Callable[..., ImportResult]] = {
-    "locomo": locomo.load,
-    "longmemeval": longmemeval.load,
-    "memops": memops.load,
-    "meme": meme.load,
-    "halumem": halumem.load,
-}
+#: entry-point group through which another package adds an importer (``name = "pkg.module:load"``)
+GROUP = "ufuzz.importers"
+
+
+def importers() -> dict[str, str]:
+    """Format name -> ``"module:load"``: this package's importer modules (each names its ``FORMAT``) and the
+    entry points of :data:`GROUP`; adding a format is adding one module."""
+    return plugins.discover_modules(__name__, "FORMAT", GROUP)
 
 
 def import_file(fmt: str, path: str | Path, *, extractor: Extractor | None = None,
                 name: str | None = None) -> ImportResult:
     """Import ``path`` in format ``fmt``; ``name`` is the suite name (default: the file's stem)."""
+    known = importers()
     key = fmt.strip().lower().replace("_", "").replace("-", "")
-    importer = IMPORTERS.get(key)
-    if importer is None:
-        raise SeedImportError(path, f"unknown import format {fmt!r}; known formats: {', '.join(sorted(IMPORTERS))}")
+    spec = known.get(key) or known.get(fmt.strip())
+    if spec is None:
+        raise SeedImportError(path, f"unknown import format {fmt!r}; known formats: {', '.join(sorted(known))}")
     if extractor is not None and not callable(getattr(extractor, "extract", None)):
         raise TypeError("extractor must have an .extract(question, context_snippets) method")
-    return importer(path, extractor=extractor, name=name)
+    return plugins.load(spec)(path, extractor=extractor, name=name)
 
 
-__all__ = ["IMPORTERS", "UNSTATED", "ImportResult", "SeedImportError", "import_file"]
+__all__ = ["GROUP", "UNSTATED", "ImportResult", "SeedImportError", "import_file", "importers"]

@@ -94,6 +94,10 @@ def persona_name(info: Any) -> str | None:
     return None
 
 
+#: the name of this format (``ufuzz seeds import --format halumem``): the module is an importer plugin
+FORMAT = "halumem"
+
+
 def load(path: str | Path, *, extractor: Extractor | None = None, name: str | None = None) -> ImportResult:
     path = Path(path)
     records = read_records(path, containers=("users", "data"))

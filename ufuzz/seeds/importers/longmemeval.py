@@ -71,6 +71,10 @@ def parse_date(raw: Any) -> datetime | None:
         return None
 
 
+#: the name of this format (``ufuzz seeds import --format longmemeval``): the module is an importer plugin
+FORMAT = "longmemeval"
+
+
 def load(path: str | Path, *, extractor: Extractor | None = None, name: str | None = None) -> ImportResult:
     path = Path(path)
     records = read_records(path, containers=("data", "questions"))

@@ -111,6 +111,10 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().replace("’", "'").split()).strip(" .\"'")
 
 
+#: the name of this format (``ufuzz seeds import --format meme``): the module is an importer plugin
+FORMAT = "meme"
+
+
 def load(path: str | Path, *, extractor: Extractor | None = None, name: str | None = None) -> ImportResult:
     path = Path(path)
     records = read_records(path, containers=("episodes", "data"))

@@ -52,6 +52,10 @@ OP_TYPES = ("add", "update", "delete")
 VALIDITIES = ("confirmed", "tentative", "retracted")
 
 
+#: the name of this format (``ufuzz seeds import --format memops``): the module is an importer plugin
+FORMAT = "memops"
+
+
 def load(path: str | Path, *, extractor: Extractor | None = None, name: str | None = None) -> ImportResult:
     path = Path(path)
     records = read_records(path, containers=("episodes", "data"))
