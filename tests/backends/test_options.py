@@ -187,3 +187,17 @@ def test_a_campaign_records_secret_options_masked():
     registry.register("vaulted", Vaulted)
     cfg = CampaignConfig(backend="vaulted", backend_options={"token": "t-" + "9f", "region": "us"})
     assert cfg.to_dict()["backend_options"] == {"token": "***", "region": "us"}
+
+
+def test_path_options_are_made_absolute_and_nothing_else_is(tmp_path, monkeypatch):
+    """A file option names the file in the working directory where the campaign starts; lanes run elsewhere."""
+    from ufuzz.backends.options import absolute
+
+    spec = (Option("config", path=True), Option("cache", path=True, nullable=True), Option("name"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    got = absolute(spec, {"config": "product.toml", "cache": "~/c.sqlite", "name": "x.toml"})
+    assert got == {"config": str(tmp_path / "product.toml"), "cache": str(tmp_path / "home" / "c.sqlite"),
+                   "name": "x.toml"}
+    assert absolute(spec, {"config": "", "cache": None}) == {"config": "", "cache": None}  # unset stays unset
+    assert absolute(spec, {"config": "/abs/p.toml"}) == {"config": str(Path("/abs/p.toml").resolve())}

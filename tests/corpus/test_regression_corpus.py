@@ -490,3 +490,21 @@ def test_accept_refuses_results_of_another_corpus(tmp_path):
     r = CliRunner().invoke(main, ["corpus", "accept", str(COMMITTED), "--from", str(fake), "-o",
                                   str(tmp_path / "o.jsonl")])
     assert r.exit_code == 2 and "another corpus file" in r.output and not (tmp_path / "o.jsonl").exists()
+
+
+def test_every_file_option_of_the_backend_is_written_relative_to_the_corpus_and_read_back(tmp_path):
+    """The options that name files are the backend's own (``Option(path=True)``), not a hand-kept list: an
+    embedding cache recorded whole is exported relative to the corpus file, and resolved against it again."""
+    from ufuzz.corpus.regression import path_options, portable_options, resolve_options
+
+    assert {"embedding_cache"} <= set(path_options("embedded")) and "config" in path_options("http")
+    assert path_options("no-such-backend") == ()
+    cache = tmp_path / "ci" / "cache.sqlite"
+    corpus = tmp_path / "ci" / "corpus.jsonl"
+    out = portable_options({"embedding_cache": str(cache), "retrieval": "dense"}, corpus, "embedded")
+    assert out == {"embedding_cache": "cache.sqlite", "retrieval": "dense"}
+    moved = tmp_path / "elsewhere" / "ci"
+    moved.mkdir(parents=True)
+    (moved / "cache.sqlite").write_text("")
+    back = resolve_options(out, moved / "corpus.jsonl", "embedded")
+    assert back["embedding_cache"] == str((moved / "cache.sqlite").resolve())

@@ -226,7 +226,7 @@ def corpus_reproducer(file: str, key: str | None, output: str, config_file: str 
         _fail(2, f"--key: {what} in {file} match {key!r}" if key else
               f"{file} holds {len(rc.records)} records: choose one with --key")
     rec = matches[0]
-    options = {**resolve_options(rc.backend_options, rc.path), **parse_opts(opts)}
+    options = {**resolve_options(rc.backend_options, rc.path, rc.backend), **parse_opts(opts)}
     path = config_file or options.get("config")
     try:
         cfg = load_config(str(path), options.get("base_url") or None)

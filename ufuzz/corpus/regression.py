@@ -72,7 +72,7 @@ from ufuzz.strict import first_error
 __all__ = [
     "SCHEMA", "STATUSES", "CorpusFileError", "CaseRecipe", "RegressionRecord", "RegressionCorpus",
     "ExportResult", "build_records", "select_records", "export_campaign", "write_corpus", "load_corpus",
-    "EXPECTED_STATUSES", "PATH_OPTIONS", "portable_options", "resolve_options", "rewrite_corpus", "campaign_header",
+    "EXPECTED_STATUSES", "path_options", "portable_options", "resolve_options", "rewrite_corpus", "campaign_header",
 ]
 
 SCHEMA = fmt.SCHEMA
@@ -85,7 +85,16 @@ STATUSES = ("reproduced", "fixed", "changed", "parent_broken", "error", "inconcl
 #: what a record expects: a known failure that still fails, or a fixed one that must keep passing
 EXPECTED_STATUSES = ("failing", "fixed")
 #: backend options that name a file: stored relative to the corpus file
-PATH_OPTIONS = ("config", "llm_cache")  # files a backend option names (the LLM call cache of an LLM mode)
+def path_options(backend: str | None) -> tuple[str, ...]:
+    """The options of ``backend`` that name files (declared ``Option(path=True)``: a product TOML, an LLM call
+    cache, an embedding cache); none for a backend this installation does not have (its options pass as given)."""
+    from ufuzz.backends import registry
+
+    try:
+        cls = registry.load(backend or "")
+    except Exception:  # noqa: BLE001 - an unknown or unavailable backend: nothing to rewrite
+        return ()
+    return tuple(o.name for o in (cls.options_spec or ()) if o.path)
 
 T = TypeVar("T")
 
@@ -288,7 +297,7 @@ def campaign_header(data: Any, output: str | Path, records: int, generator: str)
     seeds_cfg = data.config.get("seeds")
     return {
         "kind": "header", "schema": SCHEMA, "corpus": "regression",
-        "backend": data.backend, "backend_options": portable_options(data.backend_options, output), "k": data.k,
+        "backend": data.backend, "backend_options": portable_options(data.backend_options, output, data.backend), "k": data.k,
         "judging": Judging.of(data.config).to_dict(),
         "llm": llm_record(data.config, data.backend_info if isinstance(data.backend_info, dict) else {}),
         "source_campaign": data.campaign_id,
@@ -334,25 +343,26 @@ def export_campaign(campaign_dir: str | Path, output: str | Path, db: str | None
                         skipped=skipped)
 
 
-def portable_options(options: dict[str, Any], corpus_path: str | Path) -> dict[str, Any]:
-    """``options`` with file options (:data:`PATH_OPTIONS`) rewritten relative to the corpus file's folder."""
+def portable_options(options: dict[str, Any], corpus_path: str | Path, backend: str | None) -> dict[str, Any]:
+    """``options`` with ``backend``'s file options (:func:`path_options`) rewritten relative to the corpus file's
+    folder."""
     out = dict(options)
     here = Path(corpus_path).resolve().parent
-    for key in PATH_OPTIONS:
+    for key in path_options(backend):
         value = out.get(key)
         if isinstance(value, str) and value:
             out[key] = os.path.relpath(Path(value).resolve(), here)
     return out
 
 
-def resolve_options(options: dict[str, Any], corpus_path: str | Path | None) -> dict[str, Any]:
+def resolve_options(options: dict[str, Any], corpus_path: str | Path | None, backend: str | None) -> dict[str, Any]:
     """File options of a corpus header, resolved against the corpus file's folder (where the file is there;
     otherwise, for corpora written before paths were stored relative to them, as given)."""
     out = dict(options)
     if corpus_path is None:
         return out
     here = Path(corpus_path).resolve().parent
-    for key in PATH_OPTIONS:
+    for key in path_options(backend):
         value = out.get(key)
         if isinstance(value, str) and value and not Path(value).is_absolute():
             candidate = here / value
@@ -374,7 +384,8 @@ def rewrite_corpus(rc: RegressionCorpus, records: Sequence[RegressionRecord], pa
     header = {**rc.header, **header_updates, "records": len(records)}
     if rc.path is not None and target.resolve() != rc.path.resolve():
         # file options are relative to the corpus file: re-anchor them to the new one
-        header["backend_options"] = portable_options(resolve_options(rc.backend_options, rc.path), target)
+        header["backend_options"] = portable_options(resolve_options(rc.backend_options, rc.path, rc.backend), target,
+                                                     rc.backend)
     return write_corpus(target, header, [rc.checkpoints[c] for c in used_cps],
                         [(s, cp, rc.descriptors.get(s) or MutationDescriptor()) for s, cp in seed_cp.items()],
                         records)

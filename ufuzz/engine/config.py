@@ -150,7 +150,10 @@ class CampaignConfig:
 
     def absolute_paths(self) -> None:
         """The files the backend options name, made absolute here (a relative ``--config`` is the user's working
-        directory's, not a lane's). An unknown backend is left for the campaign to report."""
+        directory's, not a lane's), and the campaign's own LLM call cache. An unknown backend is left for the
+        campaign to report."""
+        if isinstance(self.llm_cache, str) and self.llm_cache.strip():
+            self.llm_cache = str(Path(self.llm_cache).expanduser().resolve())
         try:
             cls = registry.load(self.backend)
         except Exception:  # noqa: BLE001 - reported where the backend is made, with its own message

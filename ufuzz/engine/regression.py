@@ -36,11 +36,11 @@ from typing import Any
 
 from ufuzz.backends.protocol import BackendError, MemoryBackend
 from ufuzz.corpus.regression import (
-    PATH_OPTIONS,
     STATUSES,
     RegressionCorpus,
     RegressionRecord,
     load_corpus,
+    path_options,
     resolve_options,
 )
 from ufuzz.engine.replay import fresh_backend, probe_unreachable, replay_pair, replay_state
@@ -150,11 +150,11 @@ def _classify(res: Any) -> tuple[str, str]:
     return "error", res.reason
 
 
-def _differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
+def _differences(recorded: dict[str, Any], now: dict[str, Any], backend: str) -> list[str]:
     """How the fresh backend's description differs from the recorded one. Where a file option lives (the
     product TOML) is not a difference in behaviour: a corpus checked from another folder names it otherwise."""
     out = []
-    for key in sorted((set(recorded) | set(now)) - set(PATH_OPTIONS)):
+    for key in sorted((set(recorded) | set(now)) - set(path_options(backend))):
         if recorded.get(key) != now.get(key):
             out.append(f"{key}: recorded {json.dumps(recorded.get(key))}, now {json.dumps(now.get(key))}")
     return out
@@ -172,7 +172,7 @@ def check_corpus(corpus: RegressionCorpus | str | Path, *, backend: str | None =
     """
     rc = corpus if isinstance(corpus, RegressionCorpus) else load_corpus(corpus)
     name = backend or rc.backend
-    recorded = resolve_options(rc.backend_options, rc.path) if name == rc.backend else {}
+    recorded = resolve_options(rc.backend_options, rc.path, rc.backend) if name == rc.backend else {}
     opts = {**recorded, **(options or {})}
     todo = list(rc.records if records is None else records)
     report = CheckReport(path=str(rc.path) if rc.path else "", backend=name, backend_options=opts)
@@ -183,7 +183,7 @@ def check_corpus(corpus: RegressionCorpus | str | Path, *, backend: str | None =
                 now = be.describe()
             except Exception:  # noqa: BLE001 - a note only; never fail the check on describe()
                 now = {}
-            diffs = _differences(rc.header["backend_info"], now) if now else []
+            diffs = _differences(rc.header["backend_info"], now, name) if now else []
             report.notes += [f"backend differs from the recorded one: {d}" for d in diffs]
         elif name != rc.backend:
             report.notes.append(f"replaying on {name!r}, the corpus was recorded on {rc.backend!r}")
