@@ -5,6 +5,8 @@ delete flagged ``deleted`` (``active = "!$.result.deleted"``) and a listing page
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.support.rpc_product import PAGE, start_rpc_product
@@ -127,3 +129,39 @@ def test_backends_check_lists_a_state_larger_than_a_page_and_names_missing_pagin
     bad = CliRunner().invoke(main, ["backends", "check", "http", "--config", str(unpaged)])
     assert bad.exit_code == 1, bad.output
     assert "needs [list] next or cursor" in bad.output and "7 passed" in bad.output
+
+
+@pytest.mark.parametrize("method", ["memory.delete", "memory.update", "memory.add"])
+def test_an_error_at_http_200_is_a_fault_never_a_success(backend, product, method):
+    """A JSON-RPC internal error (-32603) answered to a write is a backend fault (error_when), not a write done,
+    and not "no such memory" (not_found_values names -32004 only)."""
+    from ufuzz.backends.protocol import BackendError
+
+    state = backend.build(tiny_checkpoint())
+    product.failing = method
+    try:
+        with pytest.raises(BackendError, match=r"answered an error at HTTP 200 .*-32603"):
+            if method == "memory.delete":
+                backend.delete(state, "m1")
+            elif method == "memory.update":
+                backend.update(state, "m1", Memory("m1", "Lena now lives in Brask.", "2024-03-01T00:00:00"))
+            else:
+                backend.add(state, Memory("x1", "Lena has a cat.", "2024-03-01T00:00:00"))
+    finally:
+        product.failing = None
+    assert backend.get(state, "m1").active and "Velmora" in backend.get(state, "m1").text
+
+
+def test_not_found_keys_are_refused_where_nothing_reads_them(tmp_path, product):
+    for old, new, needle in [
+        ('not_found_values = [-32004]\n\n[list]', 'not_found_values = []\n\n[list]', "'not_found_values' is empty"),
+        ('[search]\n', '[search]\nnot_found_when = "$.error.code"\n', "is read only by [get], [update]"),
+        ('cursor = "$.result.next_offset"\n', 'cursor = "$.result.next_offset"\ncursor_param = "o"\n',
+         "'cursor_param' names the query parameter"),
+    ]:
+        cfg = tmp_path / "bad.toml"
+        text = product.config()
+        assert old in text, old
+        cfg.write_text(text.replace(old, new, 1))
+        with pytest.raises(ValueError, match=re.escape(needle)):
+            HttpBackend(tmp_path / "w", {"config": str(cfg)})

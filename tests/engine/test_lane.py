@@ -72,7 +72,8 @@ def test_thread_lanes_shorten_the_switch_interval_while_they_run_and_set_it_back
     """A lane woken by its answer waits for the GIL at most the switch interval: shorter while lanes run."""
     from ufuzz.engine.threadlanes import LANE_SWITCH_INTERVAL
 
-    before = sys.getswitchinterval()
+    before = 0.005
+    sys.setswitchinterval(before)  # whatever an earlier test left
     signal = threading.Condition()
     lanes = [ThreadLane(i, _Core, signal) for i in range(3)]
     for lane in lanes:
@@ -85,3 +86,14 @@ def test_thread_lanes_shorten_the_switch_interval_while_they_run_and_set_it_back
         lane.close()
         lane.close()  # a second close changes nothing
     assert sys.getswitchinterval() == before
+
+    class _Broken(_Core):
+        def close(self) -> None:
+            raise RuntimeError("close failed")
+
+    lane = ThreadLane(9, _Broken, signal)
+    lane.start()
+    assert sys.getswitchinterval() <= LANE_SWITCH_INTERVAL
+    with pytest.raises(RuntimeError, match="close failed"):
+        lane.close()
+    assert sys.getswitchinterval() == before  # set back although the lane's close raised

@@ -29,6 +29,7 @@ PAGE = 3  # memories per listing page: a tiny checkpoint already takes several
 TOML = """\
 base_url = "{base_url}"
 name = "rpc-product"
+error_when = "$.error"
 headers = {{ "X-Tenant" = "{{namespace}}" }}
 
 [create]
@@ -105,6 +106,7 @@ class RpcProduct:
     ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     port: int = 0
     search_deleted: bool = False  # the planted bug: a soft-deleted memory is still searched
+    failing: str | None = None  # a method that answers an internal error (-32603) at HTTP 200
 
     @property
     def base_url(self) -> str:
@@ -126,6 +128,8 @@ class RpcProduct:
 
     def _memory_call(self, tenant: str, mems: dict[str, dict[str, Any]], method: str,
                      params: dict[str, Any]) -> dict[str, Any]:
+        if method == self.failing:
+            return {"error": {"code": -32603, "message": "internal error"}}
         if method == "tenant.snapshot":
             name = f"tn{next(self.ids)}"
             self.tenants[name] = {k: dict(v) for k, v in mems.items()}

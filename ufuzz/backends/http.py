@@ -263,13 +263,16 @@ _PATH_KEYS: dict[str, dict[str, bool]] = {
     "drop": {},
 }
 _OTHER_KEYS = {"method", "path", "body", "not_found", "not_found_when", "not_found_values"}
+#: the operations that ask whether a memory (or a namespace) is there, and read "not found" (``not_found``,
+#: ``not_found_when``) as an answer rather than a fault
+_NOT_FOUND_OPS = ("get", "update", "delete", "drop")
 #: the flags that may be read negated (``active = "!$.memory.deleted"``: a product that flags what is gone)
 _NEGATABLE = ("active", "actives")
 #: keys of one operation only
 _OWN_KEYS = {"answer": {"abstain_phrases", "abstain_defaults"}, "list": {"next", "cursor", "cursor_param",
                                                                         "max_pages"}, "update": {"policy"},
              "search": {"verbatim"}}
-_TOP_KEYS = {"base_url", "name", "timeout", "retries", "retry_backoff", "deterministic", "abstain_threshold",
+_TOP_KEYS = {"base_url", "name", "timeout", "retries", "retry_backoff", "deterministic", "abstain_threshold", "error_when",
              "headers", "auth", "namespace", *REQUIRED_OPS, *OPTIONAL_OPS}
 _TABLES = {"headers", "auth", "namespace", *REQUIRED_OPS, *OPTIONAL_OPS}
 
@@ -307,6 +310,8 @@ class ProductConfig:
     auth_scheme: str
     ns_prefix: str
     ops: dict[str, Operation]
+    #: a JSON path whose value in a successful answer makes it an error (a JSON-RPC error at HTTP 200)
+    error_when: JsonPath | None = None
 
 
 def _placeholders(template: Any) -> set[str]:
@@ -373,6 +378,7 @@ class ProductModel(StrictModel):
     retry_backoff: float = Field(default=0.2, ge=0.0, le=600)
     deterministic: bool = True
     abstain_threshold: float | None = None
+    error_when: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     auth: _Auth = Field(default_factory=_Auth)
     namespace: _Namespace = Field(default_factory=_Namespace)
@@ -458,7 +464,8 @@ def _with_line(message: str, src: str, text: str) -> str:
         if header:
             current = header.group(1).split(".")[0]
             continue
-        if pattern.search(line) and current == (table.group(1) if table else None):
+        code = line.split("#", 1)[0] if placeholder is not None else line  # a comment is not where it is used
+        if pattern.search(code) and current == (table.group(1) if table else None):
             return f"{src}:{number}: {rest}"
     return message
 
@@ -489,9 +496,15 @@ def parse_config(raw: dict[str, Any], src: str = "product.toml", base_url: str |
         ops[name] = _parse_op(name, raw[name], err)
     if not any(op in ops for op in USE_OPS):
         raise err("", "needs [search] (ranked retrieval), [answer] (the product's own response) or both")
+    error_when = None
+    if model.error_when is not None:
+        try:
+            error_when = JsonPath.parse(model.error_when)
+        except ValueError as exc:
+            raise err("", f"'error_when': {exc}") from None
     return ProductConfig(src, url.rstrip("/"), model.name, model.timeout, model.retries, model.retry_backoff,
                          model.deterministic, model.abstain_threshold, dict(headers), auth.header, auth.env,
-                         auth.scheme, model.namespace.prefix, ops)
+                         auth.scheme, model.namespace.prefix, ops, error_when)
 
 
 def _parse_op(name: str, t: dict[str, Any], err: Any) -> Operation:
@@ -555,6 +568,12 @@ def _parse_op(name: str, t: dict[str, Any], err: Any) -> Operation:
     nf_values = t.get("not_found_values")
     if nf_values is not None and nf_when is None:
         raise err(where, "'not_found_values' needs 'not_found_when' (the JSON path of the value, e.g. '$.error.code')")
+    if nf_values is not None and not nf_values:
+        raise err(where, "'not_found_values' is empty: list the values that mean \"no such memory\" (e.g. [-32004])")
+    if nf_when is not None and name not in _NOT_FOUND_OPS:
+        raise err(where, f"'not_found_when' is read only by {', '.join(f'[{o}]' for o in _NOT_FOUND_OPS)} (a "
+                         "memory or namespace that is not there); for other errors at HTTP 200 use the top-level "
+                         "'error_when'")
     policy = t.get("policy", "rewrite")  # [update] only: another table's 'policy' is an unknown key above
     if policy not in ("rewrite", "append"):
         raise err(where, f"'policy' must be 'rewrite' or 'append', got {policy!r}")
@@ -568,6 +587,9 @@ def _parse_op(name: str, t: dict[str, Any], err: Any) -> Operation:
         extra["cursor_in_request"] = "cursor" in used  # sent as {cursor} in the path or body, not as ?cursor=
     if "cursor" in used and "cursor" not in t:
         raise err(where, "uses {cursor} but has no 'cursor' (a JSON path to the cursor in each page)")
+    if "cursor" in used and "cursor_param" in t:
+        raise err(where, "'cursor_param' names the query parameter of a cursor the path does not place; with "
+                         "{cursor} in the path or body it is not used: remove it")
     return Operation(name, method.upper(), path, body, paths, tuple(nf), policy, extra, nf_when,
                      None if nf_values is None else tuple(nf_values), frozenset(negated))
 
@@ -941,11 +963,23 @@ class HttpBackend(MemoryBackend):
                                           f"({exc})") from None
             if not_found_ok and self._says_not_found(op, doc):
                 raise _HttpStatus(status, raw.decode("utf-8", "replace"))
+            error = self._error_in(op, doc)
+            if error is not None:  # an error at HTTP 200: a fault like any other, never success
+                raise self._fail(op_name, f"{what} answered an error at HTTP {status} ({error}): "
+                                          f"{raw.decode('utf-8', 'replace')[:300]}")
             return status, doc
         assert last is not None
         if attempts > 1:
             raise type(last)(f"{last} (after {attempts} attempts)")
         raise last
+
+    def _error_in(self, op: Operation, doc: Any) -> str | None:
+        """What marks a successful answer as an error: a value at the top-level ``error_when``, or one at the op's
+        ``not_found_when`` other than its ``not_found_values`` (that error is not "no such memory")."""
+        for jp in (self.config.error_when, op.not_found_when):
+            if jp is not None and any(v is not None for v in self._find(op.name, jp, doc)):
+                return f"{jp.text} is set"
+        return None
 
     def _says_not_found(self, op: Operation, doc: Any) -> bool:
         """Whether a successful answer says there is no such memory (``not_found_when``, ``not_found_values``)."""
@@ -1225,7 +1259,9 @@ class HttpBackend(MemoryBackend):
                     stamps += self._many("list", "timestamps", doc, len(page)) or []
                 if actives is not None:
                     flags = self._many("list", "actives", doc, len(page)) or []
-                    actives += [not f for f in flags] if "actives" in self.config.ops["list"].negated else flags
+                    negated = "actives" in self.config.ops["list"].negated
+                    # a missing (null) flag is an active memory, as [get] active reads it
+                    actives += [True if f is None else (not f if negated else bool(f)) for f in flags]
             out = []
             for i, pid in enumerate(ids):
                 uid = st.to_ufuzz.get(str(pid))
@@ -1262,7 +1298,8 @@ class HttpBackend(MemoryBackend):
             if path is None:
                 return
             if f"{path} {json.dumps(values['cursor'])}" in seen:
-                raise self._fail("list", f"pagination loops: page {path!r} (cursor {values['cursor']!r}) was "
+                base = urllib.parse.urlsplit(self.config.base_url).path.rstrip("/")
+                raise self._fail("list", f"pagination loops: page {base}{path} (cursor {values['cursor']!r}) was "
                                          "already read")
         if "next" in op.extra or "cursor" in op.extra:
             raise self._fail("list", f"more than max_pages = {op.extra.get('max_pages')} pages")

@@ -31,6 +31,9 @@ TOP_DOCS: dict[str, str] = {
     "abstain_threshold": "The product's own relevance cut-off: search results it scores below this are not "
                          "relevant to it. Declaring it makes the selection level judge abstention (a decoy scored "
                          "at or above it is a failure).",
+    "error_when": "JSON path of a value that makes a successful answer an error, for every operation (a JSON-RPC "
+                  "or GraphQL API that answers errors at HTTP 200, e.g. `$.error`): such an answer is a backend "
+                  "fault, never a success.",
     "headers": "Extra request headers (a table of strings; values may use `{namespace}`).",
     "auth": "How the secret is sent: `header` (e.g. `Authorization`), `env` (the environment variable holding "
             "it: never the secret itself) and `scheme` (`Bearer` by default; `\"\"` sends the secret alone). The "
@@ -67,11 +70,12 @@ KEY_DOCS: dict[str, str] = {
             "(`\"{timestamp_ms}\"` is sent as a number: epoch milliseconds; `{timestamp_s}` seconds; `{timestamp}` "
             "ISO-8601).",
     "not_found": "HTTP statuses that mean \"no such memory\" (`[get]`).",
-    "not_found_when": "JSON path of a value that marks a successful answer as \"no such memory\" (a JSON-RPC or "
-                      "GraphQL error at HTTP 200, e.g. `$.error.code`); with `not_found_values`, only those values "
-                      "do (give them: otherwise any error there, a passing fault included, reads as a missing "
-                      "memory).",
-    "not_found_values": "The values at `not_found_when` that mean \"no such memory\" (e.g. `[-32004]`).",
+    "not_found_when": "`[get]`, `[update]`, `[delete]`, `[drop]`: JSON path of a value that marks a successful "
+                      "answer as \"no such memory\" (a JSON-RPC or GraphQL error at HTTP 200, e.g. "
+                      "`$.error.code`); with `not_found_values`, only those values do (give them: otherwise any "
+                      "error there, a passing fault included, reads as a missing memory).",
+    "not_found_values": "The values at `not_found_when` that mean \"no such memory\" (e.g. `[-32004]`); any "
+                        "other value there makes the answer an error (a fault, never success).",
     "policy": "`[update]` only: `rewrite` or `append`.",
     "id": "JSON path of the product's id of the written memory (`[create]`, `[snapshot]`: of the namespace).",
     "ids": "JSON path (a list, with `[*]`) of the product's ids.",
@@ -93,8 +97,9 @@ KEY_DOCS: dict[str, str] = {
             "ends the listing.",
     "cursor": "`[list]` only: JSON path (one value) of an opaque cursor (a string or a number), sent back as "
               "`?{cursor_param}=...` on the list path (`&{cursor_param}=...` where the path has a query string "
-              "already) — or, where the list's path or body uses the `{cursor}` placeholder, there (null on the "
-              "first page: `offset = \"{cursor}\"` in a body); null or empty ends the listing.",
+              "already) — or, where the list's path or body uses the `{cursor}` placeholder, there (on the first "
+              "page null as a whole body value, `offset = \"{cursor}\"`, and empty in a path); null or empty ends "
+              "the listing.",
     "cursor_param": "`[list]` only: the query parameter the cursor is sent back in (default `cursor`).",
     "max_pages": "`[list]` only: pages read at most (default 1000); more is an error, never a partial listing.",
     "verbatim": "`[search]` only: whether results are the stored memories themselves (default true). Then every "
@@ -120,7 +125,7 @@ def _top_properties() -> dict[str, Any]:
     model = http.ProductModel.model_json_schema()
     out = {}
     for key in ("base_url", "name", "timeout", "retries", "retry_backoff", "deterministic", "abstain_threshold",
-                "headers"):
+                "error_when", "headers"):
         prop = dict(model["properties"][key])
         prop.pop("title", None)
         prop["description"] = TOP_DOCS[key]

@@ -121,8 +121,8 @@ def check(name: str, opts: tuple[str, ...], config_file: str | None, isolation: 
 @backends.command("schema")
 @click.argument("name", type=click.Choice(["http"]))
 @click.option("--format", "fmt", type=click.Choice(["json", "md"]), default="json", show_default=True,
-              help="json: the JSON Schema; md: the same as the readable reference of the docs site (a table per "
-                   "section: keys, types, defaults, what each means).")
+              help="json: the JSON Schema; md: the readable reference of the docs site without the schema itself "
+                   "(a table per section: keys, types, defaults, what each means).")
 def schema(name: str, fmt: str) -> None:
     """Print the JSON Schema of a backend's config file (http: the product TOML, as the loader checks it;
     the docs' product-TOML reference is generated from it)."""

@@ -125,10 +125,10 @@ class ThreadLane(LaneBase):
             self._failed = f"lane {self.index} could not start: {type(exc).__name__}: {exc}"
             return
         self._thread = threading.Thread(target=self._serve, name=f"ufuzz-lane-{self.index}", daemon=True)
-        if not self._quick:
+        self._thread.start()
+        if not self._quick:  # only once the thread runs: a start that raised holds nothing
             _QUICK.enter()
             self._quick = True
-        self._thread.start()
 
     def ready(self) -> None:
         if self._failed is not None:
@@ -178,16 +178,18 @@ class ThreadLane(LaneBase):
 
     def close(self) -> None:
         """Release the lane's states (never the shared backend) and end its thread."""
-        if self._thread is not None:
-            self._inbox.put(None)
-            self._thread.join(timeout=120)
-            self._thread = None
-            core, self._core = self._core, None
-            if core is not None:
-                core.close()
-        if self._quick:
-            _QUICK.leave()
-            self._quick = False
+        try:
+            if self._thread is not None:
+                self._inbox.put(None)
+                self._thread.join(timeout=120)
+                self._thread = None
+                core, self._core = self._core, None
+                if core is not None:
+                    core.close()
+        finally:
+            if self._quick:  # set back even when the core's close raised
+                _QUICK.leave()
+                self._quick = False
         after, self.after_close = self.after_close, None
         if after is not None:
             after()

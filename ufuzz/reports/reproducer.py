@@ -289,7 +289,8 @@ class Product:
                                 ok=tuple(PRODUCT["not_found"]))
         when, values = PRODUCT.get("not_found_when"), PRODUCT.get("not_found_values")
         said = find(when, doc) if when and status not in PRODUCT["not_found"] else []
-        if any(v is not None and (values is None or v in values) for v in said):  # "no such memory" at HTTP 200
+        if any(v is not None and (values is None or any(v == w and isinstance(v, bool) == isinstance(w, bool)
+                                                        for w in values)) for v in said):  # "no such memory"
             return status, None
         return status, (None if status in PRODUCT["not_found"] else doc)
 
