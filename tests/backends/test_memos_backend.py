@@ -298,7 +298,7 @@ def llm():
 def extractor(llm, tmp_path):
     srv, _ = llm
     b = MemosBackend(tmp_path / "x", {"write_mode": "extract", "llm_base_url": srv.base_url,
-                                      "llm_model": "memos-rules"})
+                                      "llm_model": "memos-rules", "llm_cache": str(tmp_path / "calls.sqlite")})
     yield b
     b.close()
 
@@ -342,3 +342,35 @@ def test_extract_mode_update_delete_and_fork(extractor):
     assert gone.ok and gone.removed == ("b",) and not gone.written and extractor.get(child, "b") is None
     assert extractor.delete(s, "b").ok and extractor.get(s, "b") is None and not extractor.delete(s, "b").ok
     assert extractor.add(s, Memory("d", "Pip sees Dr. Harrow.", TS)).written == ("d",)
+
+
+@pytest.mark.integration
+@needs_memos
+def test_a_short_campaign_in_extract_mode_replays_and_checks_from_the_cache(tmp_path, llm):
+    """CI's campaign in this LLM mode (where MemOS's venv exists): the shipped suite, budget 200, 0 errors; a
+    replay of a failure and a ``corpus check`` of the exported corpus answer every extraction from the campaign's
+    call cache (MemOS's extractor LLM goes through ufuzz's client)."""
+    import json
+
+    from ufuzz.corpus.regression import export_campaign
+    from ufuzz.engine.campaign import Campaign, CampaignConfig
+    from ufuzz.engine.regression import check_corpus
+    from ufuzz.engine.replay import replay_campaign
+
+    srv, _ = llm
+    out = tmp_path / "c"
+    opts = {"write_mode": "extract", "llm_base_url": srv.base_url, "llm_model": "memos-rules",
+            "llm_cache": str(tmp_path / "calls.sqlite")}
+    s = Campaign(CampaignConfig(backend="memos", budget=200, seed=1, out=str(out), backend_options=opts)).run()
+    assert s["status"] == "budget_spent" and s["executions"] == 200 and s["errors"] == 0
+    assert s["mutants_valid"] > 0 and s["unique_failures"] > 0
+    assert {k.split(":")[0] for k in s["failures_by_kind"]} == {"selection"}  # nothing responds: selection only
+    rec = json.loads((out / "campaign.json").read_text())["llm"]["backend"]
+    assert rec["write_mode"] == "extract" and rec["llm_model"] == "memos-rules" and rec["endpoint_kind"] == "loopback"
+    assert len(rec["extraction_prompt_sha256"]) == 16 and rec["llm_sampling"]["temperature"] == 0.0
+    calls = srv.count
+    report = replay_campaign(out, keys=sorted(s["failures"])[:1])
+    assert report.total == 1 and report.reproduced == 1, [r.reason for r in report.results]
+    checked = check_corpus(export_campaign(out, tmp_path / "corpus.jsonl", max_records=1).path)
+    assert checked.results and all(r.status != "error" for r in checked.results), checked.results
+    assert srv.count == calls, "replay and corpus check made no new LLM call"

