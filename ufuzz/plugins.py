@@ -26,15 +26,18 @@ def _named_subclasses(module: object, base: type) -> list[type]:
             and isinstance(obj.__dict__.get("name"), str)]
 
 
+def _modules(package: str) -> list[Any]:
+    """The public modules of ``package`` (not sub-packages, not ``_``-prefixed ones), imported."""
+    pkg = importlib.import_module(package)
+    return [importlib.import_module(f"{package}.{info.name}") for info in pkgutil.iter_modules(pkg.__path__)
+            if not info.name.startswith("_") and not info.ispkg]
+
+
 @cache
 def builtin(package: str, base: type) -> dict[str, str]:
     """``name -> "module:Class"`` for the named ``base`` subclasses defined in ``package``'s own modules."""
     found: dict[str, str] = {}
-    pkg = importlib.import_module(package)
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name.startswith("_") or info.ispkg:
-            continue
-        module = importlib.import_module(f"{package}.{info.name}")
+    for module in _modules(package):
         for cls in _named_subclasses(module, base):
             found[cls.name] = f"{module.__name__}:{cls.__qualname__}"
     return found
@@ -45,11 +48,7 @@ def builtin_modules(package: str, marker: str, function: str = "load") -> dict[s
     """``name -> "module:function"`` for the modules of ``package`` that name themselves with a ``marker`` string
     attribute and define ``function``: plugins that are a function, not a class."""
     found: dict[str, str] = {}
-    pkg = importlib.import_module(package)
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name.startswith("_") or info.ispkg:
-            continue
-        module = importlib.import_module(f"{package}.{info.name}")
+    for module in _modules(package):
         name = getattr(module, marker, None)
         if isinstance(name, str) and callable(getattr(module, function, None)):
             found[name] = f"{module.__name__}:{function}"

@@ -266,11 +266,9 @@ class AMemBackend(MemoryBackend):
         no_llm, counting, through_client = _controllers(llmc)
         self._client: Any = None
         if self.llm_base_url:
-            from ufuzz.llm import CallCache, LLMClient, LLMConfig
+            from ufuzz.backends.llmclient import llm_client
 
-            self._client = LLMClient(LLMConfig(base_url=self.llm_base_url, model=str(self.llm_model),
-                                               api_key_env=self.llm_api_key_env, timeout=self.llm_timeout,
-                                               max_retries=2), CallCache(s["llm_cache"]))
+            self._client = llm_client(s)
             self._llm = counting(through_client(self._client))
         else:
             self._llm = no_llm()

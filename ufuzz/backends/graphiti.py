@@ -604,13 +604,9 @@ class GraphitiBackend(MemoryBackend):
             from graphiti_core.llm_client.config import LLMConfig
             from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
 
-            from ufuzz.llm import CallCache, LLMClient
-            from ufuzz.llm import LLMConfig as UfuzzLLMConfig
+            from ufuzz.backends.llmclient import llm_client
 
-            self._calls = LLMClient(UfuzzLLMConfig(base_url=str(self.llm_base_url), model=str(self.llm_model),
-                                                   api_key_env=self.llm_api_key_env,
-                                                   timeout=self.settings["llm_timeout"], max_retries=2),
-                                    CallCache(self.settings["llm_cache"]))
+            self._calls = llm_client(self.settings)
             cfg = LLMConfig(api_key="unused", model=self.llm_model, small_model=self.llm_model,
                             base_url=self.llm_base_url, temperature=0.0)
             self._llm = OpenAIGenericClient(config=cfg, client=_ThroughClient(self._calls),

@@ -338,14 +338,10 @@ class Mem0Backend(MemoryBackend):
     def _llm_client(self) -> Any:
         """ufuzz's LLM client (cache first) that mem0's extraction calls go through in write_mode=infer."""
         if self._llm is None:
-            from ufuzz.llm import CallCache, LLMClient, LLMConfig
+            from ufuzz.backends.llmclient import llm_client
 
             self._key_from_env = bool(os.environ.get(self.settings["llm_api_key_env"]))
-            self._llm = LLMClient(LLMConfig(base_url=str(self.settings["llm_base_url"]),
-                                            model=str(self.settings["llm_model"]),
-                                            api_key_env=self.settings["llm_api_key_env"],
-                                            timeout=self.settings["llm_timeout"], max_retries=2),
-                                  CallCache(self.settings["llm_cache"]))
+            self._llm = llm_client(self.settings)
         return self._llm
 
     def _embedder_config(self) -> dict[str, Any]:

@@ -369,14 +369,10 @@ class MemosBackend(MemoryBackend):
     def _llm_client(self) -> Any:
         """ufuzz's LLM client (call cache first) that MemOS's extraction goes through in write_mode=extract."""
         if self._llm is None:
-            from ufuzz.llm import CallCache, LLMClient, LLMConfig
+            from ufuzz.backends.llmclient import llm_client
 
             self._key_from_env = bool(os.environ.get(self.settings["llm_api_key_env"]))
-            self._llm = LLMClient(LLMConfig(base_url=str(self.settings["llm_base_url"]),
-                                            model=str(self.settings["llm_model"]),
-                                            api_key_env=self.settings["llm_api_key_env"],
-                                            timeout=self.settings["llm_timeout"], max_retries=2),
-                                  CallCache(self.settings["llm_cache"]))
+            self._llm = llm_client(self.settings)
         return self._llm
 
     def _qdrant_path(self, path: Path) -> str:

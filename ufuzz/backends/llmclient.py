@@ -1,0 +1,25 @@
+"""The LLM client of a backend's LLM mode (mem0 ``infer``, A-Mem with its LLM, Graphiti ``episode``, MemOS
+``extract``): the one way an adapter's library reaches a model.
+
+Every adapter with an LLM mode declares the same options (``llm_base_url``, ``llm_model``, ``llm_api_key_env``,
+``llm_timeout``, ``llm_cache``) and hands its library a thin shim over this client, so each prompt goes through the
+``openai`` client to the configured endpoint, cache first: a replay or a corpus check of the campaign sends the
+prompts it sent and gets the same answers without a new request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["llm_client"]
+
+
+def llm_client(settings: Mapping[str, Any]) -> Any:
+    """A :class:`ufuzz.llm.LLMClient` (two retries, the option's timeout) over a :class:`ufuzz.llm.CallCache` at
+    ``llm_cache`` (None: ufuzz's own cache file), from a backend's checked settings."""
+    from ufuzz.llm import CallCache, LLMClient, LLMConfig
+
+    config = LLMConfig(base_url=str(settings["llm_base_url"]), model=str(settings["llm_model"]),
+                       api_key_env=settings["llm_api_key_env"], timeout=settings["llm_timeout"], max_retries=2)
+    return LLMClient(config, CallCache(settings["llm_cache"]))
