@@ -55,20 +55,19 @@ def builtin_modules(package: str, marker: str, function: str = "load") -> dict[s
     return found
 
 
+def _with_entry_points(found: dict[str, str], group: str) -> dict[str, str]:
+    """``found`` (the built-ins) with the entry points of ``group``, which win on a shared name."""
+    return {**found, **{ep.name: ep.value for ep in entry_points(group=group)}}
+
+
 def discover_modules(package: str, marker: str, group: str) -> dict[str, str]:
     """:func:`builtin_modules` of ``package`` plus the entry points of ``group`` (which win on a shared name)."""
-    found = dict(builtin_modules(package, marker))
-    for ep in entry_points(group=group):
-        found[ep.name] = ep.value
-    return found
+    return _with_entry_points(builtin_modules(package, marker), group)
 
 
 def discover(package: str, base: type, group: str) -> dict[str, str]:
     """Built-ins of ``package`` plus the entry points of ``group`` (which win on a shared name)."""
-    found = dict(builtin(package, base))
-    for ep in entry_points(group=group):
-        found[ep.name] = ep.value
-    return found
+    return _with_entry_points(builtin(package, base), group)
 
 
 def load(spec: str) -> Any:

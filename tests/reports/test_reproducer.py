@@ -268,11 +268,25 @@ _TIMESTAMPS = st.one_of(_DATETIMES.map(datetime.isoformat), _DATETIMES.map(lambd
 def test_the_script_sends_the_times_the_adapter_sends(stamp):
     """The request-time code is the adapter's own, embedded: the same placeholders for every timestamp."""
     from ufuzz.backends.http import _times
-    from ufuzz.reports.reproducer import times_source
+    from ufuzz.reports.reproducer import adapter_source
 
     ns: dict = {}
-    exec(compile(times_source(), "<ufuzz times>", "exec"), ns)
+    exec(compile(adapter_source(), "<ufuzz adapter>", "exec"), ns)
     assert ns["_times"](stamp) == _times(stamp)
+
+
+def test_the_script_reads_no_such_memory_as_the_adapter_does():
+    """The reading of "no such memory" in an answer at HTTP 200 is the adapter's own function, embedded."""
+    from ufuzz.backends.http import _not_found_by
+    from ufuzz.reports.reproducer import adapter_source
+
+    ns: dict = {}
+    exec(compile(adapter_source(), "<ufuzz adapter>", "exec"), ns)
+    cases = [([-32004], (-32004,)), ([1], (True,)), ([True], (1,)), ([True], (True,)), ([None], None),
+             (["gone"], None), ([], None), (["x"], ("gone",))]
+    for found, values in cases:
+        assert ns["_not_found_by"](found, values) == _not_found_by(found, values), (found, values)
+    assert [_not_found_by(f, v) for f, v in cases] == [True, False, False, True, False, True, False, False]
 
 
 def test_a_corpus_record_gets_a_reproducer_too(product, tmp_path):

@@ -275,8 +275,9 @@ def check_list_holds_a_large_state(b: MemoryBackend) -> None:
         expect(len(ids) == LARGE_STATE, f"list() of a state of {LARGE_STATE} memories shows {len(ids)} of them")
 
 
-#: checks that build a large state, run by ``ufuzz backends check`` on a product over HTTP (not in :data:`CHECKS`,
-#: which every adapter's own tests run)
+#: checks that build a large state, run by ``ufuzz backends check`` on a backend whose listing may come in pages
+#: (``MemoryBackend.build_checks_listing``: a product over HTTP); not in :data:`CHECKS`, which every adapter's own
+#: tests run
 LARGE_CHECKS: tuple[Check, ...] = (Check("list_holds_a_large_state", check_list_holds_a_large_state),)
 
 

@@ -74,9 +74,10 @@ import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -312,6 +313,12 @@ class ProductConfig:
     ops: dict[str, Operation]
     #: a JSON path whose value in a successful answer makes it an error (a JSON-RPC error at HTTP 200)
     error_when: JsonPath | None = None
+
+    @cached_property
+    def base_path(self) -> str:
+        """The base URL's own path (``/api`` of ``http://host/api``): what a request's path is sent under, and how
+        messages name it."""
+        return urllib.parse.urlsplit(self.base_url).path.rstrip("/")
 
 
 def _placeholders(template: Any) -> set[str]:
@@ -619,6 +626,15 @@ def _parse_pagination(t: dict[str, Any], path: str, err: Any) -> dict[str, Any]:
 # -- the adapter -------------------------------------------------------------------------------------------
 
 
+def _not_found_by(found: list[Any], values: Sequence[Any] | None) -> bool:
+    """Whether the values an answer holds at ``not_found_when`` say "no such memory": any value when no
+    ``not_found_values`` are given, else one equal to a listed value of the same kind (True is not 1). The
+    standalone reproducer embeds this function, so that it reads an answer as the campaign did."""
+    if values is None:
+        return any(v is not None for v in found)
+    return any(v == w and isinstance(v, bool) == isinstance(w, bool) for v in found for w in values)
+
+
 def _times(timestamp: str) -> dict[str, Any]:
     """A memory's timestamp for the request's placeholders: as written (ISO-8601) and as epoch seconds and
     milliseconds (a time without a zone is UTC), for products that take numbers (None where it is no time)."""
@@ -915,7 +931,7 @@ class HttpBackend(MemoryBackend):
         if self.config.auth_header and self._secret:
             scheme = self.config.auth_scheme
             headers[self.config.auth_header] = f"{scheme} {self._secret}" if scheme else self._secret
-        what = f"{op.method} {urllib.parse.urlsplit(self.config.base_url).path.rstrip('/')}{path}"  # as sent
+        what = f"{op.method} {self.config.base_path}{path}"  # as sent
         attempts = 1 + self.config.retries
         last: BackendError | None = None
         attempt, waited = 0, 0.0
@@ -983,13 +999,8 @@ class HttpBackend(MemoryBackend):
 
     def _says_not_found(self, op: Operation, doc: Any) -> bool:
         """Whether a successful answer says there is no such memory (``not_found_when``, ``not_found_values``)."""
-        if op.not_found_when is None:
-            return False
-        found = self._find(op.name, op.not_found_when, doc)
-        if op.not_found_values is None:
-            return any(v is not None for v in found)
-        # equal values of the same kind (True is not 1)
-        return any(v == w and isinstance(v, bool) == isinstance(w, bool) for v in found for w in op.not_found_values)
+        return op.not_found_when is not None and _not_found_by(self._find(op.name, op.not_found_when, doc),
+                                                               op.not_found_values)
 
     def _find(self, op_name: str, jp: JsonPath, doc: Any) -> list[Any]:
         try:
@@ -1298,9 +1309,8 @@ class HttpBackend(MemoryBackend):
             if path is None:
                 return
             if f"{path} {json.dumps(values['cursor'])}" in seen:
-                base = urllib.parse.urlsplit(self.config.base_url).path.rstrip("/")
-                raise self._fail("list", f"pagination loops: page {base}{path} (cursor {values['cursor']!r}) was "
-                                         "already read")
+                raise self._fail("list", f"pagination loops: page {self.config.base_path}{path} (cursor "
+                                         f"{values['cursor']!r}) was already read")
         if "next" in op.extra or "cursor" in op.extra:
             raise self._fail("list", f"more than max_pages = {op.extra.get('max_pages')} pages")
 

@@ -211,13 +211,18 @@ def check(backend: str, spec: Iterable[Option], rules: Iterable[Requires], optio
     return settings
 
 
+def absolute_path(value: Any) -> Any:
+    """A file named by an option, absolute (from this process's working directory, ``~`` expanded); an unset or
+    blank value as it is."""
+    return str(Path(value).expanduser().resolve()) if isinstance(value, str) and value.strip() else value
+
+
 def absolute(spec: Iterable[Option], options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` with every path option's value absolute (from this process's working directory): a lane or a
-    worker process runs in a directory of its own, and a campaign's recorded options must name the same files
-    to a replay run from anywhere."""
+    """``options`` with every path option's value absolute (:func:`absolute_path`): a lane or a worker process runs
+    in a directory of its own, and a campaign's recorded options must name the same files to a replay run from
+    anywhere."""
     paths = {o.name for o in spec if o.path}
-    return {k: (str(Path(v).expanduser().resolve()) if k in paths and isinstance(v, str) and v.strip() else v)
-            for k, v in options.items()}
+    return {k: (absolute_path(v) if k in paths else v) for k, v in options.items()}
 
 
 def public(spec: Iterable[Option], options: Mapping[str, Any]) -> dict[str, Any]:

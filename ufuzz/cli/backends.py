@@ -82,8 +82,8 @@ def check(name: str, opts: tuple[str, ...], config_file: str | None, isolation: 
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     shown = ", ".join(f"{k}={v}" for k, v in cls.public_options(options).items()) or "defaults"
-    # a product over HTTP also lists a state larger than a page (its paging must be described)
-    checks = conformance.CHECKS + (conformance.LARGE_CHECKS if name == "http" else ())
+    # a backend whose listing may come in pages (it checks its listing at build) also lists a state larger than one
+    checks = conformance.CHECKS + (conformance.LARGE_CHECKS if cls.build_checks_listing else ())
     click.echo(f"conformance of backend {name!r} ({shown}): {len(checks)} checks")
     for caveat in cls.caveats(options):
         click.echo(f"warning: {caveat}")

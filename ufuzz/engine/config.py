@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.backends import registry
+from ufuzz.backends.options import absolute_path
 from ufuzz.engine.batching import MAX_BATCH, default_batch, legacy_batch
 from ufuzz.oracles.judging import READERS, Judging
 
@@ -152,8 +153,7 @@ class CampaignConfig:
         """The files the backend options name, made absolute here (a relative ``--config`` is the user's working
         directory's, not a lane's), and the campaign's own LLM call cache. An unknown backend is left for the
         campaign to report."""
-        if isinstance(self.llm_cache, str) and self.llm_cache.strip():
-            self.llm_cache = str(Path(self.llm_cache).expanduser().resolve())
+        self.llm_cache = absolute_path(self.llm_cache)
         try:
             cls = registry.load(self.backend)
         except Exception:  # noqa: BLE001 - reported where the backend is made, with its own message

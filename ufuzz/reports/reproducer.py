@@ -48,13 +48,15 @@ def verdict_source() -> list[str]:
             "from __future__ import annotations\n\n" + functions]
 
 
-def times_source() -> str:
-    """The HTTP adapter's request-time code (:func:`ufuzz.backends.http._times` and the ISO parser it uses) as the
-    script embeds it, so that the reproducer sends the times the campaign sent."""
+def adapter_source() -> str:
+    """The HTTP adapter's own code the script embeds: the request times (:func:`ufuzz.backends.http._times` and the
+    ISO parser it uses), so that the reproducer sends the times the campaign sent, and the reading of "no such
+    memory" in an answer (:func:`ufuzz.backends.http._not_found_by`), so that it reads a get as the campaign did."""
     from ufuzz.backends import http
 
     return "\n\n".join(["from __future__ import annotations\nfrom datetime import datetime, timezone",
-                         inspect.getsource(utc_time), inspect.getsource(http._times)])
+                         inspect.getsource(utc_time), inspect.getsource(http._times),
+                         inspect.getsource(http._not_found_by)])
 
 
 _SCRIPT = r'''#!/usr/bin/env python3
@@ -117,11 +119,12 @@ def render(template, values, quote=False):
     return template
 
 
-# a memory's time for the request (ISO-8601 as recorded, epoch seconds and milliseconds): the adapter's own code
-TIMES_SOURCE = {times_src}
-_TIMES = {{}}
-exec(compile(TIMES_SOURCE, "<ufuzz times>", "exec"), _TIMES)
-times = _TIMES["_times"]
+# the adapter's own code: a memory's time for the request (ISO-8601 as recorded, epoch seconds and
+# milliseconds), and whether an answer's value at [get] not_found_when says "no such memory"
+ADAPTER_SOURCE = {adapter_src}
+_ADAPTER = {{}}
+exec(compile(ADAPTER_SOURCE, "<ufuzz adapter>", "exec"), _ADAPTER)
+times, not_found_by = _ADAPTER["_times"], _ADAPTER["_not_found_by"]
 
 
 def find(path, doc):
@@ -287,11 +290,10 @@ class Product:
             return None, None
         status, doc = self.call("get", {{"namespace": ns, "id": ids[uid], "uid": uid}},
                                 ok=tuple(PRODUCT["not_found"]))
-        when, values = PRODUCT.get("not_found_when"), PRODUCT.get("not_found_values")
-        said = find(when, doc) if when and status not in PRODUCT["not_found"] else []
-        if any(v is not None and (values is None or any(v == w and isinstance(v, bool) == isinstance(w, bool)
-                                                        for w in values)) for v in said):  # "no such memory"
-            return status, None
+        when = PRODUCT.get("not_found_when")
+        if when and status not in PRODUCT["not_found"] and not_found_by(find(when, doc),
+                                                                        PRODUCT.get("not_found_values")):
+            return status, None  # "no such memory" in an answer at HTTP 200
         return status, (None if status in PRODUCT["not_found"] else doc)
 
     def drop(self, ns):
@@ -493,7 +495,7 @@ def http_reproducer(config: Any, *, key: str, operator: str, kind: str, stage: s
     return _SCRIPT.format(key=key, operator=operator, stage=stage, kind=kind, product=config.name, name=name,
                           auth_hint=auth, product_data=repr(product), case_data=repr(case),
                           judging_data=repr(judging_facts(config, judging)), verdict_src=repr(verdict_source()),
-                          times_src=repr(times_source()))
+                          adapter_src=repr(adapter_source()))
 
 
 def record_reproducer(config: Any, record: Any, checkpoint: Any, k: int, *, judging: Any = None,
