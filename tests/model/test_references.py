@@ -127,21 +127,23 @@ steps = st.lists(st.tuples(st.sampled_from(["append", "append", "rewrite", "dele
                                             "delete_one"]), st.integers(0, 20)), max_size=8)
 
 
-def _start(first: int, brute: Brute) -> Provenance:
+def _start(first: int, brute: Brute, value_type: str = "text") -> Provenance:
     mid = brute.set_value(VALUES[first])
     cp = Checkpoint(id="c", memories=(Memory(mid, f"{E}'s pet is {VALUES[first]}.", "2024-01-01"),),
-                    facts=(Fact(E, A, VALUES[first], (mid,), valid_from="2024-01-01"),))
+                    facts=(Fact(E, A, VALUES[first], (mid,), valid_from="2024-01-01", value_type=value_type),))
     return Provenance.of(cp)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(0, len(VALUES) - 1), steps, st.sampled_from(["current", "previous", "any"]))
-def test_reference_matches_the_brute_force_definition(first, history, scope):
+@given(st.integers(0, len(VALUES) - 1), steps, st.sampled_from(["current", "previous", "any"]),
+       st.sampled_from(["text", "date", "year", "relative_date"]))
+def test_reference_matches_the_brute_force_definition(first, history, scope, value_type):
     brute = Brute()
-    prov = _start(first, brute)
+    prov = _start(first, brute, value_type)
     for step in history:
         prov = _apply(prov, brute, step)
-    want = brute.expected(scope)
+    # an event has one date: asked over every value of a date, a question asks the one now recorded
+    want = brute.expected("current" if scope == "any" and value_type != "text" else scope)
     fields = QueryFields(E, A, scope)
     if want == "undefined":
         with pytest.raises(UndefinedReference):

@@ -22,6 +22,10 @@ from ufuzz.model.memory import Checkpoint, Entity, Fact
 from ufuzz.model.query import QueryFields
 from ufuzz.model.reference import Reference
 
+#: Value types that name when one event happened (a date, a year, a date told relative to another). An event has
+#: one date: a later value of it corrects the earlier one (see :meth:`Provenance.scope_of`).
+DATED = ("date", "year", "relative_date")
+
 
 @dataclass(frozen=True)
 class Provenance:
@@ -113,6 +117,17 @@ class Provenance:
     def values_of_type(self, value_type: str) -> set[str]:
         return {f.value for f in self.facts if f.value_type == value_type}
 
+    def scope_of(self, fields: QueryFields) -> str:
+        """The scope a question's reference is derived under: its own, except for a question over every value
+        (``any``, "When did Melanie go to the park?") of a date. An event has one date, so a later date of it —
+        an update, which the backend records as superseding the memory that told the old one — corrects the old
+        date rather than adding a second occurrence: such a question is judged as asking the ``current`` value
+        (the old date stale, its memory invalid). Without history the two scopes give the same reference."""
+        facts = self.facts_for(fields.entity, fields.attribute)
+        if fields.scope == "any" and any(f.value_type in DATED for f in facts):
+            return "current"
+        return fields.scope
+
     def reference_for(self, query_id: str, fields: QueryFields) -> Reference:
         """The expected behaviour for ``fields``, derived from provenance alone.
 
@@ -131,17 +146,19 @@ class Provenance:
           history-consistent, just not the answer). Nothing replaced, or nothing left in memory: abstain. Undefined (:class:`UndefinedReference`) when values are left but none is
           active, or the replaced one was deleted — no answer is right then, so no test may be built on it.
         * ``any``: any value still in memory (the latest is the answer, the others aliases), supported by all
-          their evidence; deleted values are invalid and stale. Nothing left: abstain.
+          their evidence; deleted values are invalid and stale. Nothing left: abstain. A date is judged as
+          ``current`` (:meth:`scope_of`).
         """
         facts = self.facts_for(fields.entity, fields.attribute)
         gone = [f for f in facts if f.deleted]
-        if fields.scope == "current":
+        scope = self.scope_of(fields)
+        if scope == "current":
             act = self.active(fields.entity, fields.attribute)
             if act is None and facts and max(facts, key=_order).deleted and any(not f.deleted for f in facts):
                 raise UndefinedReference(f"{fields.entity}.{fields.attribute}: the current value was deleted and "
                                          "earlier ones are left, so whether they hold again is unknown")
             return _reference(query_id, [act] if act else [], [f for f in facts if f is not act])
-        if fields.scope == "previous":
+        if scope == "previous":
             if not any(not f.deleted for f in facts):  # nothing left in memory: abstaining is right
                 return _reference(query_id, [], gone)
             if self.active(fields.entity, fields.attribute) is None:

@@ -54,7 +54,7 @@ class Update(Operator):
         fact = case.provenance.active(f.entity, f.attribute)
         if fact is None or not written_in_evidence(case.provenance, fact):
             return []
-        if f.scope != "any" and uncarried_evidence(case.provenance, fact):
+        if case.provenance.scope_of(f) != "any" and uncarried_evidence(case.provenance, fact):
             # the new value would leave support that states no old value either way: a parent found by it
             # ("Can't wait!" for "excited") never found the memory the update rewrites (only a question over
             # every value, which still accepts the old one, keeps it as support)
@@ -72,7 +72,7 @@ class Update(Operator):
         fact = case.provenance.active(f.entity, f.attribute)
         if fact is None or not value:
             raise Rejected("no active fact to update")
-        if f.scope != "any" and uncarried_evidence(case.provenance, fact):
+        if case.provenance.scope_of(f) != "any" and uncarried_evidence(case.provenance, fact):
             raise Rejected("evidence that does not state the value would be superseded with it")
         old_id = rewritable_evidence(case.provenance, fact, view)
         if old_id is None:
@@ -120,7 +120,8 @@ class Update(Operator):
             return Verdict.reject("the update does not record a new value (the old one still answers)")
         if old_fact is not None and _stated_before(case, old_fact, (value,)):
             return Verdict.reject("the update writes back a value the fact had before")
-        if old_fact is not None and f.scope != "any" and uncarried_evidence(case.provenance, old_fact):
+        scope = case.provenance.scope_of(f)  # a date's update corrects it: judged as the current value
+        if old_fact is not None and scope != "any" and uncarried_evidence(case.provenance, old_fact):
             return Verdict.reject("superseded evidence that does not state the old value")
         if value not in case.descriptor.value_pool:  # e.g. a pool left over from another attribute
             return Verdict.reject(f"{value!r} is not among the question's type-compatible values")
@@ -153,11 +154,11 @@ class Update(Operator):
         if ref != expected:
             return Verdict.reject("reference is not the one provenance derives after the update")
         written = set(res.written)
-        if f.scope == "current" and (ref.answer != value or set(ref.supporting) != written):
+        if scope == "current" and (ref.answer != value or set(ref.supporting) != written):
             return Verdict.reject("reference is not the new value on the written evidence")
-        if f.scope == "previous" and written & set(ref.supporting):
+        if scope == "previous" and written & set(ref.supporting):
             return Verdict.reject("the written memory supports the previous value")
-        if f.scope == "any" and (value not in (ref.answer, *ref.aliases) or not written <= set(ref.supporting)):
+        if scope == "any" and (value not in (ref.answer, *ref.aliases) or not written <= set(ref.supporting)):
             return Verdict.reject("the new value is not among the accepted answers")
         return Verdict.accept("written memory active with new value", "latest timestamp", "old memory as reported")
 

@@ -28,6 +28,7 @@ from datetime import date, timedelta
 from typing import Any, Protocol
 
 from ufuzz.model import SCOPES, QueryFields
+from ufuzz.model.provenance import DATED
 
 
 class Extractor(Protocol):
@@ -330,9 +331,8 @@ def value_type_of(value: str, person_names: Sequence[str] = ()) -> str:
     return "text"
 
 
-#: value types that name a time an event happened: an update tells the event at a new date where the memory told
-#: it by one relative time ("yesterday" -> "on 10 May 2023")
-DATED = ("date", "year", "relative_date")
+#: (DATED, from the model: value types that name a time an event happened; an update tells the event at a new date
+#: where the memory told it by one relative time, "yesterday" -> "on 10 May 2023")
 _WEEKDAY_WORDS = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 #: a time told relative to a date, as LoCoMo answers its temporal questions ("The week before 9 June 2023", "The
 #: Friday before 15 July 2023", "two weekends before 17 July 2023", "The week of 23 August 2023")

@@ -1,0 +1,81 @@
+"""An update of when an event happened corrects its date (LoCoMo hand audit: 86 of 88 updates landed on "When did
+…" questions, which ask over every value, so the superseded "yesterday" stayed an accepted answer and a state that
+ranked it above its replacement — or retrieved it alone — was never reported). A question over every value of
+anything else still accepts each value left in memory."""
+
+from __future__ import annotations
+
+import random
+
+from tests.support.operator_kit import embedded
+from ufuzz.model import (
+    Checkpoint,
+    Entity,
+    Execution,
+    Fact,
+    FuzzCase,
+    Memory,
+    MutationDescriptor,
+    Query,
+    QueryFields,
+)
+from ufuzz.model.provenance import Provenance
+from ufuzz.operators import StateView
+from ufuzz.operators.update import Update
+from ufuzz.oracles.expectations import selection
+
+PEOPLE = (Entity("Melanie", "person"), Entity("Caroline", "person"))
+MEMORIES = (Memory("D15:1", "Caroline: How was your weekend, Mel?", "2023-08-28T13:50:00"),
+            Memory("D15:2", "Melanie: I took my kids to a park yesterday, they loved the swings.",
+                   "2023-08-28T13:51:00"),
+            Memory("D15:3", "Melanie: I painted a sunset over the lake last week.", "2023-08-28T13:52:00"))
+
+
+def _case(attribute: str, value: str, value_type: str, evidence: str, question: str, pool: tuple[str, ...]):
+    fact = Fact("Melanie", attribute, value, (evidence,), value_type=value_type)
+    ck = Checkpoint("c1", MEMORIES, (fact,), PEOPLE)
+    fields = QueryFields(entity="Melanie", attribute=attribute, scope="any", answerable=True)
+    query = Query(id="q1", text=question, fields=fields)
+    case = FuzzCase(id="s1", seed_id="s1", checkpoint_id="c1", query=query,
+                    descriptor=MutationDescriptor(value_pool=pool), provenance=Provenance.of(ck))
+    return case, ck
+
+
+def _update(tmp_path, case, ck, target):
+    backend = embedded(tmp_path)
+    try:
+        view = StateView(backend, backend.fork(backend.build(ck)))
+        m = Update().mutate(case, None, target, random.Random(0), view)
+        return m, Update().validate(case, m, view)
+    finally:
+        backend.close()
+
+
+def test_a_later_date_of_one_event_corrects_the_old_one(tmp_path):
+    case, ck = _case("time", "27 August 2023", "date", "D15:2", "When did Melanie go to the park?",
+                     ("20 August 2023",))
+    assert case.provenance.scope_of(case.query.fields) == "current"
+    before = case.provenance.reference_for("q1", case.query.fields)  # no history: the same as asked over any value
+    assert before.answer == "27 August 2023" and before.supporting == ("D15:2",) and not before.invalidated
+    m, verdict = _update(tmp_path, case, ck, "value=20 August 2023")
+    assert verdict.ok, verdict.reason
+    new_id = m.ops[0].memory.id
+    assert "on 20 August 2023" in m.ops[0].memory.text
+    ref = m.reference
+    assert ref.answer == "20 August 2023" and not ref.aliases and ref.supporting == (new_id,)
+    assert ref.invalidated == ("D15:2",) and ref.stale_answers == ("27 August 2023",)
+    # the superseded turn ranked above its replacement is now a failure, as it is for any other updated fact
+    ex = Execution("x1", "k", case.query.text, top_ids=["D15:2", new_id], top_scores=[0.61, 0.60],
+                   top_texts=[MEMORIES[1].text, m.ops[0].memory.text])
+    got = selection(ref, ex)
+    assert not got.passed and got.kind == "stale_ranked_above_valid" and got.offending == ("D15:2",)
+    assert selection(ref, Execution("x1", "k", case.query.text, top_ids=[new_id, "D15:2"])).passed
+
+
+def test_a_question_over_every_value_of_anything_else_still_accepts_the_old_value(tmp_path):
+    case, ck = _case("painting", "sunset", "text", "D15:3", "What did Melanie paint?", ("forest",))
+    assert case.provenance.scope_of(case.query.fields) == "any"
+    m, verdict = _update(tmp_path, case, ck, "value=forest")
+    assert verdict.ok, verdict.reason
+    ref = m.reference
+    assert {ref.answer, *ref.aliases} == {"forest", "sunset"} and not ref.invalidated and not ref.stale_answers
