@@ -6,6 +6,11 @@ anything else still accepts each value left in memory."""
 from __future__ import annotations
 
 import random
+from datetime import date
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.support.operator_kit import embedded
 from ufuzz.model import (
@@ -20,9 +25,10 @@ from ufuzz.model import (
     QueryFields,
 )
 from ufuzz.model.provenance import Provenance
-from ufuzz.operators import StateView
+from ufuzz.operators import Rejected, StateView
 from ufuzz.operators.update import Update
 from ufuzz.oracles.expectations import selection
+from ufuzz.seeds.importers.fields import same_side
 
 PEOPLE = (Entity("Melanie", "person"), Entity("Caroline", "person"))
 MEMORIES = (Memory("D15:1", "Caroline: How was your weekend, Mel?", "2023-08-28T13:50:00"),
@@ -32,7 +38,8 @@ MEMORIES = (Memory("D15:1", "Caroline: How was your weekend, Mel?", "2023-08-28T
 
 
 def _case(attribute: str, value: str, value_type: str, evidence: str, question: str, pool: tuple[str, ...]):
-    fact = Fact("Melanie", attribute, value, (evidence,), value_type=value_type)
+    told = next(m.timestamp for m in MEMORIES if m.id == evidence)
+    fact = Fact("Melanie", attribute, value, (evidence,), value_type=value_type, valid_from=told)
     ck = Checkpoint("c1", MEMORIES, (fact,), PEOPLE)
     fields = QueryFields(entity="Melanie", attribute=attribute, scope="any", answerable=True)
     query = Query(id="q1", text=question, fields=fields)
@@ -79,3 +86,29 @@ def test_a_question_over_every_value_of_anything_else_still_accepts_the_old_valu
     assert verdict.ok, verdict.reason
     ref = m.reference
     assert {ref.answer, *ref.aliases} == {"forest", "sunset"} and not ref.invalidated and not ref.stale_answers
+
+
+def test_a_past_event_stays_past_and_a_plan_stays_a_plan(tmp_path):
+    """Hand audit: "yesterday" (told 28 August) rewritten to a September date, and a plan for June rewritten to a
+    May that was over when the plan was told, contradict the conversation around the turn."""
+    case, ck = _case("time", "27 August 2023", "date", "D15:2", "When did Melanie go to the park?",
+                     ("6 September 2023", "29 August 2023", "20 August 2023", "2 August 2023"))
+    assert Update().targets(case) == ["value=20 August 2023", "value=2 August 2023"]
+    with pytest.raises(Rejected, match="side of the time"):
+        _update(tmp_path, case, ck, "value=29 August 2023")
+    assert same_side("June 2023", "August 2023", "2023-05-25T13:14:06")  # a plan told on 25 May
+    assert not same_side("June 2023", "May 2023", "2023-05-25T13:14:06")
+    assert same_side("The week before 25 August 2023", "1 August 2023", "2023-08-25T10:00:00")
+    assert not same_side("The week before 25 August 2023", "2 September 2023", "2023-08-25T10:00:00")
+    assert not same_side("sometime soon", "2 September 2023", "2023-08-25T10:00:00")  # no side: no update
+    assert same_side("sometime soon", "2 September 2023", None)  # no telling time: nothing to hold it to
+
+
+_DAY = st.dates(min_value=date(2020, 1, 1), max_value=date(2026, 12, 31))
+
+
+@given(old=_DAY, new=_DAY, told=_DAY)
+def test_two_dates_are_on_one_side_when_both_are_on_or_before_the_telling_or_both_after(old, new, told):
+    fmt = "%d %B %Y"
+    got = same_side(old.strftime(fmt), new.strftime(fmt), f"{told.isoformat()}T13:00:00")
+    assert got == ((old <= told) == (new <= told))

@@ -98,6 +98,12 @@ class Provenance:
         pred = self.predecessor(entity, attribute)
         return pred if pred is not None and not pred.deleted else None
 
+    def first_told(self, entity: str, attribute: str) -> str | None:
+        """When (entity, attribute) was first told: the earliest ``valid_from`` of its history (an importer dates a
+        fact by its evidence), or None where no value is dated."""
+        told = [f.valid_from for f in self.facts_for(entity, attribute) if f.valid_from]
+        return min(told) if told else None
+
     def relevant_ids(self, entity: str, attribute: str) -> set[str]:
         """Every memory still in the state that evidences any value (current or past) of (entity, attribute)."""
         return {mid for f in self.facts_for(entity, attribute) if not f.deleted for mid in f.evidence}

@@ -659,6 +659,59 @@ def date_of(value: str):
     return None
 
 
+_RELATION = re.compile(r"(?i)\b(before|of|after)\b")
+
+
+def _side(value: str, told) -> str | None:
+    """``"past"`` or ``"future"``: where the date ``value`` lies against ``told`` (the day the fact was told); None
+    where that cannot be told. A date (its first day for a month or a year) is past on or before that day; a date
+    told relative to another ("The week before 9 June 2023") by its anchor and its relation."""
+    d = date_of(value)
+    if d is not None:
+        last = _last_day(value, d)
+        if d <= told < last:  # a month or a year the telling day lies in: then, or still to come
+            return None
+        return "past" if d <= told else "future"
+    m = RELATIVE_DATE.search(value)
+    rel = _RELATION.search(value)
+    anchor = date_of(m.group("anchor")) if m is not None else None
+    if anchor is None or rel is None:
+        return None
+    word = rel.group(1).lower()
+    if word == "before":
+        return "past" if anchor <= told else None
+    if word == "after":
+        return "future" if anchor >= told else None
+    return "past" if anchor <= told else "future"
+
+
+def _last_day(value: str, first):
+    """The last day of the period the date ``value`` names, whose first day is ``first`` (a day, a month, a year)."""
+    from datetime import date, timedelta
+
+    v = value.strip()
+    if re.fullmatch(r"\d{4}", v):
+        return date(first.year, 12, 31)
+    if not re.search(r"\d{1,2}(?:\s|,|$)|-\d\d$", v.replace(str(first.year), "")):  # "May 2023", "May, 2023"
+        nxt = date(first.year + first.month // 12, first.month % 12 + 1, 1)
+        return nxt - timedelta(days=1)
+    return first
+
+
+def same_side(old: str, new: str, told_at: str | None) -> bool:
+    """Whether the date ``new`` lies on the same side of ``told_at`` (when the fact was first told, ISO) as the
+    date ``old``: an update corrects a past event to another past date and a plan to another future one (hand
+    audit: an event told on 8 May as "yesterday" moved to 10 May; a plan for June moved to a May already over
+    when it was told). True without a telling time (nothing to hold it to); False where a side cannot be told."""
+    if told_at is None:
+        return True
+    from datetime import datetime
+
+    told = datetime.fromisoformat(told_at).date()
+    side = _side(old, told)
+    return side is not None and _side(new, told) == side
+
+
 _SEASONS = {"spring": (3, 4, 5), "summer": (6, 7, 8), "autumn": (9, 10, 11), "fall": (9, 10, 11),
             "winter": (12, 1, 2)}
 _MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
