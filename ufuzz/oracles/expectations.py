@@ -2,20 +2,19 @@
 
 The reference carries what is operator-specific — each operator derives its mutant's reference from the
 verified state change or query change (an update's new value and superseded evidence, a delete's deleted
-history, an unsupported target's abstention with the parent's evidence as decoy) — so the checks here are
-the same for every operator and depend only on the level:
+history, an unsupported target's abstention with the parent's evidence as decoy) — so the checks are the same for
+every operator and depend only on the level. Each check is one module of :mod:`ufuzz.oracles.checks` (its kind,
+its order, when it could fail, what it finds); this module computes once per execution what a level's checks
+see and gives the first failing check's verdict:
 
-* **selection** (judged whenever retrieval is visible: the ranked top-k ids):
-  ``deleted_evidence_retrieved`` — a memory the case deleted is among the results;
-  ``missing_evidence`` — no supporting memory among them, and no invalidated one (answerable reference);
-  ``stale_ranked_above_valid`` — an invalidated (superseded, deleted, decoy) memory ranked above every
-  supporting one, also when no supporting one made the top-k (a result is the memory its text is, whatever id it came under: :mod:`ufuzz.engine.identify`;
-  a version an in-place update overwrote counts as invalidated); ``unsupported_retrieved`` — for an abstaining reference, an invalidated memory returned at
-  or above the backend's *own* relevance threshold. Only where the backend declares such a threshold does this
-  last check apply, and then only results scored at or above it count as retrieved at all.
+* **selection** (judged whenever retrieval is visible: the ranked top-k ids; a result is the memory its text is,
+  whatever id it came under: :mod:`ufuzz.engine.identify`; a version an in-place update overwrote counts as
+  invalidated): ``deleted_evidence_retrieved``, ``missing_evidence``, ``stale_ranked_above_valid``,
+  ``unsupported_retrieved`` (only where the backend declares its own relevance threshold, and then only results
+  scored at or above it count as retrieved at all).
 * **response** (judged only when the system under test responded — its own answer, or an answerer the user
-  configured): ``wrong_answer``, ``stale_answer`` (an out-of-date or deleted value), ``false_abstention``,
-  ``unsupported_answer`` (a factual answer where the reference abstains).
+  configured): ``false_abstention``, ``stale_answer`` (an out-of-date or deleted value), ``unsupported_answer`` (a
+  factual answer where the reference abstains), ``wrong_answer``.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from typing import Any
 
 from ufuzz.model import Execution, Reference
 from ufuzz.model.execution import OVERWRITTEN
+from ufuzz.oracles.checks import Responded, Selected, checks_of
 from ufuzz.oracles.matching import Abstention, contains_answer, is_abstention
 
 SELECTION, RESPONSE = "selection", "response"
@@ -34,9 +34,8 @@ SELECTION, RESPONSE = "selection", "response"
 #: (:mod:`ufuzz.operators.sideeffects`); never a level an execution is judged at
 STATE = "state"
 LEVELS = (SELECTION, RESPONSE)
-SELECTION_KINDS = ("deleted_evidence_retrieved", "missing_evidence", "stale_ranked_above_valid",
-                   "unsupported_retrieved")
-RESPONSE_KINDS = ("wrong_answer", "stale_answer", "false_abstention", "unsupported_answer")
+SELECTION_KINDS = tuple(c.name for c in checks_of(SELECTION))
+RESPONSE_KINDS = tuple(c.name for c in checks_of(RESPONSE))
 KINDS = SELECTION_KINDS + RESPONSE_KINDS
 
 #: a response judge: (question, reference answer or None for abstention, response[, rubric=...]) ->
@@ -65,29 +64,16 @@ def selected(ex: Execution, threshold: float | None) -> list[str]:
 
 def selection(ref: Reference, ex: Execution, deleted: tuple[str, ...] = (),
               threshold: float | None = None) -> Outcome:
-    """The selection-level verdict (visible retrieval only)."""
+    """The selection-level verdict (visible retrieval only): the first selection check that fails."""
     top = selected(ex, threshold)
     info = {"top_ids": list(ex.top_ids), "selected": top, "threshold": threshold}
-
-    def fail(kind: str, offending: list[str]) -> Outcome:
-        return Outcome(False, SELECTION, kind, tuple(offending), info)
-
-    gone = set(deleted)
-    if any(i in gone for i in top):
-        return fail("deleted_evidence_retrieved", [i for i in top if i in gone])
-    invalid = set(ref.invalidated) | _overwritten(top, ref)
-    if not ref.abstain:
-        support = [r for r, i in enumerate(top) if i in set(ref.supporting)]
-        # an invalidated memory retrieved while no supporting one is outranks every supporting memory: the
-        # same defect as one ranked just above it (an update's stale copy at rank 3 with its replacement at rank
-        # 5 or at rank 6), so the same kind, cause and class; missing_evidence is evidence not found at all
-        above = [i for i in (top[:support[0]] if support else top) if i in invalid]
-        if not support and not above:
-            return fail("missing_evidence", [])
-        if above:
-            return fail("stale_ranked_above_valid", above)
-    elif threshold is not None and any(i in invalid for i in top):
-        return fail("unsupported_retrieved", [i for i in top if i in invalid])
+    supporting = set(ref.supporting)
+    seen = Selected(ref, top, frozenset(deleted), frozenset(set(ref.invalidated) | _overwritten(top, ref)),
+                    [r for r, i in enumerate(top) if i in supporting], threshold)
+    for check in checks_of(SELECTION):
+        offending = check.find(seen)
+        if offending is not None:
+            return Outcome(False, SELECTION, check.name, tuple(offending), info)
     return Outcome(True, SELECTION, detail=info)
 
 
@@ -150,21 +136,11 @@ def response(ref: Reference, ex: Execution, judge: JudgeFn | None = None,
         abstained = label == "Omission" or (ref.abstain and label == "Correct")
     info = {"response": resp, "responder": ex.responder, "judge": label, "answer_correct": right}
     stale = [v for v in ref.stale_answers if contains_answer(resp, v)]
-    top1 = tuple(ex.top_ids[:1])
-
-    def fail(kind: str, offending: tuple[str, ...]) -> Outcome:
-        return Outcome(False, RESPONSE, kind, offending, {**info, "stale": stale} if stale else info)
-
-    if ref.abstain:
-        if abstained:
-            return Outcome(True, RESPONSE, detail=info)
-        if stale:
-            return fail("stale_answer", _carriers(ex, stale) or top1)
-        return fail("unsupported_answer", top1)
-    if right:
+    seen = Responded(ref, right, abstained, stale, _carriers(ex, stale) if stale else (), tuple(ex.top_ids[:1]))
+    if seen.passed:
         return Outcome(True, RESPONSE, detail=info)
-    if abstained:
-        return fail("false_abstention", ())
-    if stale:
-        return fail("stale_answer", _carriers(ex, stale) or top1)
-    return fail("wrong_answer", top1)
+    for check in checks_of(RESPONSE):
+        offending = check.find(seen)
+        if offending is not None:
+            return Outcome(False, RESPONSE, check.name, tuple(offending), {**info, "stale": stale} if stale else info)
+    return Outcome(True, RESPONSE, detail=info)

@@ -25,7 +25,8 @@ from typing import Any
 from ufuzz.lru import LRU
 from ufuzz.model import CONTROL_SUFFIX, Execution, FuzzCase, Reference
 from ufuzz.oracles.accuracy import benchmark_accuracy
-from ufuzz.oracles.expectations import SELECTION, Outcome, selection
+from ufuzz.oracles.checks import checks_of
+from ufuzz.oracles.expectations import RESPONSE, SELECTION, Outcome, selection
 from ufuzz.oracles.verdict import (
     Context,
     Failure,
@@ -55,18 +56,16 @@ MAX_PARENT_VERDICTS = 16384
 def could_fail(mutant: FuzzCase, reference: Reference, responds: bool, context: Any,
                on_parent_state: bool = False) -> bool:
     """Whether some check of ``mutant`` with ``reference`` can fail under ``context`` (a verdict context: is
-    retrieval visible, the backend's relevance threshold). A pure function, so that a lane that made a state
+    retrieval visible, the backend's relevance threshold): some check of a level judged here says it could
+    (:meth:`~ufuzz.oracles.checks.base.Check.could_fail`). A pure function, so that a lane that made a state
     mutant (:mod:`ufuzz.engine.lanes`) decides as the campaign would whether executing it is worth the call.
     An abstaining reference without a threshold or a responder is judged only on whether a deleted memory is
     retrieved. ``on_parent_state``: the mutation wrote nothing (a new question on its parent's state) — then the
     parent's execution checked those deletions already on that very state, and a new question tests little; a
     mutant whose own writes made a new state (which may bring a deleted memory back) is executed for them."""
-    if responds:
-        return True
-    if not context.visible:
-        return False
     deleted = () if on_parent_state else deleted_by(mutant)
-    return not reference.abstain or context.threshold is not None or bool(deleted)
+    levels = ([SELECTION] if context.visible else []) + ([RESPONSE] if responds else [])
+    return any(c.could_fail(reference, deleted, context.threshold) for level in levels for c in checks_of(level))
 
 
 class Oracle:

@@ -23,12 +23,14 @@ Two entry points: :func:`http_reproducer` from a campaign's failure (``ufuzz fai
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 from typing import Any
 
 from ufuzz.model import Memory, StateOp
 from ufuzz.model.execution import OVERWRITTEN
 from ufuzz.model.memory import utc_time
+from ufuzz.oracles import checks as oracle_checks
 from ufuzz.oracles import expectations, matching, verdict
 
 __all__ = ["http_reproducer", "record_reproducer", "verdict_source", "judging_facts"]
@@ -44,8 +46,11 @@ def verdict_source() -> list[str]:
         return "\n".join(line for i, line in enumerate(src.splitlines(), start=1) if i not in drop)
 
     functions = "\n\n".join(inspect.getsource(f) for f in (verdict.judge, verdict.caused, verdict.first_failure))
-    return [f"OVERWRITTEN = {OVERWRITTEN!r}", strip(inspect.getsource(matching)), strip(inspect.getsource(expectations)),
-            "from __future__ import annotations\n\n" + functions]
+    # the checks the campaign judged with, each its own module's code (a check registers itself by its definition)
+    checks = [strip(inspect.getsource(importlib.import_module(m))) for m in ("ufuzz.oracles.checks.base",
+                                                                               *oracle_checks.modules)]
+    return [f"OVERWRITTEN = {OVERWRITTEN!r}", strip(inspect.getsource(matching)), *checks,
+            strip(inspect.getsource(expectations)), "from __future__ import annotations\n\n" + functions]
 
 
 def adapter_source() -> str:
@@ -88,7 +93,8 @@ CASE = {case_data}
 JUDGING = {judging_data}
 SIDES = ("parent", "mutant") if CASE["parent"] is not None else ("mutant",)
 
-# ufuzz's verdict code (ufuzz/oracles/matching.py, expectations.py and verdict.judge/caused), as the campaign ran it
+# ufuzz's verdict code (ufuzz/oracles/matching.py, the checks of ufuzz/oracles/checks/, expectations.py and
+# verdict.judge/caused), as the campaign ran it
 VERDICT_SOURCE = {verdict_src}
 
 
