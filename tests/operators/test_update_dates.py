@@ -102,6 +102,12 @@ def test_a_past_event_stays_past_and_a_plan_stays_a_plan(tmp_path):
     assert not same_side("The week before 25 August 2023", "2 September 2023", "2023-08-25T10:00:00")
     assert not same_side("sometime soon", "2 September 2023", "2023-08-25T10:00:00")  # no side: no update
     assert same_side("sometime soon", "2 September 2023", None)  # no telling time: nothing to hold it to
+    # a month that holds the telling day says nothing: the question's tense does, and without one there is no update
+    plan, when = "When is Caroline going to the transgender conference?", "2023-07-03T13:36:12"
+    assert same_side("July 2023", "August 2023", when, plan) and not same_side("July 2023", "May 2023", when, plan)
+    trip = "When was Jon in Rome?"
+    assert same_side("July 2023", "May 2023", when, trip) and not same_side("July 2023", "August 2023", when, trip)
+    assert not same_side("July 2023", "May 2023", when) and not same_side("July 2023", "August 2023", when)
 
 
 _DAY = st.dates(min_value=date(2020, 1, 1), max_value=date(2026, 12, 31))

@@ -178,11 +178,12 @@ def _asked(case: FuzzCase) -> str:
 
 def _in_time(case: FuzzCase, fact, value: str) -> bool:
     """For a date: whether ``value`` keeps the event on the side of the time it was first told that its old date is
-    (:func:`~ufuzz.seeds.importers.fields.same_side`). True for any other value."""
+    — or, where that cannot say, that the question's tense puts it on (:func:`~ufuzz.seeds.importers.fields.same_side`).
+    True for any other value."""
     if fact.value_type not in DATED:
         return True
     f = case.query.fields
-    return same_side(fact.value, value, case.provenance.first_told(f.entity, f.attribute))
+    return same_side(fact.value, value, case.provenance.first_told(f.entity, f.attribute), case.query.text)
 
 
 def _not_after(value: str, timestamp: str) -> bool:

@@ -383,7 +383,7 @@ class Builder:
                 end = max(datetime.fromisoformat(m.timestamp) for m in cp.memories).date()
                 told = prov.first_told(f.entity, f.attribute)
                 pool = tuple(v for v in pool if (date_of(v) or end) <= end and in_asked_period(v, p.text)
-                             and same_side(active.value, v, told))[:3]
+                             and same_side(active.value, v, told, p.text))[:3]
             if active.value_type == "text" and pool and accumulates(active.value, p.text):
                 pool = ()  # another pet is one more pet, not a new value of "what pet does she have"
             if active.value_type == "text" and pool:

@@ -698,17 +698,31 @@ def _last_day(value: str, first):
     return first
 
 
-def same_side(old: str, new: str, told_at: str | None) -> bool:
+_PAST_ASKED = re.compile(r"(?i)\b(?:did|was|were|had)\b")
+_FUTURE_ASKED = re.compile(r"(?i)\b(?:will|going to|planning|plans?|planned|is|are)\b")
+
+
+def _asked_side(question: str) -> str | None:
+    """The side a "when" question puts its event on by its tense ("When did …": past; "When is … going to …":
+    future), None when it says both or neither."""
+    past, future = _PAST_ASKED.search(question), _FUTURE_ASKED.search(question)
+    if bool(past) == bool(future):
+        return None
+    return "past" if past else "future"
+
+
+def same_side(old: str, new: str, told_at: str | None, question: str = "") -> bool:
     """Whether the date ``new`` lies on the same side of ``told_at`` (when the fact was first told, ISO) as the
     date ``old``: an update corrects a past event to another past date and a plan to another future one (hand
     audit: an event told on 8 May as "yesterday" moved to 10 May; a plan for June moved to a May already over
-    when it was told). True without a telling time (nothing to hold it to); False where a side cannot be told."""
+    when it was told). Where ``old`` cannot say (a month or year the telling day lies in) the ``question``'s tense
+    does. True without a telling time (nothing to hold it to); False where no side can be told."""
     if told_at is None:
         return True
     from datetime import datetime
 
     told = datetime.fromisoformat(told_at).date()
-    side = _side(old, told)
+    side = _side(old, told) or _asked_side(question)
     return side is not None and _side(new, told) == side
 
 
