@@ -56,9 +56,14 @@ def builtin_modules(package: str, marker: str, function: str = "load") -> dict[s
     return found
 
 
+def entry_point_specs(group: str) -> dict[str, str]:
+    """``name -> "module:attr"`` of the entry points of ``group``."""
+    return {ep.name: ep.value for ep in entry_points(group=group)}
+
+
 def _with_entry_points(found: dict[str, str], group: str) -> dict[str, str]:
     """``found`` (the built-ins) with the entry points of ``group``, which win on a shared name."""
-    return {**found, **{ep.name: ep.value for ep in entry_points(group=group)}}
+    return {**found, **entry_point_specs(group)}
 
 
 def discover_modules(package: str, marker: str, group: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ import importlib
 import sys
 import types
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -106,29 +107,85 @@ class DuplicateResult(Check):
 '''
 
 
-def test_a_check_added_as_one_module_is_judged_counted_and_embedded(tmp_path, monkeypatch):
-    (tmp_path / "ufuzz_test_duplicate_check.py").write_text(_NEW_CHECK)
+def _registered(tmp_path, monkeypatch, name: str, source: str):
+    (tmp_path / f"{name}.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
+    return importlib.import_module(name)
+
+
+def _embedded(name: str) -> types.ModuleType:
+    mod = types.ModuleType(name)
+    sys.modules[name] = mod
+    for part in verdict_source():
+        exec(compile(part, "<embedded>", "exec"), mod.__dict__)
+    return mod
+
+
+@pytest.fixture
+def registry():
+    """The check registry as it was, back after the test (a test's checks never reach another test)."""
     before = dict(Check._registry)
-    try:
-        module = importlib.import_module("ufuzz_test_duplicate_check")
-        monkeypatch.setattr(oracle_checks, "modules", [*oracle_checks.modules, module.__name__])
-        ex = Execution("x1", "k", "q", top_ids=["m1", "m2", "m1"], top_scores=[0.9, 0.8, 0.7])
-        ref = Reference("q1", "Lyon", supporting=("m1",))
-        got = selection(ref, ex)
-        assert (got.passed, got.kind, got.offending) == (False, "duplicate_result", ("m1",))
-        assert could_fail(_case(), Reference("q1", None, abstain=True), False, Context(visible=True))
-        embedded = types.ModuleType("ufuzz_verdict_check_test")
-        sys.modules[embedded.__name__] = embedded
-        for part in verdict_source():
-            exec(compile(part, "<embedded>", "exec"), embedded.__dict__)
-        theirs = embedded.selection(ref, ex)
-        assert (theirs.passed, theirs.kind, theirs.offending) == (False, "duplicate_result", ("m1",))
-    finally:
-        Check._registry.clear()
-        Check._registry.update(before)
-        Check._ordered.clear()
-        sys.modules.pop("ufuzz_test_duplicate_check", None)
-        sys.modules.pop("ufuzz_verdict_check_test", None)
-    assert selection(Reference("q1", "Lyon", supporting=("m1",)),
-                     Execution("x1", "k", "q", top_ids=["m1", "m2", "m1"])).passed
+    yield
+    Check._registry.clear()
+    Check._registry.update(before)
+    Check._ordered.clear()
+    for name in [n for n in sys.modules if n.startswith("ufuzz_test_")]:
+        sys.modules.pop(name)
+
+
+def test_a_check_added_as_one_module_is_judged_counted_and_embedded(tmp_path, monkeypatch, registry):
+    _registered(tmp_path, monkeypatch, "ufuzz_test_duplicate_check", _NEW_CHECK)
+    ex = Execution("x1", "k", "q", top_ids=["m1", "m2", "m1"], top_scores=[0.9, 0.8, 0.7])
+    ref = Reference("q1", "Lyon", supporting=("m1",))
+    got = selection(ref, ex)
+    assert (got.passed, got.kind, got.offending) == (False, "duplicate_result", ("m1",))
+    assert could_fail(_case(), Reference("q1", None, abstain=True), False, Context(visible=True))
+    theirs = _embedded("ufuzz_test_verdict").selection(ref, ex)
+    assert (theirs.passed, theirs.kind, theirs.offending) == (False, "duplicate_result", ("m1",))
+
+
+_STRICTER = '''"""stale_answer, also blamed when the stale value is only in the retrieved memories."""
+
+from __future__ import annotations
+
+from ufuzz.oracles.checks.stale_answer import StaleAnswer
+
+
+class StricterStale(StaleAnswer):
+    name = "stale_answer"
+    order = 15
+'''
+
+
+def test_a_check_that_replaces_a_built_in_by_deriving_from_it_is_embedded_with_its_ancestor(tmp_path, monkeypatch,
+                                                                                           registry):
+    _registered(tmp_path, monkeypatch, "ufuzz_test_stricter_stale", _STRICTER)
+    assert [c.name for c in checks_of(RESPONSE)] == ["false_abstention", "stale_answer", "unsupported_answer",
+                                                    "wrong_answer"]
+    assert type(checks_of(RESPONSE)[1]).__name__ == "StricterStale"
+    names = oracle_checks.modules()
+    assert names.index("ufuzz.oracles.checks.stale_answer") < names.index("ufuzz_test_stricter_stale")
+    embedded = _embedded("ufuzz_test_verdict_stricter")  # no NameError: the ancestor's module comes first
+    assert [type(c).__name__ for c in embedded.checks_of(RESPONSE)][1] == "StricterStale"
+
+
+def test_an_entry_point_that_is_not_the_check_it_names_is_refused(tmp_path, monkeypatch, registry):
+    _registered(tmp_path, monkeypatch, "ufuzz_test_misnamed", _NEW_CHECK)
+    from ufuzz import plugins
+
+    monkeypatch.setattr(plugins, "entry_point_specs",
+                        lambda group: {"stale_answer": "ufuzz_test_misnamed:DuplicateResult"})
+    monkeypatch.setattr(Check, "_loader", oracle_checks._load_entry_points)
+    with pytest.raises(TypeError, match="is not a check: a Check subclass whose name is 'stale_answer'"):
+        checks_of(SELECTION)
+
+
+def test_each_built_in_check_module_defines_only_its_check():
+    """The reproducer runs every check module's code in one namespace: a helper of one would replace another's."""
+    import ast
+    import inspect
+
+    for name in oracle_checks.modules():
+        tree = ast.parse(inspect.getsource(importlib.import_module(name)))
+        defined = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom, ast.Expr))]
+        assert len(defined) == 1 and isinstance(defined[0], ast.ClassDef), name

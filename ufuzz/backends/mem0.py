@@ -388,10 +388,14 @@ class Mem0Backend(LibraryBackend):
         return {"user_id": self.settings["user_id"]}
 
     def _close_state(self, st: _State) -> None:
+        self._close_memory(st.mem)
+
+    @staticmethod
+    def _close_memory(mem: Any) -> None:
         try:
-            st.mem.close()  # mem0: closes the history sqlite connection
+            mem.close()  # mem0: closes the history sqlite connection
         finally:
-            client = getattr(getattr(st.mem, "vector_store", None), "client", None)
+            client = getattr(getattr(mem, "vector_store", None), "client", None)
             if client is not None:
                 client.close()  # qdrant local: releases the directory lock
 

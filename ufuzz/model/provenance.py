@@ -99,10 +99,11 @@ class Provenance:
         return pred if pred is not None and not pred.deleted else None
 
     def first_told(self, entity: str, attribute: str) -> str | None:
-        """When (entity, attribute) was first told: the earliest ``valid_from`` of its history (an importer dates a
-        fact by its evidence), or None where no value is dated."""
-        told = [f.valid_from for f in self.facts_for(entity, attribute) if f.valid_from]
-        return min(told) if told else None
+        """When (entity, attribute) was first told: the ``valid_from`` of the first value of its history (an importer
+        dates a fact by its evidence), or None where that value is not dated (an update's later date is no telling
+        time of the event)."""
+        facts = self.facts_for(entity, attribute)
+        return min(facts, key=_order).valid_from if facts else None
 
     def relevant_ids(self, entity: str, attribute: str) -> set[str]:
         """Every memory still in the state that evidences any value (current or past) of (entity, attribute)."""
@@ -125,12 +126,14 @@ class Provenance:
 
     def scope_of(self, fields: QueryFields) -> str:
         """The scope a question's reference is derived under: its own, except for a question over every value
-        (``any``, "When did Melanie go to the park?") of a date. An event has one date, so a later date of it —
-        an update, which the backend records as superseding the memory that told the old one — corrects the old
-        date rather than adding a second occurrence: such a question is judged as asking the ``current`` value
-        (the old date stale, its memory invalid). Without history the two scopes give the same reference."""
+        (``any``, "When did Melanie go to the park?") of a date whose history is one value superseding others. An
+        event has one date, so a later date of it — an update, which the backend records as superseding the memory
+        that told the old one — corrects the old date rather than adding a second occurrence: such a question is
+        judged as asking the ``current`` value (the old date stale, its memory invalid). A date with no history, a
+        lone value no longer valid, or two valid at once (a recurring event) keeps the question's own scope."""
         facts = self.facts_for(fields.entity, fields.attribute)
-        if fields.scope == "any" and any(f.value_type in DATED for f in facts):
+        if (fields.scope == "any" and any(f.value_type in DATED for f in facts) and len(facts) > 1
+                and sum(f.valid for f in facts) == 1):
             return "current"
         return fields.scope
 

@@ -7,16 +7,20 @@ reference here?) and :meth:`Check.find` (after: the memories at fault, or None w
 the execution that its level computes once (:class:`Selected`, :class:`Responded`).
 
 A subclass registers itself by defining it (``__init_subclass__``), so that the campaign (which imports the
-package's modules, :mod:`ufuzz.oracles.checks`) and the standalone reproducer (which executes their source, no
-ufuzz installed) see the same checks; a later definition of a name replaces an earlier one (an entry point's
-check replaces a built-in of that name).
+package's modules and its entry points, :mod:`ufuzz.oracles.checks`) and the standalone reproducer (which
+executes the code of the modules that define the registered checks, no ufuzz installed) see the same checks; a
+later definition of a name replaces an earlier one (an entry point's check replaces a built-in of that name).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
+
+#: the levels a check may judge at
+LEVELS = ("selection", "response")
 
 
 class Check:
@@ -27,6 +31,8 @@ class Check:
     order: ClassVar[int] = 100
     _registry: ClassVar[dict[str, type[Check]]] = {}
     _ordered: ClassVar[dict[str, list[Check]]] = {}  # per level, rebuilt when a check registers
+    #: loads the checks that are not built in (entry points), once, when the checks are first asked for
+    _loader: ClassVar[Callable[[], None] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -47,6 +53,9 @@ class Check:
 
 def checks_of(level: str) -> list[Check]:
     """The registered checks of ``level``, in their order (then by name)."""
+    if Check._loader is not None:
+        load, Check._loader = Check._loader, None
+        load()
     got = Check._ordered.get(level)
     if got is None:
         got = sorted((cls() for cls in Check._registry.values() if cls.level == level),

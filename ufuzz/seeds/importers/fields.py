@@ -664,14 +664,13 @@ _RELATION = re.compile(r"(?i)\b(before|of|after)\b")
 
 def _side(value: str, told) -> str | None:
     """``"past"`` or ``"future"``: where the date ``value`` lies against ``told`` (the day the fact was told); None
-    where that cannot be told. A date (its first day for a month or a year) is past on or before that day; a date
-    told relative to another ("The week before 9 June 2023") by its anchor and its relation."""
+    where that cannot be told — the telling day itself, a month or a year that holds it. A date told relative to
+    another ("The week before 9 June 2023") lies by its anchor and its relation."""
     d = date_of(value)
     if d is not None:
-        last = _last_day(value, d)
-        if d <= told < last:  # a month or a year the telling day lies in: then, or still to come
+        if d <= told <= _last_day(value, d):  # the telling day itself, or a month or a year it lies in: either
             return None
-        return "past" if d <= told else "future"
+        return "past" if d < told else "future"
     m = RELATIVE_DATE.search(value)
     rel = _RELATION.search(value)
     anchor = date_of(m.group("anchor")) if m is not None else None
@@ -682,7 +681,9 @@ def _side(value: str, told) -> str | None:
         return "past" if anchor <= told else None
     if word == "after":
         return "future" if anchor >= told else None
-    return "past" if anchor <= told else "future"
+    if anchor == told:  # the week of the telling day: either
+        return None
+    return "past" if anchor < told else "future"
 
 
 def _last_day(value: str, first):
