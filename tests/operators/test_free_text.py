@@ -212,10 +212,11 @@ def test_update_dates_an_event_told_by_a_relative_time(tmp_path):
     new = targets[0].partition("=")[2]
     assert v.ok, v.reason
     assert m.ops[0].memory.text == f"Ben: Lovely! I have 2 dogs now, we got the second one in {new}."
-    # "when did …" asks of a past event (scope any): the new date is the answer, the old turn still supports it
-    assert m.reference.answer == new and m.ops[0].memory.id in m.reference.supporting
-    # a date later than the memory telling it is refused, not written
-    with pytest.raises(Rejected, match="later than the memory"):
+    # "when did …" asks of one past event: the new date corrects the old one, whose turn no longer supports it
+    assert m.reference.answer == new and m.reference.supporting == (m.ops[0].memory.id,)
+    assert m.ops[0].target in m.reference.invalidated
+    # a date after the time the event was told is refused (a past event stays past), not written
+    with pytest.raises(Rejected, match="not on the side of the time"):
         _apply(op, c, ref, "value=May 2031", tmp_path, s.checkpoint_of(s.seeds[0]))
 
 
