@@ -57,9 +57,11 @@ def test_a_selection_check_that_says_it_cannot_fail_never_finds_anything(drawn):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.booleans(), st.booleans(), st.booleans(), st.lists(st.sampled_from(["old", "older"]), max_size=2))
-def test_a_response_check_that_says_it_cannot_fail_never_finds_anything(abstain, right, abstained, stale):
-    ref = Reference("q", None if abstain else "x", abstain=abstain, stale_answers=("old", "older"))
+@given(st.booleans(), st.booleans(), st.booleans(), st.lists(st.sampled_from(["old", "older"]), max_size=2,
+                                                             unique=True), st.data())
+def test_a_response_check_that_says_it_cannot_fail_never_finds_anything(abstain, right, abstained, stales, data):
+    ref = Reference("q", None if abstain else "x", abstain=abstain, stale_answers=tuple(stales))
+    stale = data.draw(st.lists(st.sampled_from(stales), unique=True) if stales else st.just([]))  # those it states
     seen = Responded(ref, right and not abstain, abstained, stale, ("m1",) if stale else (), ("m0",))
     for check in checks_of(RESPONSE):
         if not check.could_fail(ref, (), None):

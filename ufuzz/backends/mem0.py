@@ -68,7 +68,6 @@ A memory's own metadata is nested under ``ufuzz_meta`` so that it cannot collide
 from __future__ import annotations
 
 import importlib.util
-import logging
 import os
 import shutil
 import sqlite3
@@ -78,8 +77,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ufuzz.backends.library import LibraryBackend, modules_found, pkg_version
+from ufuzz.backends.library import LibraryBackend
 from ufuzz.backends.options import Option, Requires
+from ufuzz.backends.packages import modules_found, pkg_version
 from ufuzz.backends.protocol import (
     BackendError,
     Capabilities,
@@ -90,8 +90,6 @@ from ufuzz.backends.protocol import (
 )
 from ufuzz.backends.states import StateTable
 from ufuzz.model import Checkpoint, Memory
-
-log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'ufuzz[mem0]'"
 DIMS = 384
@@ -138,7 +136,6 @@ def _memoize_embed(emb: Any, limit: int = 200_000) -> None:
         return list(hit)
 
     emb.embed = embed
-
 
 
 def _import_mem0(workdir: Path) -> Any:
@@ -196,7 +193,6 @@ class _State:
 
 class Mem0Backend(LibraryBackend):
     name = "mem0"
-    library = "mem0"
     extra = "mem0"
     isolate = True  # native library: run in a recyclable worker process
     options_spec = (

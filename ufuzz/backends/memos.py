@@ -102,8 +102,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ufuzz.backends.library import LibraryBackend, modules_found, pkg_version
+from ufuzz.backends.library import LibraryBackend
 from ufuzz.backends.options import Option, Requires
+from ufuzz.backends.packages import modules_found, pkg_version
 from ufuzz.backends.protocol import (
     BackendError,
     BackendUnavailable,
@@ -132,7 +133,6 @@ _NS = uuidlib.UUID("0c6f1f8e-3b7a-5d2e-9c41-7a4d2b9e6f13")
 #: messages MemOS logs on every state opened in this setting (embedded Qdrant is the point, not a mistake)
 _NOISE = ("Qdrant is running in local mode", "already exists. Skipping creation",
           "SentenceTransformer does not support specifying embedding dimensions")
-
 
 
 class _DropNoise(logging.Filter):
@@ -226,7 +226,6 @@ class _State:
 
 class MemosBackend(LibraryBackend):
     name = "memos"
-    library = "memos"
     extra = "memos"
     isolate = True  # native library (torch, qdrant local): run in a recyclable worker process
     options_spec = (

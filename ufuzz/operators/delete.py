@@ -20,10 +20,11 @@ import random
 import re
 
 from ufuzz.model import Fact, FuzzCase, Provenance, Reference, StateOp, UndefinedReference
+from ufuzz.model.provenance import DATED
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.statewrite import mentions_value, value_forms
 from ufuzz.seeds.importers._common import JUDGEMENT, UNSTATED
-from ufuzz.seeds.importers.fields import DATED, value_type_of
+from ufuzz.seeds.importers.fields import value_type_of
 from ufuzz.seeds.speakers import ANNOTATION_TYPES, key_terms, shared_terms
 
 

@@ -7,8 +7,9 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from ufuzz.model.memory import utc_time
+from ufuzz.model.provenance import DATED
 from ufuzz.operators.base import Rejected, StateView
-from ufuzz.seeds.importers.fields import DATED, RELATIVE_TIME, rewrite_time, text_class, value_forms
+from ufuzz.seeds.importers.fields import RELATIVE_TIME, rewrite_time, text_class, value_forms
 
 __all__ = ["later_timestamp", "latest_evidence", "mentions_value", "natural_key", "own_voice", "rewritable_evidence",
            "rewrite_value", "speaker_of", "substitute", "uncarried_evidence", "value_forms", "written_in_evidence"]

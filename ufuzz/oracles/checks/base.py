@@ -4,7 +4,10 @@ A check is one kind of failure at one level: a :class:`Check` subclass that name
 ``level`` and its place among the level's checks (``order``: the first check that fails gives the verdict). It
 answers two questions — :meth:`Check.could_fail` (before execution: can this check fail on a mutant with this
 reference here?) and :meth:`Check.find` (after: the memories at fault, or None when it passes) — from a view of
-the execution that its level computes once (:class:`Selected`, :class:`Responded`).
+the execution that its level computes once (:class:`Selected`, :class:`Responded`). Response checks are asked only
+about a response that does not pass (:attr:`Responded.passed`: right, or an abstention where the reference abstains).
+A check is a built-in module of :mod:`ufuzz.oracles.checks` or an entry point: lanes in other processes and
+``corpus check`` know the checks those name, not a class defined elsewhere.
 
 A subclass registers itself by defining it (``__init_subclass__``), so that the campaign (which imports the
 package's modules and its entry points, :mod:`ufuzz.oracles.checks`) and the standalone reproducer (which

@@ -34,9 +34,9 @@ from ufuzz.model import (
     Seed,
     SeedSuite,
 )
+from ufuzz.model.provenance import DATED
 from ufuzz.seeds import siblings as siblings_mod
 from ufuzz.seeds.importers.fields import (
-    DATED,
     PERSON_NAMES,
     accumulates,
     date_of,

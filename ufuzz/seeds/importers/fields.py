@@ -331,8 +331,6 @@ def value_type_of(value: str, person_names: Sequence[str] = ()) -> str:
     return "text"
 
 
-#: (DATED, from the model: value types that name a time an event happened; an update tells the event at a new date
-#: where the memory told it by one relative time, "yesterday" -> "on 10 May 2023")
 _WEEKDAY_WORDS = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 #: a time told relative to a date, as LoCoMo answers its temporal questions ("The week before 9 June 2023", "The
 #: Friday before 15 July 2023", "two weekends before 17 July 2023", "The week of 23 August 2023")
@@ -688,8 +686,6 @@ def _side(value: str, told) -> str | None:
 
 def _last_day(value: str, first):
     """The last day of the period the date ``value`` names, whose first day is ``first`` (a day, a month, a year)."""
-    from datetime import date, timedelta
-
     v = value.strip()
     if re.fullmatch(r"\d{4}", v):
         return date(first.year, 12, 31)

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.model import Entity, Fact, Memory, Rubric
+from ufuzz.model.provenance import DATED
 from ufuzz.seeds.criteria import benchmark_rubric
 from ufuzz.seeds.importers._common import (
     JUDGEMENT,
@@ -66,7 +67,6 @@ from ufuzz.seeds.importers._common import (
     state_ops_for,
 )
 from ufuzz.seeds.importers.fields import (
-    DATED,
     Extractor,
     establish_fields,
     mentions_word,
