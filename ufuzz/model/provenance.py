@@ -155,8 +155,8 @@ class Provenance:
           history-consistent, just not the answer). Nothing replaced, or nothing left in memory: abstain. Undefined (:class:`UndefinedReference`) when values are left but none is
           active, or the replaced one was deleted — no answer is right then, so no test may be built on it.
         * ``any``: any value still in memory (the latest is the answer, the others aliases), supported by all
-          their evidence; deleted values are invalid and stale. Nothing left: abstain. A date is judged as
-          ``current`` (:meth:`scope_of`).
+          their evidence; deleted values are invalid and stale. Nothing left: abstain. A date one value
+          superseded others of is judged as ``current`` (:meth:`scope_of`).
         """
         facts = self.facts_for(fields.entity, fields.attribute)
         gone = [f for f in facts if f.deleted]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
 from ufuzz.model import SCOPES, QueryFields
@@ -716,8 +716,6 @@ def same_side(old: str, new: str, told_at: str | None, question: str = "") -> bo
     does. True without a telling time (nothing to hold it to); False where no side can be told."""
     if told_at is None:
         return True
-    from datetime import datetime
-
     told = datetime.fromisoformat(told_at).date()
     side = _side(old, told) or _asked_side(question)
     return side is not None and _side(new, told) == side
