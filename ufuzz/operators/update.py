@@ -16,7 +16,6 @@ import random
 from datetime import datetime
 
 from ufuzz.model import FuzzCase, Memory, Reference, StateOp, UndefinedReference
-from ufuzz.model.provenance import DATED
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.statewrite import (
     later_timestamp,
@@ -26,7 +25,7 @@ from ufuzz.operators.statewrite import (
     uncarried_evidence,
     written_in_evidence,
 )
-from ufuzz.seeds.importers.fields import date_of, no_new_answer, same_side
+from ufuzz.seeds.importers.fields import date_of, in_time, no_new_answer
 
 
 def _stated_before(case: FuzzCase, fact, values) -> set[str]:
@@ -63,7 +62,7 @@ class Update(Operator):
         pool = case.descriptor.value_pool
         had = _stated_before(case, fact, pool)
         return [f"value={v}" for v in pool if v not in had and not no_new_answer(fact.value, v, _asked(case))
-                and _in_time(case, fact, v)][:3]
+                and in_time(case.provenance, fact, v, case.query.text)][:3]
 
     def mutate(self, case: FuzzCase, parent_ref: Reference, target: str, rng: random.Random,
                view: StateView | None = None) -> Mutation:
@@ -85,7 +84,7 @@ class Update(Operator):
         new_text = rewrite_value(old_text.text, fact, value)
         if new_text is None:  # the value is not written in the memory: rewriting it would mean inventing text
             raise Rejected(f"the value {fact.value!r} is not written in its evidence {old_id}")
-        if not _in_time(case, fact, value):
+        if not in_time(case.provenance, fact, value, case.query.text):
             raise Rejected(f"the new date {value!r} is not on the side of the time {fact.value!r} was told")
         ts = later_timestamp(view, before=case.query.asked_at)
         if not _not_after(value, ts):
@@ -127,7 +126,7 @@ class Update(Operator):
         scope = case.provenance.scope_of(f)  # a date's update corrects it: judged as the current value
         if old_fact is not None and scope != "any" and uncarried_evidence(case.provenance, old_fact):
             return Verdict.reject("superseded evidence that does not state the old value")
-        if old_fact is not None and not _in_time(case, old_fact, value):
+        if old_fact is not None and not in_time(case.provenance, old_fact, value, case.query.text):
             return Verdict.reject("a past event moved into the future of its telling, or a plan into its past")
         if value not in case.descriptor.value_pool:  # e.g. a pool left over from another attribute
             return Verdict.reject(f"{value!r} is not among the question's type-compatible values")
@@ -174,16 +173,6 @@ def _asked(case: FuzzCase) -> str:
     """What the question asks, for :func:`no_new_answer`: its words and its attribute's ("gym_day" asks a day
     however a paraphrase words it)."""
     return f"{case.query.text} {case.query.fields.attribute.replace('_', ' ')}"
-
-
-def _in_time(case: FuzzCase, fact, value: str) -> bool:
-    """For a date: whether ``value`` keeps the event on the side of the time it was first told that its old date is
-    — or, where that cannot say, that the question's tense puts it on (:func:`~ufuzz.seeds.importers.fields.same_side`).
-    True for any other value."""
-    if fact.value_type not in DATED:
-        return True
-    f = case.query.fields
-    return same_side(fact.value, value, case.provenance.first_told(f.entity, f.attribute), case.query.text)
 
 
 def _not_after(value: str, timestamp: str) -> bool:

@@ -27,13 +27,13 @@ from typing import Any
 from ufuzz.model import Execution, Reference
 from ufuzz.model.execution import OVERWRITTEN
 from ufuzz.oracles.checks import Responded, Selected, checks_of
+from ufuzz.oracles.checks.base import LEVELS
 from ufuzz.oracles.matching import Abstention, contains_answer, is_abstention
 
-SELECTION, RESPONSE = "selection", "response"
+SELECTION, RESPONSE = LEVELS
 #: the level of a state operation's side effect, found by its verification before any retrieval
 #: (:mod:`ufuzz.operators.sideeffects`); never a level an execution is judged at
 STATE = "state"
-LEVELS = (SELECTION, RESPONSE)
 SELECTION_KINDS = tuple(c.name for c in checks_of(SELECTION))
 RESPONSE_KINDS = tuple(c.name for c in checks_of(RESPONSE))
 KINDS = SELECTION_KINDS + RESPONSE_KINDS

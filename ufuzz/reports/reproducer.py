@@ -47,7 +47,6 @@ def verdict_source() -> list[str]:
 
     functions = "\n\n".join(inspect.getsource(f) for f in (verdict.judge, verdict.caused, verdict.first_failure))
     # the checks the campaign judged with, each its own module's code (a check registers itself by its definition)
-    oracle_checks.checks_of("selection")  # the entry points' checks loaded, as the campaign judged with them
     checks = [strip(inspect.getsource(importlib.import_module(m))) for m in ("ufuzz.oracles.checks.base",
                                                                                *oracle_checks.modules())]
     return [f"OVERWRITTEN = {OVERWRITTEN!r}", strip(inspect.getsource(matching)), *checks,

@@ -14,17 +14,12 @@ The built-ins are imported with this package; the entry points when the checks a
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 from ufuzz import plugins
-from ufuzz.oracles.checks.base import LEVELS, Check, Responded, Selected, checks_of
+from ufuzz.oracles.checks.base import LEVELS, Check, Responded, Selected, checks_of, registered
 
 __all__ = ["Check", "Responded", "Selected", "checks_of", "modules"]
 
-for _info in pkgutil.iter_modules(__path__):
-    if not _info.name.startswith("_") and not _info.ispkg:
-        importlib.import_module(f"{__name__}.{_info.name}")
+plugins.builtin(__name__, Check)  # imports the built-in check modules: each check registers by its definition
 
 
 def _load_entry_points() -> None:
@@ -44,7 +39,7 @@ def modules() -> list[str]:
     """The modules that define the registered checks, each after the modules of the checks it derives from: what
     the standalone reproducer embeds, in order."""
     out: list[str] = []
-    for cls in Check._registry.values():
+    for cls in registered().values():
         for klass in reversed(cls.__mro__):
             if isinstance(klass, type) and issubclass(klass, Check) and klass is not Check \
                     and klass.__module__ not in out:

@@ -54,11 +54,17 @@ class Check:
         raise NotImplementedError
 
 
-def checks_of(level: str) -> list[Check]:
-    """The registered checks of ``level``, in their order (then by name)."""
+def registered() -> dict[str, type[Check]]:
+    """Every registered check by name, the ones not built in loaded first (once)."""
     if Check._loader is not None:
         load, Check._loader = Check._loader, None
         load()
+    return Check._registry
+
+
+def checks_of(level: str) -> list[Check]:
+    """The registered checks of ``level``, in their order (then by name)."""
+    registered()
     got = Check._ordered.get(level)
     if got is None:
         got = sorted((cls() for cls in Check._registry.values() if cls.level == level),

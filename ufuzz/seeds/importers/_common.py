@@ -41,9 +41,9 @@ from ufuzz.seeds.importers.fields import (
     accumulates,
     date_of,
     in_asked_period,
+    in_time,
     mentions_word,
     rewrite_time,
-    same_side,
     value_pool,
 )
 from ufuzz.seeds.speakers import ANNOTATION_TYPES, name_pattern
@@ -381,9 +381,8 @@ class Builder:
                 # date after that; and on the side of the time it was told that the old date is (a past event
                 # stays past, a plan stays a plan)
                 end = max(datetime.fromisoformat(m.timestamp) for m in cp.memories).date()
-                told = prov.first_told(f.entity, f.attribute)
                 pool = tuple(v for v in pool if (date_of(v) or end) <= end and in_asked_period(v, p.text)
-                             and same_side(active.value, v, told, p.text))[:3]
+                             and in_time(prov, active, v, p.text))[:3]
             if active.value_type == "text" and pool and accumulates(active.value, p.text):
                 pool = ()  # another pet is one more pet, not a new value of "what pet does she have"
             if active.value_type == "text" and pool:

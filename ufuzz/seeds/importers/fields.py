@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
-from ufuzz.model import SCOPES, QueryFields
+from ufuzz.model import SCOPES, Fact, Provenance, QueryFields
 from ufuzz.model.provenance import DATED
 
 
@@ -719,6 +719,16 @@ def same_side(old: str, new: str, told_at: str | None, question: str = "") -> bo
     told = datetime.fromisoformat(told_at).date()
     side = _side(old, told) or _asked_side(question)
     return side is not None and _side(new, told) == side
+
+
+def in_time(prov: Provenance, fact: Fact, value: str, question: str) -> bool:
+    """For a date: whether the update of ``fact`` (of provenance ``prov``) to ``value``
+    keeps the event on the side of the time it was first told that its old date is — or, where that cannot say,
+    that ``question``'s tense puts it on (:func:`same_side`). True for any other value. The importer's value pool
+    and the update operator hold a date to this one rule."""
+    if fact.value_type not in DATED:
+        return True
+    return same_side(fact.value, value, prov.first_told(fact.entity, fact.attribute), question)
 
 
 _SEASONS = {"spring": (3, 4, 5), "summer": (6, 7, 8), "autumn": (9, 10, 11), "fall": (9, 10, 11),
