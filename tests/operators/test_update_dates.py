@@ -28,7 +28,7 @@ from ufuzz.model.provenance import Provenance
 from ufuzz.operators import Rejected, StateView
 from ufuzz.operators.update import Update
 from ufuzz.oracles.expectations import selection
-from ufuzz.seeds.importers.fields import same_side
+from ufuzz.seeds.importers.fields import _period, date_of, gap_days, in_gap, same_side
 
 PEOPLE = (Entity("Melanie", "person"), Entity("Caroline", "person"))
 MEMORIES = (Memory("D15:1", "Caroline: How was your weekend, Mel?", "2023-08-28T13:50:00"),
@@ -120,3 +120,76 @@ def test_two_dates_are_on_one_side_when_both_are_before_the_telling_or_both_afte
     got = same_side(old.strftime(fmt), new.strftime(fmt), f"{told.isoformat()}T13:00:00")
     # the telling day itself is on neither side (an event of that day, or a plan for later that day)
     assert got == (told not in (old, new) and (old < told) == (new < told))
+
+
+SESSIONS = (Memory("D14:1", "Melanie: Hi Caroline! Busy week with the kids.", "2023-08-25T13:50:00"),
+            Memory("D15:1", "Melanie: Since we last spoke, I took my kids to a park yesterday.", "2023-08-28T13:51:00"))
+
+
+def test_a_correction_stays_between_the_talks_around_its_old_date(tmp_path):
+    """Hand audit: a park visit told "since we last spoke" (28 August; the last talk 25 August) moved to 10 August,
+    before that talk — the rewrite contradicts its own sentence. A correction may not cross a day the conversation
+    was told on; on that day is no crossing (the visit may follow the talk)."""
+    fact = Fact("Melanie", "time", "27 August 2023", ("D15:1",), value_type="date", valid_from=SESSIONS[1].timestamp)
+    ck = Checkpoint("c1", SESSIONS, (fact,), PEOPLE)
+    query = Query(id="q1", text="When did Melanie go to the park?",
+                  fields=QueryFields(entity="Melanie", attribute="time", scope="any", answerable=True))
+    pool = ("10 August 2023", "26 August 2023", "25 August 2023")
+    case = FuzzCase(id="s1", seed_id="s1", checkpoint_id="c1", query=query,
+                    descriptor=MutationDescriptor(value_pool=pool), provenance=Provenance.of(ck))
+    for target, ok in (("value=10 August 2023", False), ("value=26 August 2023", True),
+                       ("value=25 August 2023", True)):
+        if not ok:
+            with pytest.raises(Rejected, match="crosses a day the conversation was told on"):
+                _update(tmp_path, case, ck, target)
+            continue
+        m, verdict = _update(tmp_path, case, ck, target)
+        assert verdict.ok, verdict.reason
+        assert m.reference.answer == target.partition("=")[2]
+
+
+@pytest.mark.parametrize("value, first, last", [
+    ("The Friday before 15 July 2023", date(2023, 7, 14), date(2023, 7, 14)),  # a Saturday: the day before
+    ("The sunday before 25 May 2023", date(2023, 5, 21), date(2023, 5, 21)),
+    ("The weekend before 17 July 2023", date(2023, 7, 15), date(2023, 7, 16)),
+    ("two weekends before 17 July 2023", date(2023, 7, 8), date(2023, 7, 9)),
+    ("The week before 6 July 2023", date(2023, 6, 26), date(2023, 7, 5)),  # the calendar week or the 7 days
+    ("two days before 9 June 2023", date(2023, 6, 7), date(2023, 6, 7)),
+    ("The week of 23 August 2023", date(2023, 8, 20), date(2023, 8, 27)),
+    ("June 2023", date(2023, 6, 1), date(2023, 6, 30)),
+    ("2022", date(2022, 1, 1), date(2022, 12, 31)),
+])
+def test_a_date_names_the_days_its_words_can_mean(value, first, last):
+    assert _period(value) == (first, last)
+
+
+_DAYS = st.lists(_DAY, min_size=1, max_size=6, unique=True)
+
+
+@given(old=_DAY, new=_DAY, days=_DAYS)
+def test_a_correction_is_in_the_gap_of_its_old_day_when_no_telling_day_lies_between_them(old, new, days):
+    fmt = "%d %B %Y"
+    got = in_gap(old.strftime(fmt), new.strftime(fmt), days, None)
+    # a day the conversation was told on cannot be placed without the question's tense; one between them is crossed
+    assert got == (old not in days and old != new and not any(min(old, new) < t < max(old, new) for t in days))
+
+
+def test_a_date_holding_a_talk_moves_only_to_where_no_talk_missed_it():
+    """An event of the day of an earlier talk (21 July), first told two days later: it may have followed that talk,
+    so a correction moves it later, never before the talk; a week holding the last talk has no day left outside
+    it before the telling day."""
+    days = (date(2023, 7, 9), date(2023, 7, 21), date(2023, 7, 23))
+    told = "2023-07-23T10:00:00"
+    assert in_gap("21 July 2023", "22 July 2023", days, told, "When did Gina go to a dance class?")
+    assert not in_gap("21 July 2023", "20 July 2023", days, told, "When did Gina go to a dance class?")
+    assert not in_gap("21 July 2023", "22 July 2023", days, None)  # no telling day to place it by
+    assert gap_days("The week before 23 July 2023", days, told, "When did she?", until=date(2023, 7, 23)) == []
+    assert gap_days("21 July 2023", days, told, "When did she?", until=date(2023, 7, 23))[0] == "22 July 2023"
+
+
+@given(old=_DAY, days=_DAYS, until=_DAY)
+def test_the_days_on_offer_are_new_in_the_gap_and_not_after_the_conversation(old, days, until):
+    fmt = "%d %B %Y"
+    for v in gap_days(old.strftime(fmt), days, None, "", until=until):
+        d = date_of(v)
+        assert d != old and d <= until and in_gap(old.strftime(fmt), v, days, None)

@@ -25,7 +25,7 @@ from ufuzz.operators.statewrite import (
     uncarried_evidence,
     written_in_evidence,
 )
-from ufuzz.seeds.importers.fields import date_of, in_time, no_new_answer
+from ufuzz.seeds.importers.fields import date_of, in_time, no_new_answer, told_days
 
 
 def _stated_before(case: FuzzCase, fact, values) -> set[str]:
@@ -84,8 +84,9 @@ class Update(Operator):
         new_text = rewrite_value(old_text.text, fact, value)
         if new_text is None:  # the value is not written in the memory: rewriting it would mean inventing text
             raise Rejected(f"the value {fact.value!r} is not written in its evidence {old_id}")
-        if not in_time(case.provenance, fact, value, case.query.text):
-            raise Rejected(f"the new date {value!r} is not on the side of the time {fact.value!r} was told")
+        if not in_time(case.provenance, fact, value, case.query.text, _told_days(view)):
+            raise Rejected(f"the new date {value!r} is not on the side of the time {fact.value!r} was told, or "
+                           f"crosses a day the conversation was told on")
         ts = later_timestamp(view, before=case.query.asked_at)
         if not _not_after(value, ts):
             raise Rejected(f"the new date {value!r} is later than the memory telling it ({ts})")
@@ -126,8 +127,10 @@ class Update(Operator):
         scope = case.provenance.scope_of(f)  # a date's update corrects it: judged as the current value
         if old_fact is not None and scope != "any" and uncarried_evidence(case.provenance, old_fact):
             return Verdict.reject("superseded evidence that does not state the old value")
-        if old_fact is not None and not in_time(case.provenance, old_fact, value, case.query.text):
-            return Verdict.reject("a past event moved into the future of its telling, or a plan into its past")
+        if old_fact is not None and not in_time(case.provenance, old_fact, value, case.query.text,
+                                                _told_days(view)):
+            return Verdict.reject("a past event moved into the future of its telling, or a plan into its past, "
+                                  "or across a day the conversation was told on")
         if value not in case.descriptor.value_pool:  # e.g. a pool left over from another attribute
             return Verdict.reject(f"{value!r} is not among the question's type-compatible values")
         if set(new_fact.evidence) != set(res.written):
@@ -173,6 +176,12 @@ def _asked(case: FuzzCase) -> str:
     """What the question asks, for :func:`no_new_answer`: its words and its attribute's ("gym_day" asks a day
     however a paraphrase words it)."""
     return f"{case.query.text} {case.query.fields.attribute.replace('_', ' ')}"
+
+
+def _told_days(view: StateView):
+    """The days the memories in ``view`` were told on (an update's own later day among them: no date it writes
+    reaches it)."""
+    return told_days([m.timestamp for m in view.list()])
 
 
 def _not_after(value: str, timestamp: str) -> bool:

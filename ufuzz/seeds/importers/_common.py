@@ -40,10 +40,12 @@ from ufuzz.seeds.importers.fields import (
     PERSON_NAMES,
     accumulates,
     date_of,
+    gap_days,
     in_asked_period,
     in_time,
     mentions_word,
     rewrite_time,
+    told_days,
     value_pool,
 )
 from ufuzz.seeds.speakers import ANNOTATION_TYPES, name_pattern
@@ -380,9 +382,15 @@ class Builder:
                 # an update tells of the event at a new date, in a memory later than the conversation: never a
                 # date after that; and on the side of the time it was told that the old date is (a past event
                 # stays past, a plan stays a plan)
+                # and between the same two days the conversation was told on (a correction that crosses one
+                # contradicts it): where no fixed shift stays there, the days nearest the old date that do
                 end = max(datetime.fromisoformat(m.timestamp) for m in cp.memories).date()
-                pool = tuple(v for v in pool if (date_of(v) or end) <= end and in_asked_period(v, p.text)
-                             and in_time(prov, active, v, p.text))[:3]
+                days = told_days([m.timestamp for m in cp.memories])
+                told = prov.first_told(active.entity, active.attribute)
+                near = gap_days(active.value, days, told, p.text, until=end)
+                pool = tuple(dict.fromkeys(v for v in (*pool, *near) if (date_of(v) or end) <= end
+                                           and in_asked_period(v, p.text) and v not in existing
+                                           and in_time(prov, active, v, p.text, days)))[:3]
             if active.value_type == "text" and pool and accumulates(active.value, p.text):
                 pool = ()  # another pet is one more pet, not a new value of "what pet does she have"
             if active.value_type == "text" and pool:

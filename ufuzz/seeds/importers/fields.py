@@ -721,14 +721,125 @@ def same_side(old: str, new: str, told_at: str | None, question: str = "") -> bo
     return side is not None and _side(new, told) == side
 
 
-def in_time(prov: Provenance, fact: Fact, value: str, question: str) -> bool:
+def _period(value: str) -> tuple[date, date] | None:
+    """The first and last day of the period the date ``value`` names: a day, a month, a year, or a time told
+    relative to a date as LoCoMo answers "last Friday", "last week" ("The Friday before 15 July 2023": that Friday;
+    "The week before 9 June 2023": the calendar week before it or the seven days before it, whichever is meant;
+    "The week of 23 August 2023": the days around it). None for no date."""
+    d = date_of(value)
+    if d is not None:
+        return d, _last_day(value, d)
+    m = RELATIVE_DATE.fullmatch(value.strip())
+    anchor = date_of(m.group("anchor")) if m is not None else None
+    if anchor is None:
+        return None
+    low = value.lower()
+    n = next((_NUM_WORDS[w] for w in low.split() if w in _NUM_WORDS), 1)  # "a week", "The week": one
+    rel = _RELATION.search(value).group(1).lower()
+    weekday = next((i for i, w in enumerate(_WEEKDAYS.split("|")) if w in low), None)
+    one = timedelta(days=1)
+    if rel == "of":
+        return anchor - timedelta(days=max(3, anchor.weekday())), anchor + timedelta(days=max(3, 6 - anchor.weekday()))
+    sign = -1 if rel == "before" else 1
+    if weekday is not None or "weekend" in low:  # that weekday, or that Saturday and Sunday
+        weekend = weekday is None
+        day = (6 if sign < 0 else 5) if weekend else weekday  # a weekend before ends before it, one after begins
+        gap = (anchor.weekday() - day) % 7 if sign < 0 else (day - anchor.weekday()) % 7
+        at = anchor + sign * timedelta(days=(gap or 7) + 7 * (n - 1))
+        if not weekend:
+            return at, at
+        return (at - one, at) if sign < 0 else (at, at + one)
+    if re.search(r"\bdays?\b", low):
+        return (anchor + sign * n * one,) * 2
+    if "month" in low:
+        span = timedelta(days=31 * n + anchor.day)
+    else:  # weeks: back to the Monday of the n-th calendar week before, or forward to the end of the n-th after
+        span = timedelta(days=7 * n + (anchor.weekday() if sign < 0 else 6 - anchor.weekday()))
+    return (anchor - span, anchor - one) if sign < 0 else (anchor + one, anchor + span)
+
+
+def _against(period: tuple[date, date], day: date) -> str | None:
+    """``"past"`` or ``"future"``: where ``period`` lies against ``day``; None where it holds that day."""
+    return "past" if period[1] < day else "future" if period[0] > day else None
+
+
+def _gap(old: str, told_days: Sequence[date], told_at: str | None, question: str) -> tuple[date, date] | None:
+    """The telling days around the date ``old`` (the days the conversation was told on, ``told_days``): where a
+    correction of it may fall without crossing one (on one is no crossing: a thing done "since we last talked" may
+    be done later that day). A period that holds a telling day places the correction on the side of it where the
+    fact was first told (``told_at``): a week holding the last talk moves only later, where no talk missed it; the
+    telling day itself by the ``question``'s tense. None where ``old`` is no date or cannot be placed."""
+    period = _period(old)
+    if period is None:
+        return None
+    first = datetime.fromisoformat(told_at).date() if told_at is not None else None
+    lo, hi = date.min, date.max
+    for day in told_days:
+        side = _against(period, day)
+        if side is None and first is not None:
+            side = _asked_side(question) if day == first else "future" if day < first else "past"
+        if side is None:
+            return None
+        if side == "past":
+            hi = min(hi, day)
+        else:
+            lo = max(lo, day)
+    return (lo, hi) if lo < hi else None
+
+
+def in_gap(old: str, new: str, told_days: Sequence[date], told_at: str | None, question: str = "") -> bool:
+    """Whether the date ``new`` names other days than ``old``, wholly between the same two telling days, bounds
+    included (every day the conversation was told on, ``told_days``): a correction that crosses one contradicts
+    the conversation (hand audit: a park visit told "since we last spoke" moved to before the last talk; a pottery
+    workshop moved to before the day she signed up for pottery, told in an earlier session). True without telling
+    days."""
+    if not told_days:
+        return True
+    gap, was, period = _gap(old, told_days, told_at, question), _period(old), _period(new)
+    if gap is None or period is None or not (gap[0] <= period[0] and period[1] <= gap[1]):
+        return False
+    return period[1] < was[0] or was[1] < period[0]  # other days than the old date's
+
+
+def gap_days(old: str, told_days: Sequence[date], told_at: str | None, question: str, *,
+             until: date) -> list[str]:
+    """Days an update of the day (or the week) ``old`` may write (:func:`in_gap`), not after ``until``, nearest to
+    ``old`` first: a correction by a day or a week, where a shift by a fixed number of days would cross a telling
+    day."""
+    gap, period = _gap(old, told_days, told_at, question), _period(old)
+    if gap is None or period is None or (period[1] - period[0]).days > 13:  # a month or a year moves by months
+        return []
+    lo = max(gap[0], period[0] - timedelta(days=60))
+    hi = min(gap[1], until, period[1] + timedelta(days=60))
+    days = [lo + timedelta(days=n) for n in range((hi - lo).days + 1)]
+    told = datetime.fromisoformat(told_at).date() if told_at is not None else None
+    days = [d for d in days if not period[0] <= d <= period[1] and d != told]  # the telling day: neither side
+    days.sort(key=lambda d: (min(abs((d - period[0]).days), abs((d - period[1]).days)), d))
+    return [_day(d) for d in days]
+
+
+def told_days(timestamps: Sequence[str]) -> tuple[date, ...]:
+    """The distinct days among memory ``timestamps`` (ISO; others ignored), in order: when the conversation was
+    told."""
+    out = set()
+    for ts in timestamps:
+        try:
+            out.add(datetime.fromisoformat(ts).date())
+        except (TypeError, ValueError):
+            continue
+    return tuple(sorted(out))
+
+
+def in_time(prov: Provenance, fact: Fact, value: str, question: str, days: Sequence[date] = ()) -> bool:
     """For a date: whether the update of ``fact`` (of provenance ``prov``) to ``value``
     keeps the event on the side of the time it was first told that its old date is — or, where that cannot say,
-    that ``question``'s tense puts it on (:func:`same_side`). True for any other value. The importer's value pool
-    and the update operator hold a date to this one rule."""
+    that ``question``'s tense puts it on (:func:`same_side`) — and between the same two telling days ``days``
+    (:func:`in_gap`). True for any other value. The importer's value pool and the update operator hold a date to
+    this one rule."""
     if fact.value_type not in DATED:
         return True
-    return same_side(fact.value, value, prov.first_told(fact.entity, fact.attribute), question)
+    told = prov.first_told(fact.entity, fact.attribute)
+    return same_side(fact.value, value, told, question) and in_gap(fact.value, value, days, told, question)
 
 
 _SEASONS = {"spring": (3, 4, 5), "summer": (6, 7, 8), "autumn": (9, 10, 11), "fall": (9, 10, 11),
