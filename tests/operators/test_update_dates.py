@@ -6,6 +6,7 @@ anything else still accepts each value left in memory."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import date
 
 import pytest
@@ -28,7 +29,7 @@ from ufuzz.model.provenance import Provenance
 from ufuzz.operators import Rejected, StateView
 from ufuzz.operators.update import Update
 from ufuzz.oracles.expectations import selection
-from ufuzz.seeds.importers.fields import _period, date_of, gap_days, in_gap, same_side
+from ufuzz.seeds.importers.fields import _period, date_of, gap_days, in_gap, same_side, weekday_conflict
 
 PEOPLE = (Entity("Melanie", "person"), Entity("Caroline", "person"))
 MEMORIES = (Memory("D15:1", "Caroline: How was your weekend, Mel?", "2023-08-28T13:50:00"),
@@ -193,3 +194,36 @@ def test_the_days_on_offer_are_new_in_the_gap_and_not_after_the_conversation(old
     for v in gap_days(old.strftime(fmt), days, None, "", until=until):
         d = date_of(v)
         assert d != old and d <= until and in_gap(old.strftime(fmt), v, days, None)
+
+
+def test_a_date_update_leaves_no_evidence_stale_that_does_not_tell_the_date(tmp_path):
+    """Hand audit: a sunrise painted "last year", its photo turn (no date) marked as evidence too — once the update
+    corrects the date, that photo would be stale without stating anything stale, and could be reported as the
+    superseded memory. An update of a date is offered only where every evidence turn tells it."""
+    photo = Memory("D15:4", "Melanie: Here it is! [image: a painting of a sunset over a lake]", "2023-08-28T13:53:00")
+    fact = Fact("Melanie", "time", "The week before 28 August 2023", ("D15:3", "D15:4"), value_type="relative_date",
+                valid_from=MEMORIES[2].timestamp)
+    ck = Checkpoint("c1", (*MEMORIES, photo), (fact,), PEOPLE)
+    query = Query(id="q1", text="When did Melanie paint a sunset?",
+                  fields=QueryFields(entity="Melanie", attribute="time", scope="any", answerable=True))
+    case = FuzzCase(id="s1", seed_id="s1", checkpoint_id="c1", query=query,
+                    descriptor=MutationDescriptor(value_pool=("10 August 2023",)), provenance=Provenance.of(ck))
+    assert Update().targets(case) == []
+    with pytest.raises(Rejected, match="does not state the value"):
+        _update(tmp_path, case, ck, "value=10 August 2023")
+    alone = FuzzCase(id="s1", seed_id="s1", checkpoint_id="c1", query=query, descriptor=case.descriptor,
+                     provenance=Provenance.of(Checkpoint("c1", ck.memories, (replace(fact, evidence=("D15:3",)),),
+                                                         PEOPLE)))
+    assert Update().targets(alone) == ["value=10 August 2023"]
+
+
+@pytest.mark.parametrize("answer, turn, conflict", [
+    ("The sunday before 25 May 2023", "Melanie: Since we last chatted, I ran a charity race last Saturday!", True),
+    ("The Saturday before 25 May 2023", "Melanie: Since we last chatted, I ran a charity race last Saturday!", False),
+    ("The Friday before 15 July 2023", "Caroline: I went to an adoption meeting last Fri.", False),
+    ("The Friday before 15 July 2023", "Caroline: I went to an adoption meeting yesterday.", False),  # no weekday
+    ("The week before 25 May 2023", "Melanie: I ran a charity race last Saturday!", False),  # the answer names none
+    ("25 May 2023", "Melanie: I ran a charity race last Saturday!", False),
+])
+def test_an_answer_naming_another_weekday_than_its_evidence_contradicts_it(answer, turn, conflict):
+    assert weekday_conflict(answer, [turn]) is conflict

@@ -79,3 +79,24 @@ def test_the_locomo_importer_keeps_an_update_in_the_asked_period(tmp_path):
     assert may and all(in_asked_period(v, "What then, in May?") for v in may)
     # told on 20 June of a weekend since the first talk (8 May): no correction moves it before that talk
     assert all(date(2023, 5, 8) <= datetime.strptime(v, "%d %B %Y").date() < date(2023, 6, 20) for v in plain + may)
+
+
+def test_the_locomo_importer_moves_a_date_between_the_talks_around_it(tmp_path):
+    """Told on 11 May as "two days ago", the last talk on 8 May: the update may write 10 May, or 8 May (the day of
+    that talk, as near, which holds only if the visit followed it: offered last) — never a day before the last talk,
+    which the fixed shifts of a day date (a week, ten days, …) all are."""
+    import json
+
+    from ufuzz.seeds.importers import import_file
+
+    conv = {"speaker_a": "Ana", "speaker_b": "Ben", "session_1_date_time": "1:00 pm on 8 May, 2023",
+            "session_2_date_time": "2:00 pm on 11 May, 2023",
+            "session_1": [{"speaker": "Ana", "dia_id": "D1:1", "text": "Hi Ben!"},
+                          {"speaker": "Ben", "dia_id": "D1:2", "text": "Hi Ana!"}],
+            "session_2": [{"speaker": "Ana", "dia_id": "D2:1", "text": "Since we last talked I went to the zoo two days ago!"},
+                          {"speaker": "Ben", "dia_id": "D2:2", "text": "Fun! Which animals?"}]}
+    qa = [{"question": "When did Ana go to the zoo?", "answer": "9 May 2023", "evidence": ["D2:1"], "category": 2}]
+    path = tmp_path / "conv.json"
+    path.write_text(json.dumps([{"sample_id": "c1", "conversation": conv, "qa": qa}]))
+    [seed] = import_file("locomo", path).suite.seeds
+    assert seed.descriptor.value_pool == ("10 May 2023", "8 May 2023")

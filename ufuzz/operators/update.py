@@ -16,6 +16,7 @@ import random
 from datetime import datetime
 
 from ufuzz.model import FuzzCase, Memory, Reference, StateOp, UndefinedReference
+from ufuzz.model.provenance import DATED
 from ufuzz.operators.base import Mutation, Operator, Rejected, StateView, Verdict
 from ufuzz.operators.statewrite import (
     later_timestamp,
@@ -54,7 +55,7 @@ class Update(Operator):
         fact = case.provenance.active(f.entity, f.attribute)
         if fact is None or not written_in_evidence(case.provenance, fact):
             return []
-        if case.provenance.scope_of(f) != "any" and uncarried_evidence(case.provenance, fact):
+        if _judged_current(case, fact) and uncarried_evidence(case.provenance, fact):
             # the new value would leave support that states no old value either way: a parent found by it
             # ("Can't wait!" for "excited") never found the memory the update rewrites (only a question over
             # every value, which still accepts the old one, keeps it as support)
@@ -73,7 +74,7 @@ class Update(Operator):
         fact = case.provenance.active(f.entity, f.attribute)
         if fact is None or not value:
             raise Rejected("no active fact to update")
-        if case.provenance.scope_of(f) != "any" and uncarried_evidence(case.provenance, fact):
+        if _judged_current(case, fact) and uncarried_evidence(case.provenance, fact):
             raise Rejected("evidence that does not state the value would be superseded with it")
         old_id = rewritable_evidence(case.provenance, fact, view)
         if old_id is None:
@@ -124,8 +125,8 @@ class Update(Operator):
             return Verdict.reject("the update does not record a new value (the old one still answers)")
         if old_fact is not None and _stated_before(case, old_fact, (value,)):
             return Verdict.reject("the update writes back a value the fact had before")
-        scope = case.provenance.scope_of(f)  # a date's update corrects it: judged as the current value
-        if old_fact is not None and scope != "any" and uncarried_evidence(case.provenance, old_fact):
+        scope = case.provenance.scope_of(f)
+        if old_fact is not None and _judged_current(case, old_fact) and uncarried_evidence(case.provenance, old_fact):
             return Verdict.reject("superseded evidence that does not state the old value")
         if old_fact is not None and not in_time(case.provenance, old_fact, value, case.query.text,
                                                 _told_days(view)):
@@ -176,6 +177,14 @@ def _asked(case: FuzzCase) -> str:
     """What the question asks, for :func:`no_new_answer`: its words and its attribute's ("gym_day" asks a day
     however a paraphrase words it)."""
     return f"{case.query.text} {case.query.fields.attribute.replace('_', ' ')}"
+
+
+def _judged_current(case: FuzzCase, fact) -> bool:
+    """Whether the case's question is judged on the current value once ``fact`` is updated: it asks for it, or it
+    asks over every value of a date, which an update corrects (:meth:`Provenance.scope_of`) — then whatever
+    evidence of the old value does not state it would be stale without stating anything stale (hand audit: a photo
+    turn with no date marked superseded beside the rewritten "last year")."""
+    return case.provenance.scope_of(case.query.fields) != "any" or fact.value_type in DATED
 
 
 def _told_days(view: StateView):

@@ -909,6 +909,29 @@ RELATIVE_TIME = re.compile(
     rf"(?:days?|weeks?|weekends?|months?|years?) ago)(?![\w-])")
 
 
+def _weekdays_in(text: str) -> set[int]:
+    """The weekdays (0 Monday) the relative times in ``text`` name ("last Saturday", "this past Fri")."""
+    names = _WEEKDAYS.split("|")
+    out = set()
+    for m in RELATIVE_TIME.finditer(text):
+        word = m.group(0).lower().split()[-1].rstrip(".")
+        out.update(k for k, n in enumerate(names) if n.startswith(word[:3]))
+    return out
+
+
+def weekday_conflict(answer: str, texts: Sequence[str]) -> bool:
+    """Whether a date ``answer`` told by a weekday ("The sunday before 25 May 2023") names another weekday than
+    every one its evidence ``texts`` tell it by ("last Saturday"): the benchmark's answer contradicts its own
+    evidence (hand audit, LoCoMo: a charity race run "last Saturday", answered as the Sunday before), and no
+    failure may rest on it."""
+    m = RELATIVE_DATE.fullmatch(answer.strip())
+    if m is None:
+        return False
+    named = {k for k, n in enumerate(_WEEKDAYS.split("|")) if n in answer.lower()}
+    told = set().union(*(_weekdays_in(t) for t in texts)) if texts else set()
+    return bool(named and told) and not named & told
+
+
 def rewrite_time(text: str, value: str) -> str | None:
     """``text`` with its one relative time ("yesterday") replaced by the dated ``value`` ("on 10 May 2023",
     "in May 2023", "in 2023"), a capital kept at the start of a sentence; None when ``text`` tells no relative

@@ -72,6 +72,7 @@ from ufuzz.seeds.importers.fields import (
     mentions_word,
     value_forms,
     value_type_of,
+    weekday_conflict,
 )
 from ufuzz.seeds.speakers import (
     key_terms,
@@ -270,6 +271,9 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
             evidence = kept
         if not adversarial and not evidence:
             b.dropped["no_evidence"] += 1
+            continue
+        if not adversarial and weekday_conflict(answer, [text_of[e] for e in evidence]):
+            b.dropped["answer_contradicts_evidence"] += 1
             continue
         if not adversarial and len(evidence) > 1 and COUNT.match(item["question"]):
             # a count over several turns is answered only by all of them: "is any evidence in the top-k" says
