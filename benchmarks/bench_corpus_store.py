@@ -12,7 +12,6 @@ from pathlib import Path
 
 from ufuzz.corpus.failures import FailureStore
 from ufuzz.corpus.store import CorpusStore, default_url
-from ufuzz.engine.feedback import Feedback
 from ufuzz.model import Checkpoint, Execution, Memory
 
 
@@ -31,7 +30,7 @@ def main(n: int) -> None:
             store.record_execution(cid, ex, checkpoint_id="cp")
         t1 = time.perf_counter()
         for i in range(n):
-            store.record_feedback(cid, f"x{i}", Feedback(1, True, False, 0.3, i % 3 == 0))
+            store.record_feedback(cid, f"x{i}", {"coverage": 1, "novelty": True, "divergence": 0.3}, i % 3 == 0)
         t2 = time.perf_counter()
         for i in range(n):
             fs.record_failure(f"k{i % 50}", case_id=f"x{i}", seed_id="s", operator="op", kind="k", stage="s", seq=i)

@@ -27,7 +27,6 @@ from tests.support.pg_server import find_bindir, running_postgres
 from ufuzz.cli import main
 from ufuzz.corpus.failures import FAILURE_TABLES, FailureStore
 from ufuzz.corpus.store import CORPUS_TABLES, CorpusStore, default_url
-from ufuzz.engine.feedback import Feedback
 from ufuzz.model import (
     Checkpoint,
     Execution,
@@ -172,8 +171,8 @@ def _workload(url: str) -> dict[str, Any]:
         s.record_execution(cid, _exec("x000002", ["cp1-m3"], scores=[math.nan], response=None))
         s.record_execution(cid, _exec("x000002", [], error="BackendError: timeout"), seq=9)
         s.record_error(cid, operation="execute", message="BackendError: timeout", case_id="x000002", seq=9)
-        s.record_feedback(cid, "x000001", Feedback(2, True, False, 0.25, True), seq=3)
-        s.record_feedback(cid, "x000002", Feedback(0, False, True, None, False))
+        s.record_feedback(cid, "x000001", {"coverage": 2, "novelty": True, "divergence": 0.25}, True, seq=3)
+        s.record_feedback(cid, "x000002", {"coverage": 0, "novelty": True, "divergence": None}, False)
         s.record_execution(other, _exec("p1-s10", ["cp1-m1"]))  # another campaign, same database
         seq_after = s.next_seq(cid)
         first = s.campaign(cid)

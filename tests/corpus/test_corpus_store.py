@@ -18,7 +18,6 @@ from sqlalchemy.schema import CreateTable
 from ufuzz.corpus import store as store_mod
 from ufuzz.corpus.failures import FAILURE_TABLES, FailureStore
 from ufuzz.corpus.store import CORPUS_TABLES, CorpusStore, ExecutionRow, default_url
-from ufuzz.engine.feedback import Feedback
 from ufuzz.model import (
     CONTROL_SUFFIX,
     Checkpoint,
@@ -249,11 +248,11 @@ def test_execution_round_trip_attributes_checkpoint(store: CorpusStore) -> None:
 
 def test_feedback_and_errors_round_trip(store: CorpusStore) -> None:
     cid = new_campaign(store)
-    store.record_feedback(cid, "x1", Feedback(2, True, False, 0.25, True), seq=3)
-    store.record_feedback(cid, "x2", Feedback(0, False, False, None, False))
-    store.record_feedback(cid, "x1", Feedback(0, True, False, 0.5, True))
+    store.record_feedback(cid, "x1", {"coverage": 2, "novelty": True, "divergence": 0.25}, True, seq=3)
+    store.record_feedback(cid, "x2", {"coverage": 0, "novelty": False, "divergence": None}, False)
+    store.record_feedback(cid, "x1", {"coverage": 0, "novelty": True, "divergence": 0.5}, True)
     fbs = store.feedback(cid)
-    assert [(f.case_id, f.coverage_gain, f.divergence, f.retained, f.seq) for f in fbs] == [
+    assert [(f.case_id, f.signals["coverage"], f.signals["divergence"], f.retained, f.seq) for f in fbs] == [
         ("x1", 2, 0.25, True, 3), ("x2", 0, None, False, None), ("x1", 0, 0.5, True, None)]
     assert store.retained_case_ids(cid) == ["x1"]
     store.record_error(cid, operation="execute", message="BackendError: boom", case_id="x3", seq=4)
@@ -290,7 +289,7 @@ def test_each_record_is_visible_to_a_second_connection_mid_campaign(url: str) ->
         assert count("executions") == i
     writer.record_mutant(cid, make_mutant("x1", make_seed(), make_checkpoint()), valid=True)
     assert count("mutants") == 1
-    writer.record_feedback(cid, "x1", Feedback(1, True, False, None, True))
+    writer.record_feedback(cid, "x1", {"coverage": 1, "novelty": True, "divergence": None}, True)
     assert count("feedback") == 1
     writer.record_error(cid, operation="execute", message="m")
     assert count("errors") == 1
@@ -323,7 +322,7 @@ def test_summary_numbers(store: CorpusStore) -> None:
     # an errored execution reaches nothing, whatever it claims
     store.record_execution(cid, make_exec("x2", ["cp2-m5"], error="BackendError: x"))
     store.record_error(cid, operation="execute", message="BackendError: x", case_id="x2")
-    store.record_feedback(cid, "x1", Feedback(2, True, False, 0.4, True))
+    store.record_feedback(cid, "x1", {"coverage": 2, "novelty": True, "divergence": 0.4}, True)
     # a control (the oracle's: a mutant's question on the checkpoint's own state) is counted apart from parents,
     # and what it retrieved is no coverage of the search's
     store.record_execution(cid, make_exec("x1" + CONTROL_SUFFIX, ["cp1-m7"]), is_parent=True)

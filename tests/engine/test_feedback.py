@@ -1,4 +1,5 @@
-"""Feedback signals: coverage, top-k novelty, hidden-retrieval response novelty, divergence, ablation."""
+"""Feedback: coverage, and the signals (top-k novelty, hidden-retrieval response novelty, divergence, unexpected
+selection) read per execution and combined for the scheduler; ablation."""
 
 from __future__ import annotations
 
@@ -8,17 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.outcomes import outcome
 from ufuzz.backends.protocol import OpResult
-from ufuzz.engine.feedback import (
-    Ablation,
-    Feedback,
-    FeedbackState,
-    expected_top,
-    normalize_response,
-    response_hash,
-)
+from ufuzz.engine.feedback import NO_FEEDBACK, FeedbackState, expected_top, normalize_response, response_hash
 from ufuzz.engine.rbo import rbo_ext
-from ufuzz.engine.scheduler import StepOutcome
 from ufuzz.model import Checkpoint, Execution, Memory, StateOp
 
 
@@ -40,7 +34,7 @@ def checkpoint(cid: str, n: int) -> Checkpoint:
 def test_first_observation_gains_coverage_and_signature() -> None:
     fs = FeedbackState()
     fb = fs.observe("s1", "cp", ex(["m1", "m2"]), None, False, 0.9)
-    assert fb == Feedback(coverage_gain=2, new_signature=True, new_response=False, divergence=None, retained=True)
+    assert fb.values == {"coverage": 2, "unexpected": False, "novelty": True, "divergence": None} and fb.retained
     assert fs.coverage_of("cp").reached == 2
 
 
@@ -48,16 +42,16 @@ def test_reordering_is_a_new_signature_but_no_coverage() -> None:
     fs = FeedbackState()
     fs.observe("s1", "cp", ex(["m1", "m2"]), None, False, 0.9)
     fb = fs.observe("s1", "cp", ex(["m2", "m1"]), None, False, 0.9)
-    assert fb.coverage_gain == 0 and fb.new_signature and fb.retained
+    assert fb.values.get("coverage", 0) == 0 and fb.values.get("novelty", False) and fb.retained
 
 
 def test_signatures_are_per_seed_and_coverage_per_checkpoint() -> None:
     fs = FeedbackState()
     fs.observe("s1", "cp", ex(["m1"]), None, False, 0.9)
     other_seed = fs.observe("s2", "cp", ex(["m1"]), None, False, 0.9)
-    assert other_seed.coverage_gain == 0 and other_seed.new_signature
+    assert other_seed.values.get("coverage", 0) == 0 and other_seed.values.get("novelty", False)
     other_cp = fs.observe("s2", "cp2", ex(["m1"]), None, False, 0.9)
-    assert other_cp.coverage_gain == 1 and not other_cp.new_signature
+    assert other_cp.values.get("coverage", 0) == 1 and not other_cp.values.get("novelty", False)
     assert fs.covered() == {("cp", "m1"), ("cp2", "m1")}
 
 
@@ -66,10 +60,10 @@ def test_divergence_is_one_minus_rbo_ext_against_parent() -> None:
     parent = ex(["m1", "m2", "m3"])
     child = ex(["m2", "m1", "m4"])
     fb = fs.observe("s1", "cp", child, parent, False, 0.8)
-    assert fb.divergence == pytest.approx(1 - rbo_ext(parent.top_ids, child.top_ids, 0.8))
-    assert 0 < fb.divergence < 1
+    assert fb.values.get("divergence") == pytest.approx(1 - rbo_ext(parent.top_ids, child.top_ids, 0.8))
+    assert 0 < fb.values.get("divergence") < 1
     same = fs.observe("s1", "cp", ex(["m2", "m1", "m4"]), ex(["m2", "m1", "m4"]), False, 0.8)
-    assert same.divergence == pytest.approx(0.0, abs=1e-12)
+    assert same.values.get("divergence") == pytest.approx(0.0, abs=1e-12)
     assert not same.retained  # divergence never retains on its own
 
 
@@ -81,32 +75,55 @@ def test_a_state_mutant_diverges_only_from_what_its_operation_predicts() -> None
     assert expected_top(parent, *delete) == ["a", "b", "c", "d"]
     fs = FeedbackState()
     moved_up = fs.observe("s", "cp", ex(["a", "b", "c", "d", "f"]), ex(parent), expected=expected_top(parent, *delete))
-    assert moved_up.divergence == pytest.approx(0.0, abs=1e-12)
-    assert fs.observe("s", "cp", ex(["a", "b", "c", "d", "f"]), ex(parent)).divergence > 0  # from the parent's
+    assert moved_up.values.get("divergence") == pytest.approx(0.0, abs=1e-12)
+    assert fs.observe("s", "cp", ex(["a", "b", "c", "d", "f"]), ex(parent)).values.get("divergence") > 0  # from the parent's
     update = (StateOp("update", "e"),), (OpResult("update", True, "e", written=("e2",), superseded=("e",)),)
     assert expected_top(parent, *update) == ["a", "e2", "b", "c", "d"]
     in_place = fs.observe("s", "cp", ex(["a", "e2", "b", "c", "d"]), ex(parent), expected=expected_top(parent, *update))
     stale_above = fs.observe("s", "cp", ex(["a", "e", "e2", "b", "c"]), ex(parent),
                              expected=expected_top(parent, *update))
-    assert in_place.divergence == pytest.approx(0.0, abs=1e-12) and stale_above.divergence > 0
+    assert in_place.values.get("divergence") == pytest.approx(0.0, abs=1e-12) and stale_above.values.get("divergence") > 0
     add = (StateOp("add"),), (OpResult("add", True, written=("x",)),)
     assert expected_top(parent, *add) == parent
     entered = fs.observe("s", "cp", ex(["a", "x", "e", "b", "c"]), ex(parent), expected=expected_top(parent, *add))
-    assert entered.divergence > 0
+    assert entered.values.get("divergence") > 0
 
 
 def test_an_effect_is_what_the_mutation_did_not_say_it_would_do() -> None:
     """A target change's new ranking is its design: only memories reached for the first time count for it."""
-    assert StepOutcome(valid=True, divergence=0.4).effect
-    assert not StepOutcome(valid=True, divergence=0.0, retained=True).effect
-    assert not StepOutcome(valid=True, divergence=0.9, asks_anew=True).effect
-    assert StepOutcome(valid=True, divergence=0.9, coverage_gain=2, asks_anew=True).effect
-    assert not StepOutcome(valid=True, divergence=1.1e-16).effect  # equal rankings within a rounding error
-    assert StepOutcome(valid=True, divergence=None, retained=True).effect  # hidden retrieval: a new response
-    assert not StepOutcome(valid=True, divergence=None, retained=False).effect
+    assert outcome(divergence=0.4).effect
+    assert not outcome(divergence=0.0, retained=True).effect
+    assert not outcome(divergence=0.9, asks_anew=True).effect
+    assert outcome(divergence=0.9, coverage_gain=2, asks_anew=True).effect
+    assert not outcome(divergence=1.1e-16).effect  # equal rankings within a rounding error
+    assert outcome(divergence=None, retained=True).effect  # hidden retrieval: a new response
+    assert not outcome(divergence=None, retained=False).effect
     # a question the memory cannot support that got memories selected did what its operation said it would not
-    assert StepOutcome(valid=True, divergence=0.9, asks_anew=True, unexpected=True).effect
-    assert StepOutcome(valid=True, divergence=0.0, unexpected=True).effect
+    assert outcome(divergence=0.9, asks_anew=True, unexpected=True).effect
+    assert outcome(divergence=0.0, unexpected=True).effect
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 5), st.one_of(st.none(), st.floats(0.0, 1.0)), st.booleans(), st.booleans(), st.booleans(),
+       st.booleans())
+def test_the_signals_give_the_scheduler_the_energy_effect_and_instability_of_its_rule(gain, div, mp, anew, unexpected,
+                                                                                      kept):
+    """The scheduler's rule before the signals were modules, written out: energy 1 + gain + twice a
+    meaning-preserving mutant's divergence; an effect where memories were reached first or selected unexpectedly,
+    else — not for a question asked anew — where the ranking moved beyond noise, else (none measured) where the
+    mutant was kept; instability the divergence of a meaning-preserving mutant."""
+    got = outcome(coverage_gain=gain, divergence=div, meaning_preserving=mp, asks_anew=anew, unexpected=unexpected,
+                  retained=kept)
+    energy = 1.0 + float(gain)
+    if mp and div is not None:
+        energy += 2.0 * div
+    if gain > 0 or unexpected:
+        effect = True
+    elif anew:
+        effect = False
+    else:
+        effect = kept if div is None else div > 1e-9
+    assert (got.energy, got.effect, got.instability) == (energy, effect, div if mp else None)
 
 
 @settings(max_examples=200, deadline=None)
@@ -116,17 +133,14 @@ def test_an_unanswerable_question_s_effect_is_a_selection_at_the_backend_s_own_t
         scores: list[float], threshold: float | None, unanswerable: bool) -> None:
     """Only an operator that asks what the memory cannot support predicts an empty selection, and only a backend
     that declares a relevance threshold selects: anything at or above it contradicts the prediction."""
-    from ufuzz.engine.step import _unexpected
+    from ufuzz.engine.signals import Observation
+    from ufuzz.engine.signals.unexpected import Unexpected
 
-    class Op:
-        pass
-
-    op = Op()
-    op.unanswerable = unanswerable
     e = Execution(case_id="c", state_key="s", query="q", top_ids=[f"m{i}" for i in range(len(scores))],
                   top_scores=list(scores))
     want = unanswerable and threshold is not None and any(sc >= threshold for sc in scores)
-    assert _unexpected(op, e, threshold) is want
+    got = Unexpected().observe(Observation("s", "cp", e, unanswerable=unanswerable, threshold=threshold))
+    assert got.value is want and got.effect is (True if want else None)
 
 
 def test_the_operators_that_ask_what_memory_cannot_support_say_so() -> None:
@@ -137,9 +151,9 @@ def test_the_operators_that_ask_what_memory_cannot_support_say_so() -> None:
 
 def test_divergence_none_without_parent_errored_parent_or_hidden() -> None:
     fs = FeedbackState()
-    assert fs.observe("s", "cp", ex(["m1"]), None, False, 0.9).divergence is None
-    assert fs.observe("s", "cp", ex(["m1"]), ex([], error="boom"), False, 0.9).divergence is None
-    assert fs.observe("s", "cp", ex([]), ex(["m1"]), True, 0.9).divergence is None
+    assert fs.observe("s", "cp", ex(["m1"]), None, False, 0.9).values.get("divergence") is None
+    assert fs.observe("s", "cp", ex(["m1"]), ex([], error="boom"), False, 0.9).values.get("divergence") is None
+    assert fs.observe("s", "cp", ex([]), ex(["m1"]), True, 0.9).values.get("divergence") is None
 
 
 def test_divergence_alone_does_not_retain() -> None:
@@ -147,14 +161,14 @@ def test_divergence_alone_does_not_retain() -> None:
     fs.observe("s", "cp", ex(["m1", "m2"]), None, False, 0.9)
     fs.observe("s", "cp", ex(["m9"]), None, False, 0.9)
     fb = fs.observe("s", "cp", ex(["m9"]), ex(["m1", "m2"]), False, 0.9)
-    assert fb.divergence == pytest.approx(1.0)
+    assert fb.values.get("divergence") == pytest.approx(1.0)
     assert not fb.retained
 
 
 def test_errored_execution_gives_no_feedback_and_changes_nothing() -> None:
     fs = FeedbackState()
     fb = fs.observe("s", "cp", ex(["m1"], error="BackendError: down"), None, False, 0.9)
-    assert fb == Feedback() and not fb.retained
+    assert fb is NO_FEEDBACK and not fb.retained
     assert fs.coverage_of("cp").reached == 0
     assert fs.totals()["errored"] == 1 and fs.totals()["observed"] == 0
     # The same top-k without the error is still new afterwards.
@@ -164,17 +178,18 @@ def test_errored_execution_gives_no_feedback_and_changes_nothing() -> None:
 def test_hidden_retrieval_uses_normalised_response_novelty() -> None:
     fs = FeedbackState()
     first = fs.observe("s", "cp", ex([], "Paris."), None, True, 0.9)
-    assert first == Feedback(new_response=True, retained=True)
+    assert first.values == {"coverage": 0, "unexpected": False, "novelty": True, "divergence": None}
+    assert first.retained
     again = fs.observe("s", "cp", ex([], "  paris "), None, True, 0.9)
-    assert not again.new_response and not again.retained
+    assert not again.values.get("novelty", False) and not again.retained
     other = fs.observe("s", "cp", ex([], "Lyon"), None, True, 0.9)
-    assert other.new_response and other.retained
+    assert other.values.get("novelty", False) and other.retained
     abstain = fs.observe("s", "cp", ex([], None, abstained=True), None, True, 0.9)
-    assert abstain.new_response
-    assert fs.responses_of("s") == 3
+    assert abstain.values.get("novelty", False)
+    assert fs.totals()["responses"] == 3
     # Hidden retrieval never touches coverage or signatures, even if ids leak into the execution.
     leaky = fs.observe("s", "cp", ex(["m1"], "Lyon"), None, True, 0.9)
-    assert leaky.coverage_gain == 0 and not leaky.new_signature and not leaky.retained
+    assert leaky.values.get("coverage", 0) == 0 and not leaky.values.get("novelty", False) and not leaky.retained
     assert fs.coverage_of("cp").reached == 0
 
 
@@ -209,14 +224,14 @@ def test_a_memory_a_mutant_wrote_is_no_coverage_gain_of_a_tracked_checkpoint() -
     fs.track([checkpoint("cp", 4)])
     fs.observe("s", "cp", ex(["m0", "m1"]), None, False, 0.9)
     written = fs.observe("s", "cp", ex(["m0", "m1~u1"]), None, False, 0.9)
-    assert written.coverage_gain == 0 and written.new_signature
+    assert written.values.get("coverage", 0) == 0 and written.values.get("novelty", False)
     again = fs.observe("s", "cp", ex(["m0", "m1~u1"]), None, False, 0.9)
     assert not again.retained
     reached = fs.observe("s", "cp", ex(["m2", "m1~u2"]), None, False, 0.9)
-    assert reached.coverage_gain == 1
+    assert reached.values.get("coverage", 0) == 1
     assert fs.coverage_of(checkpoint("cp", 4)).extra == 2
     untracked = FeedbackState()
-    assert untracked.observe("s", "cq", ex(["m0", "m1~u1"]), None, False, 0.9).coverage_gain == 2
+    assert untracked.observe("s", "cq", ex(["m0", "m1~u1"]), None, False, 0.9).values["coverage"] == 2
 
 
 def test_p_is_validated() -> None:
@@ -228,34 +243,34 @@ def test_p_is_validated() -> None:
 
 
 def test_ablate_coverage() -> None:
-    fs = FeedbackState(Ablation(use_coverage=False))
+    fs = FeedbackState({"coverage"})
     fs.observe("s", "cp", ex(["m1"]), None, False, 0.9)
     fb = fs.observe("s2", "cp", ex(["m1", "m2"]), None, False, 0.9)
-    assert fb.coverage_gain == 0  # m2 is new, but coverage is switched off
-    assert fb.retained and fb.new_signature  # novelty still retains
+    assert fb.values.get("coverage", 0) == 0  # m2 is new, but coverage is switched off
+    assert fb.retained and fb.values.get("novelty", False)  # novelty still retains
     assert fs.coverage_of("cp").reached == 2  # what was reached is still measured
 
 
 def test_ablate_novelty() -> None:
-    fs = FeedbackState(Ablation(use_novelty=False))
+    fs = FeedbackState({"novelty"})
     fs.observe("s", "cp", ex(["m1", "m2"]), None, False, 0.9)
     fb = fs.observe("s", "cp", ex(["m2", "m1"]), None, False, 0.9)
-    assert not fb.new_signature and not fb.retained
+    assert not fb.values.get("novelty", False) and not fb.retained
     hidden = fs.observe("s", "cp", ex([], "new answer"), None, True, 0.9)
-    assert not hidden.new_response and not hidden.retained
+    assert not hidden.values.get("novelty", False) and not hidden.retained
 
 
 def test_ablate_divergence() -> None:
-    fs = FeedbackState(Ablation(use_divergence=False))
+    fs = FeedbackState({"divergence"})
     fb = fs.observe("s", "cp", ex(["m1"]), ex(["m2"]), False, 0.9)
-    assert fb.divergence is None and fb.retained
+    assert fb.values.get("divergence") is None and fb.retained
 
 
 def test_all_signals_off_never_retains() -> None:
-    fs = FeedbackState(Ablation(False, False, False))
+    fs = FeedbackState({"coverage", "novelty", "divergence"})
     for top in (["m1"], ["m2", "m3"], ["m3", "m2"]):
         fb = fs.observe("s", "cp", ex(top), ex(["m1"]), False, 0.9)
-        assert fb == Feedback()
+        assert fb.values == {"unexpected": False} and not fb.retained and fb.energy == 1.0
 
 
 # ---------------------------------------------------------------- properties
@@ -267,10 +282,9 @@ step = st.tuples(st.sampled_from(["s1", "s2", "s3"]), st.sampled_from(["cpA", "c
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(step, max_size=30), st.sampled_from([Ablation(), Ablation(use_divergence=False),
-                                                     Ablation(use_coverage=False), Ablation(use_novelty=False)]))
-def test_retained_iff_gain_or_new_signature_against_a_model(steps, ablation: Ablation) -> None:
-    fs = FeedbackState(ablation)
+@given(st.lists(step, max_size=30), st.sampled_from([set(), {"divergence"}, {"coverage"}, {"novelty"}]))
+def test_retained_iff_gain_or_new_signature_against_a_model(steps, off: set[str]) -> None:
+    fs = FeedbackState(off)
     model_cov: set[tuple[str, str]] = set()
     model_sigs: set[tuple[str, tuple[str, ...]]] = set()
     for seed, cp, top, parent_top, errored in steps:
@@ -278,20 +292,20 @@ def test_retained_iff_gain_or_new_signature_against_a_model(steps, ablation: Abl
         fb = fs.observe(seed, cp, ex(top, error="x" if errored else None),
                         None if parent_top is None else ex(parent_top), False, 0.9)
         if errored:
-            assert fb == Feedback()
+            assert fb is NO_FEEDBACK
             continue
         new_pairs = {(cp, m) for m in top} - model_cov
         new_sig = (seed, tuple(top)) not in model_sigs
         model_cov |= new_pairs
         model_sigs.add((seed, tuple(top)))
-        assert fb.coverage_gain == (len(new_pairs) if ablation.use_coverage else 0)
-        assert fb.new_signature == (new_sig and ablation.use_novelty)
-        assert fb.retained == (fb.coverage_gain > 0 or fb.new_signature)
-        assert not fb.new_response
-        if parent_top is None or not ablation.use_divergence:
-            assert fb.divergence is None
+        assert fb.values.get("coverage", 0) == (len(new_pairs) if "coverage" not in off else 0)
+        assert fb.values.get("novelty", False) == (new_sig and "novelty" not in off)
+        assert fb.retained == (fb.values.get("coverage", 0) > 0 or fb.values.get("novelty", False))
+        assert set(fb.values) == {"coverage", "unexpected", "novelty", "divergence"} - off
+        if parent_top is None or "divergence" in off:
+            assert fb.values.get("divergence") is None
         else:
-            assert 0.0 <= fb.divergence <= 1.0
+            assert 0.0 <= fb.values.get("divergence") <= 1.0
         # Coverage is monotone and equals the model.
         assert len(fs.covered()) >= before
         assert fs.covered() == model_cov
@@ -308,7 +322,7 @@ def test_same_execution_twice_never_retains_the_second_time(history, repeat) -> 
     fs.observe(seed, cp, ex(top, response=" ".join(top)), parent, hidden, 0.9)
     second = fs.observe(seed, cp, ex(top, response=" ".join(top)), parent, hidden, 0.9)
     assert not second.retained
-    assert second.coverage_gain == 0 and not second.new_signature and not second.new_response
+    assert second.values.get("coverage", 0) == 0 and not second.values.get("novelty", False)
 
 
 @settings(max_examples=100, deadline=None)
@@ -336,7 +350,7 @@ def test_concurrent_observers_count_each_pair_once() -> None:
         for i in range(200):
             fb = fs.observe(f"s{offset}", "cp", ex([f"m{(i + offset) % 50}"]), None, False, 0.9)
             with lock:
-                gains.append(fb.coverage_gain)
+                gains.append(fb.values.get("coverage", 0))
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
     for t in threads:
@@ -352,9 +366,9 @@ def test_a_state_mutant_that_removed_the_whole_top_k_contradicts_no_ranking():
     state = FeedbackState()
     parent = Execution(case_id="p", state_key="k", query="q", top_ids=["a", "b"], top_scores=[0.9, 0.8])
     child = Execution(case_id="c", state_key="k2", query="q", top_ids=["c", "d"], top_scores=[0.7, 0.6])
-    assert state.observe("s", "cp", child, parent, expected=[]).divergence == 0.0
-    assert state.observe("s", "cp", child, parent, expected=["a"]).divergence > 0.0
-    assert state.observe("s", "cp", child, parent).divergence > 0.0  # a query mutant compares with the parent's own
+    assert state.observe("s", "cp", child, parent, expected=[]).values.get("divergence") == 0.0
+    assert state.observe("s", "cp", child, parent, expected=["a"]).values.get("divergence") > 0.0
+    assert state.observe("s", "cp", child, parent).values.get("divergence") > 0.0  # a query mutant compares with the parent's own
 
 
 def test_a_state_that_ranks_what_its_parent_ranked_nothing_of_has_changed():
@@ -363,4 +377,4 @@ def test_a_state_that_ranks_what_its_parent_ranked_nothing_of_has_changed():
     state = FeedbackState()
     empty = Execution(case_id="p", state_key="k", query="q", top_ids=[], top_scores=[])
     child = Execution(case_id="c", state_key="k2", query="q", top_ids=["a"], top_scores=[0.7])
-    assert state.observe("s", "cp", child, empty, expected=[]).divergence == 1.0
+    assert state.observe("s", "cp", child, empty, expected=[]).values.get("divergence") == 1.0

@@ -63,7 +63,9 @@ def test_fixed_build_shows_nothing_and_retention_runs_on_responses(tmp_path, sui
     assert execs and all(not e.top_ids and not e.top_scores and e.response for e in execs)
     fb = c.store.feedback(c.campaign_id)
     kept = [f for f in fb if f.retained]
-    assert kept and all(f.new_response and f.coverage_gain == 0 and not f.new_signature for f in kept)
+    # kept for a new response: no coverage, no ranking measured
+    assert kept and all(f.signals["novelty"] and f.signals["coverage"] == 0 and f.signals["divergence"] is None
+                        for f in kept)
     assert s["retained"] == len(kept) and s["coverage"] == 0  # nothing of retrieval is observed
 
 

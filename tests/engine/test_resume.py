@@ -105,8 +105,7 @@ def _corpus(out: Path) -> dict:
         mutants = [(m.case_id, m.parent_id, m.operator, m.target, m.valid, m.rejection_reason, m.created_seq,
                     m.query.to_dict() if m.query else None, [o.to_dict() for o in m.ops], m.depth, m.detail)
                    for m in s.mutants(cid)]
-        feedback = sorted((f.seq, f.case_id, f.coverage_gain, f.new_signature, f.new_response, f.divergence,
-                           f.retained) for f in s.feedback(cid))
+        feedback = sorted((f.seq, f.case_id, sorted(f.signals.items()), f.retained) for f in s.feedback(cid))
         errors = [(e.seq, e.case_id, e.operation, e.message) for e in s.errors(cid)]
         seeds = [x.id for x in s.seeds(cid)]
         checkpoints = sorted(s.checkpoints(cid))

@@ -7,6 +7,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.outcomes import outcome
 from ufuzz.engine.scheduler import Scheduler, SchedulerConfig, StepOutcome
 
 OPS = ("paraphrase", "target_change", "unsupported", "update", "delete", "unrelated_edit")
@@ -62,7 +63,7 @@ def test_same_seed_same_schedule(seed_moves, rng_seed):
             if t is None:
                 break
             out.append((t.case_id, t.operator, t.target, t.phase))
-            s.report(t, StepOutcome(i % 3 != 0, retained=i % 2 == 0, new_case_id=f"m{i}", moves=[("paraphrase", "a")],
+            s.report(t, outcome(i % 3 != 0, retained=i % 2 == 0, new_case_id=f"m{i}", moves=[("paraphrase", "a")],
                      coverage_gain=i % 4))
         return out
     assert trace() == trace()
@@ -77,7 +78,7 @@ def test_no_retention_never_grows_pool(seed_moves):
         t = s.next()
         if t is None:
             break
-        s.report(t, StepOutcome(True, retained=True, new_case_id=f"m{i}", moves=[("delete", "all")], coverage_gain=3))
+        s.report(t, outcome(True, retained=True, new_case_id=f"m{i}", moves=[("delete", "all")], coverage_gain=3))
     assert s.pool_size() == start
 
 
@@ -96,9 +97,9 @@ def test_operator_filter_is_respected():
 def test_retained_mutant_competes_in_phase_two_and_energy_prefers_divergence():
     s = build([[("paraphrase", "a")]])
     t = s.next()
-    s.report(t, StepOutcome(True, retained=True, new_case_id="hot", moves=[("paraphrase", "b")], coverage_gain=0,
+    s.report(t, outcome(True, retained=True, new_case_id="hot", moves=[("paraphrase", "b")], coverage_gain=0,
              divergence=1.0, meaning_preserving=True))
-    s.report(t, StepOutcome(True, retained=True, new_case_id="cold", moves=[("paraphrase", "b")], coverage_gain=0,
+    s.report(t, outcome(True, retained=True, new_case_id="cold", moves=[("paraphrase", "b")], coverage_gain=0,
              divergence=0.0, meaning_preserving=True))
     picks = {"hot": 0, "cold": 0, "s0": 0}
     for _ in range(300):
@@ -336,11 +337,11 @@ def test_kept_weights_pick_exactly_what_rebuilding_the_pool_picks(seed_moves, rn
             for s in (fast, slow):
                 s.retire(a.case_id)
             continue
-        outcome = StepOutcome(kind in ("valid", "retained"), final=kind == "final", retained=kind == "retained",
-                              new_case_id=f"m{step}", moves=(("paraphrase", "x"), ("update", f"v{gain}")),
-                              coverage_gain=gain, divergence=divergence, meaning_preserving=True)
-        fast.report(a, outcome)
-        slow.report(b, outcome)
+        got = outcome(kind in ("valid", "retained"), final=kind == "final", retained=kind == "retained",
+                      new_case_id=f"m{step}", moves=(("paraphrase", "x"), ("update", f"v{gain}")),
+                      coverage_gain=gain, divergence=divergence, meaning_preserving=True)
+        fast.report(a, got)
+        slow.report(b, got)
 
 
 def test_a_mutant_retained_after_its_seed_was_left_is_followed_up_at_the_next_draw():

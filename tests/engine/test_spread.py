@@ -8,6 +8,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.outcomes import outcome
 from ufuzz.engine.cover import cover_order
 from ufuzz.engine.scheduler import Scheduler, SchedulerConfig, StepOutcome
 
@@ -85,7 +86,7 @@ def test_spread_keeps_the_obligation_invariants(seed_moves, rng_seed, reach, out
                 tried[key] = tried.get(key, 0) + 1
                 assert tried[key] <= 2
             kind = outcomes[step]
-            s.report(task, StepOutcome(kind in ("valid", "effect"), final=kind == "final", coverage_gain=kind == "effect"))
+            s.report(task, outcome(kind in ("valid", "effect"), final=kind == "final", coverage_gain=kind == "effect"))
             if kind in ("valid", "effect", "final"):
                 done.add(key)
             out.append((task.case_id, task.operator, task.target, task.phase))
@@ -136,7 +137,7 @@ def _run(reports_effect, seeds=60, steps=240, **cfg) -> dict[str, int]:
         if task is None:
             break
         per[task.operator] = per.get(task.operator, 0) + 1
-        s.report(task, StepOutcome(True, coverage_gain=int(reports_effect(task.operator))))
+        s.report(task, outcome(True, coverage_gain=int(reports_effect(task.operator))))
     return per
 
 
@@ -165,8 +166,8 @@ def test_an_operator_that_cannot_be_judged_stops_eating_visits():
         task = s.next()
         per[task.operator] = per.get(task.operator, 0) + 1
         # a delete's mutant can never be judged here: a final rejection, no execution
-        s.report(task, StepOutcome(task.operator == "paraphrase", final=task.operator == "delete",
-                                   divergence=0.3 if task.operator == "paraphrase" else None))
+        s.report(task, outcome(task.operator == "paraphrase", final=task.operator == "delete",
+                               divergence=0.3 if task.operator == "paraphrase" else None))
     assert per["delete"] < 0.1 * sum(per.values())
     assert s.yield_rate("delete") <= 0.2 < 0.5 < s.yield_rate("paraphrase")
 
@@ -184,7 +185,7 @@ def test_spread_starts_more_seeds_than_the_walk_within_the_same_tasks():
         for _ in range(60):
             t = s.next()
             seen.add(t.case_id)
-            s.report(t, StepOutcome(True, coverage_gain=1))
+            s.report(t, outcome(True, coverage_gain=1))
         started.append(len(seen))
     assert started[0] <= 6 and started[1] >= 25
 
@@ -199,7 +200,7 @@ def test_after_the_first_round_visits_go_where_rewordings_move_the_ranking():
             later[task.case_id] = later.get(task.case_id, 0) + 1
         # seed s0's rewordings move its ranking a lot, the others' hardly
         div = 0.6 if task.case_id == "s0" else 0.02
-        s.report(task, StepOutcome(True, divergence=div, meaning_preserving=True))
+        s.report(task, outcome(True, divergence=div, meaning_preserving=True))
     assert s.instability("s0") > 0.5 > 0.1 > s.instability("s1")
     assert later.get("s0", 0) == 7  # every open obligation of s0 (8, one in the first round) went first
     assert sum(later.values()) == 100

@@ -91,7 +91,7 @@ from ufuzz.model import (
 
 # 2: failures carry cause_key, responder and origin (mutant | baseline)
 # 3: campaigns' end reasons, messages and heartbeats; records carry their step; resume snapshots
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Ids: bounded where a database needs it to index them (MySQL); on PostgreSQL unbounded like SQLite, and
 # compared bytewise (COLLATE "C", like SQLite's BINARY) so that ordered reads are the same whatever locale
 # the team database was created with.
@@ -262,10 +262,8 @@ class FeedbackRow(Base):
     campaign_id: Mapped[str] = mapped_column(ID, ForeignKey("campaigns.id", ondelete="CASCADE"))
     case_id: Mapped[str] = mapped_column(ID)
     seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    coverage_gain: Mapped[int] = mapped_column(Integer)
-    new_signature: Mapped[bool] = mapped_column(Boolean)
-    new_response: Mapped[bool] = mapped_column(Boolean)
-    divergence: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: what each feedback signal made of the execution, by the signal's name (a new signal needs no new column)
+    signals: Mapped[dict[str, Any]] = mapped_column(JSON)
     retained: Mapped[bool] = mapped_column(Boolean)
     step: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the campaign step that wrote it
 
@@ -604,10 +602,7 @@ class ExecutionRecord:
 class FeedbackRecord:
     case_id: str
     seq: int | None
-    coverage_gain: int
-    new_signature: bool
-    new_response: bool
-    divergence: float | None
+    signals: dict[str, Any]  # signal name -> its value (:mod:`ufuzz.engine.signals`)
     retained: bool
 
 
@@ -1096,16 +1091,13 @@ class CorpusStore(SqlStore):
 
     # ------------------------------------------------------------------ feedback and errors
 
-    def record_feedback(self, campaign_id: str, case_id: str, feedback: Any, *, seq: int | None = None,
-                        step: int | None = None) -> None:
-        """Record a :class:`ufuzz.engine.feedback.Feedback` (anything with its five fields)."""
+    def record_feedback(self, campaign_id: str, case_id: str, signals: dict[str, Any], retained: bool, *,
+                        seq: int | None = None, step: int | None = None) -> None:
+        """Record what the feedback signals made of a mutant's execution (name -> a JSON value) and whether it was
+        kept."""
         self._known_campaign(campaign_id)
-        self._write(_WRITE_FEEDBACK, {
-            "campaign_id": campaign_id, "case_id": case_id, "seq": seq,
-            "coverage_gain": int(feedback.coverage_gain), "new_signature": bool(feedback.new_signature),
-            "new_response": bool(feedback.new_response),
-            "divergence": None if feedback.divergence is None else float(feedback.divergence),
-            "retained": bool(feedback.retained), "step": step})
+        self._write(_WRITE_FEEDBACK, {"campaign_id": campaign_id, "case_id": case_id, "seq": seq,
+                                      "signals": dict(signals), "retained": bool(retained), "step": step})
 
     def feedback(self, campaign_id: str, *, case_id: str | None = None) -> list[FeedbackRecord]:
         q = select(FeedbackRow).where(FeedbackRow.campaign_id == campaign_id)
@@ -1113,9 +1105,8 @@ class CorpusStore(SqlStore):
             q = q.where(FeedbackRow.case_id == case_id)
         with self._sessions() as s:
             rows = s.scalars(q.order_by(FeedbackRow.id)).all()
-            return [FeedbackRecord(case_id=r.case_id, seq=r.seq, coverage_gain=r.coverage_gain,
-                                   new_signature=r.new_signature, new_response=r.new_response,
-                                   divergence=r.divergence, retained=r.retained) for r in rows]
+            return [FeedbackRecord(case_id=r.case_id, seq=r.seq, signals=dict(r.signals or {}), retained=r.retained)
+                    for r in rows]
 
     def retained_case_ids(self, campaign_id: str) -> list[str]:
         """Case ids with retaining feedback, in the order they were retained."""

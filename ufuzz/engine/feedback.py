@@ -1,30 +1,18 @@
-"""Feedback signals that decide which mutants the fuzzer keeps and how it prioritises them.
+"""The campaign's feedback state: what it reached, and what its signals make of each execution.
 
-Per campaign, a :class:`FeedbackState` tracks:
+Per campaign, a :class:`FeedbackState` tracks **retrieval coverage** — the set of ``(checkpoint_id, memory_id)``
+pairs that appeared in any observed top-k; a mutant's *gain* counts only the checkpoint's own memories (once
+:meth:`FeedbackState.track` named it): a memory an update or add wrote, retrieved, is what its operation says it
+does, not a part of the memory reached (each write has a fresh id, so counting it gave every state mutant phase-2
+energy and an "effect"); a version an in-place update wrote keeps its memory's id and counts as that memory.
+Coverage is kept as a running count of checkpoint memories reached (:meth:`FeedbackState.reached`), so a campaign
+reads it per step without rescanning, and it is measured whatever signal guides the campaign.
 
-* **retrieval coverage** — the set of ``(checkpoint_id, memory_id)`` pairs that appeared in any observed
-  top-k; a mutant's *gain* counts only the checkpoint's own memories (once :meth:`FeedbackState.track` named it):
-  a memory an update or add wrote, retrieved, is what its operation says it does, not a part of the memory
-  reached (each write has a fresh id, so counting it gave every state mutant phase-2 energy and an "effect");
-  a version an in-place update wrote keeps its memory's id and counts as that memory;
-* **top-k novelty** — per seed id, the set of ordered top-k signatures seen (a signature is the tuple of
-  retrieved ids in rank order);
-* **response novelty** (only for backends whose retrieval is *hidden*, i.e. that expose a response but no
-  top-k) — per seed id, the set of hashes of normalised responses seen.
-
-A mutant is *retained* when it gained coverage or showed a new signature (for hidden retrieval: a new
-response). Rank-biased-overlap divergence from the parent's top-k is reported to prioritise retained
-mutants; it never retains by itself. For a mutant that changed the memory state, the divergence is from the
-parent's top-k *as its own operation predicts it* (:func:`expected_top`: what it deleted gone, what it updated in
-its old place): a delete that removes what it removed changes nothing unexpected, an update whose old version
-stays where its new one should be does.
-
-Coverage is also kept as a running count of checkpoint memories reached (:meth:`FeedbackState.reached`, once
-:meth:`FeedbackState.track` named the checkpoints), so a campaign reads it per step without rescanning.
-
-Ablation flags switch the *guidance* of a signal off: a switched-off signal never retains and is reported
-as zero / False / None. What was reached is still recorded, so an ablated campaign's coverage can be
-measured (``coverage_of``, ``totals``) on the same footing as a full one.
+What guides the campaign are the **signals** (:mod:`ufuzz.engine.signals`, one module each: coverage,
+unexpected selection, novelty, divergence): each execution is read by every active signal and their readings
+combined (:class:`~ufuzz.engine.signals.Combined`: kept or not, energy, instability, effect). An ablation switches
+a signal off (``FeedbackState(off=...)``): it is not read at all, while what was reached is still recorded, so an
+ablated campaign's coverage is measured (``coverage_of``, ``totals``) on the same footing as a full one.
 """
 
 from __future__ import annotations
@@ -34,14 +22,16 @@ import re
 import threading
 import unicodedata
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ufuzz.engine import signals
 from ufuzz.engine.rbo import rbo_divergence
+from ufuzz.engine.signals import Combined, Observation, combine
 from ufuzz.model import Checkpoint, Execution
 
-__all__ = ["Ablation", "Coverage", "Feedback", "FeedbackState", "expected_top", "normalize_response",
+__all__ = ["NO_FEEDBACK", "Coverage", "FeedbackState", "divergence", "expected_top", "normalize_response",
            "response_hash"]
 
 
@@ -68,7 +58,7 @@ def expected_top(parent_top: Sequence[str], ops: Sequence[Any], results: Sequenc
     return out
 
 
-def _divergence(before: Sequence[str], after: Sequence[str], p: float, predicted: bool) -> float:
+def divergence(before: Sequence[str], after: Sequence[str], p: float, predicted: bool) -> float:
     """RBO divergence of ``after`` from ``before``. A predicted ranking (:func:`expected_top`) is a prefix of what the
     mutant may rank — memories below the parent's top-k move up into the places its operations emptied — so an
     empty prediction (the operations removed every memory the parent ranked; ``predicted`` only where the parent
@@ -79,32 +69,8 @@ def _divergence(before: Sequence[str], after: Sequence[str], p: float, predicted
     return rbo_divergence(before, after, p)
 
 
-@dataclass(frozen=True)
-class Ablation:
-    """Which signals guide the campaign. All on by default."""
-
-    use_coverage: bool = True
-    use_novelty: bool = True
-    use_divergence: bool = True
-
-
-@dataclass(frozen=True)
-class Feedback:
-    """What one execution contributed."""
-
-    coverage_gain: int = 0
-    new_signature: bool = False
-    new_response: bool = False
-    divergence: float | None = None
-    retained: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"coverage_gain": self.coverage_gain, "new_signature": self.new_signature,
-                "new_response": self.new_response, "divergence": self.divergence, "retained": self.retained}
-
-
 #: The feedback of an execution that gives none (it errored).
-NO_FEEDBACK = Feedback()
+NO_FEEDBACK = Combined(values={}, retained=False, energy=1.0, instability=None)
 
 
 @dataclass(frozen=True)
@@ -153,15 +119,14 @@ def response_hash(response: str | None, abstained: bool = False) -> str:
 
 
 class FeedbackState:
-    """Coverage and novelty sets of one campaign. Safe to call from several worker threads."""
+    """Coverage and the signals of one campaign. Safe to call from several worker threads."""
 
-    def __init__(self, ablate: Ablation | None = None, *, p: float = 0.9) -> None:
-        self.ablate = ablate or Ablation()
+    def __init__(self, off: Collection[str] = (), *, p: float = 0.9) -> None:
+        self.signals = signals.active(off)
+        self.off = frozenset(off)
         self.p = p
         self._lock = threading.Lock()
         self._covered: dict[str, set[str]] = defaultdict(set)  # checkpoint id -> memory ids reached
-        self._signatures: dict[str, set[tuple[str, ...]]] = defaultdict(set)  # seed id -> signatures
-        self._responses: dict[str, set[str]] = defaultdict(set)  # seed id -> normalised response hashes
         self._observed = 0
         self._retained = 0
         self._errored = 0
@@ -194,14 +159,17 @@ class FeedbackState:
 
     def observe(self, seed_id: str, checkpoint_id: str, execution: Execution,
                 parent_execution: Execution | None = None, hidden: bool = False,
-                p: float | None = None, expected: Sequence[str] | None = None) -> Feedback:
-        """Fold one execution into the state and say what it contributed.
+                p: float | None = None, expected: Sequence[str] | None = None, *,
+                meaning_preserving: bool = False, unanswerable: bool = False,
+                threshold: float | None = None) -> Combined:
+        """Fold one execution into the state and say what the signals made of it.
 
-        ``hidden`` means the backend does not expose its top-k: only response novelty applies, and
-        coverage, signatures and divergence are not computed. ``p`` is the RBO persistence for the
-        divergence (default: the state's ``p``); ``expected``: the parent's top-k as the mutant's own state
-        operations predict it (:func:`expected_top`), the ranking the divergence is measured from. An
-        execution with ``error`` set gives no feedback and leaves the state unchanged.
+        ``hidden`` means the backend does not expose its top-k: no coverage is reached, and the signals read a
+        response. ``p`` is the RBO persistence for the divergence (default: the state's ``p``); ``expected``: the
+        parent's top-k as the mutant's own state operations predict it (:func:`expected_top`).
+        ``meaning_preserving``/``unanswerable``: the operator's claims about its mutation; ``threshold``: the
+        backend's own relevance threshold. An execution with ``error`` set gives no feedback and leaves the state
+        unchanged.
         """
         p = self.p if p is None else p
         if not 0.0 < p < 1.0:
@@ -211,46 +179,26 @@ class FeedbackState:
                 self._errored += 1
                 return NO_FEEDBACK
             self._observed += 1
-            if hidden:
-                fb = self._observe_hidden(seed_id, execution)
-            else:
-                fb = self._observe_visible(seed_id, checkpoint_id, execution, parent_execution, p, expected)
+            gain = 0 if hidden else self._reach(checkpoint_id, execution)
+            obs = Observation(seed_id, checkpoint_id, execution, parent_execution, expected, gain, hidden, p,
+                              meaning_preserving, unanswerable, threshold)
+            fb = combine([(s, s.observe(obs)) for s in self.signals])
             self._retained += fb.retained
             return fb
 
-    def _observe_hidden(self, seed_id: str, execution: Execution) -> Feedback:
-        seen = self._responses[seed_id]
-        h = response_hash(execution.response, execution.abstained)
-        new = h not in seen
-        seen.add(h)
-        new_response = new and self.ablate.use_novelty
-        return Feedback(new_response=new_response, retained=new_response)
-
-    def _observe_visible(self, seed_id: str, checkpoint_id: str, execution: Execution,
-                         parent: Execution | None, p: float, expected: Sequence[str] | None = None) -> Feedback:
+    def _reach(self, checkpoint_id: str, execution: Execution) -> int:
+        """Record the memories ``execution`` retrieved; how many of the checkpoint's own were reached for the first
+        time (every new id where the checkpoint is not tracked)."""
         covered = self._covered[checkpoint_id]
         own = self._members.get(checkpoint_id)
-        gain = 0  # checkpoint memories reached for the first time (every new id where the checkpoint is not tracked)
+        gain = 0
         for mid in execution.top_ids:
             if mid not in covered:
                 covered.add(mid)
                 if own is None or mid in own:
                     gain += 1
                     self._reached += own is not None
-        gain = gain if self.ablate.use_coverage else 0
-
-        sigs = self._signatures[seed_id]
-        sig = execution.signature
-        new_sig = sig not in sigs
-        sigs.add(sig)
-        new_sig = new_sig and self.ablate.use_novelty
-
-        divergence = None
-        if self.ablate.use_divergence and parent is not None and parent.error is None:
-            divergence = _divergence(parent.top_ids if expected is None else expected, execution.top_ids, p,
-                                     predicted=expected is not None and bool(parent.top_ids))
-        return Feedback(coverage_gain=gain, new_signature=new_sig, divergence=divergence,
-                        retained=gain > 0 or new_sig)
+        return gain
 
     # ------------------------------------------------------------------ reading
 
@@ -268,15 +216,6 @@ class FeedbackState:
         with self._lock:
             return frozenset((c, m) for c, ids in self._covered.items() for m in ids)
 
-    def signatures_of(self, seed_id: str) -> frozenset[tuple[str, ...]]:
-        with self._lock:
-            return frozenset(self._signatures.get(seed_id, set()))
-
-    def responses_of(self, seed_id: str) -> int:
-        """How many distinct normalised responses were seen for the seed (hidden retrieval)."""
-        with self._lock:
-            return len(self._responses.get(seed_id, set()))
-
     def totals(self) -> dict[str, int]:
         with self._lock:
             return {
@@ -285,6 +224,6 @@ class FeedbackState:
                 "retained": self._retained,
                 "coverage": sum(len(v) for v in self._covered.values()),
                 "checkpoints_reached": sum(1 for v in self._covered.values() if v),
-                "signatures": sum(len(v) for v in self._signatures.values()),
-                "responses": sum(len(v) for v in self._responses.values()),
+                "signatures": 0, "responses": 0,
+                **{k: v for s in self.signals for k, v in s.totals().items()},
             }

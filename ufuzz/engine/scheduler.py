@@ -1,7 +1,8 @@
 """The scheduler: uncovered obligations first, then retained mutants compete for the remaining budget.
 
-It sees only ids, operator names, obligation targets and feedback numbers — never queries' references,
-oracle verdicts or failures. By construction it cannot: this module imports nothing from ``ufuzz.oracles``
+It sees only ids, operator names, obligation targets and what the feedback signals made of each execution
+(energy, effect, instability: :class:`StepOutcome`; never a signal by name) — never queries' references, oracle
+verdicts or failures. By construction it cannot: this module imports nothing from ``ufuzz.oracles``
 or ``ufuzz.corpus`` and none of its methods takes a failure or a reference (``tests/engine/test_separation.py``
 checks both).
 
@@ -18,8 +19,8 @@ budget is under two executions a seed: see ``SchedulerConfig.burst``).
 :meth:`Scheduler.retire` ends every remaining task of a case (the campaign retires a parent none of whose
 mutants could be judged); the scheduler is told only the id, never why.
 Phase 2 picks a pool entry (retained mutants, and the seeds themselves) with probability proportional to
-its energy — 1 + coverage gain + (for meaning-preserving mutants) ``divergence_weight`` × RBO divergence —
-divided by (1 + times picked), then an (operator, target) available on it, drawn in proportion to the
+its energy — what the feedback signals made of it (:mod:`ufuzz.engine.signals`: 1 + coverage gain + for
+meaning-preserving mutants twice the RBO divergence, with the built-in signals) — divided by (1 + times picked), then an (operator, target) available on it, drawn in proportion to the
 operator's effect rate (how often its mutants reached new memories or ranked them otherwise than the mutation
 predicts; see :meth:`Scheduler.effect_rate`) — an edit that never changes what the system does is drawn less.
 
@@ -52,10 +53,6 @@ import numpy as np
 from ufuzz.engine.cover import cover_order
 from ufuzz.model import Obligation
 
-#: RBO divergences at or below this are equal rankings (rbo_ext of two equal lists is 1 within a rounding error
-#: for some persistences and depths)
-DIVERGENCE_NOISE = 1e-9
-
 #: the instability a seed starts with, before any meaning-preserving mutant of it was measured (about the mean
 #: RBO divergence a rewording shows on a dense retriever)
 INSTABILITY_PRIOR = 0.1
@@ -78,7 +75,7 @@ class StepOutcome:
     """What a task came to, as far as scheduling may know: never a reference, a verdict or a failure.
 
     ``valid``: a valid mutant was executed (its obligation is covered). A retained mutant joins the pool
-    as ``new_case_id`` with the ``moves`` available on it and an energy from its feedback numbers.
+    as ``new_case_id`` with the ``moves`` available on it and its ``energy``.
     ``final``: no mutant came, and no other try of this obligation can give one (a deterministic
     rejection) — it is not retried.
     """
@@ -88,30 +85,14 @@ class StepOutcome:
     retained: bool = False
     new_case_id: str | None = None
     moves: tuple[tuple[str, str], ...] = ()
-    coverage_gain: int = 0
-    divergence: float | None = None
-    meaning_preserving: bool = False
-    #: the mutant asks another question than its parent (a target change): a changed ranking is its design, not
-    #: an effect; only memories reached for the first time are
-    asks_anew: bool = False
-    #: the system selected what the mutation predicts it cannot (a question the memory cannot support, answered
-    #: with memories at or above the backend's own relevance threshold): an effect whatever else it asks
-    unexpected: bool = False
-
-    @property
-    def effect(self) -> bool:
-        """Whether the mutant changed what the system retrieved beyond what the mutation itself says it changes:
-        memories reached for the first time, or a ranking other than its parent's as the mutation predicts it
-        (the divergence; for a state mutant from the parent's top-k with what it deleted gone and what it
-        updated in its old place — a delete that removes just what it removed does nothing unexpected), or memories
-        selected for a question its operation says the memory cannot support (:attr:`unexpected`)."""
-        if self.coverage_gain > 0 or self.unexpected:
-            return True
-        if self.asks_anew:
-            return False
-        if self.divergence is None:  # hidden retrieval: no ranking to compare, a new response is what changed
-            return self.retained
-        return self.divergence > DIVERGENCE_NOISE
+    #: a retained mutant's energy in the pool (:func:`ufuzz.engine.signals.combine`: 1 plus the signals')
+    energy: float = 1.0
+    #: the mutant changed what the system retrieved beyond what the mutation itself says it changes (memories
+    #: reached for the first time, a ranking other than the mutation predicts, memories selected for a question the
+    #: memory cannot support): its operator's yield and effect rates count it
+    effect: bool = False
+    #: how much a meaning-preserving mutant moved its seed's ranking (None: not measured): the seed's instability
+    instability: float | None = None
 
 
 #: A task that produced no valid, executed mutant (rejected, not produced, or a backend error).
@@ -133,8 +114,8 @@ class SchedulerConfig:
     attempts: int = 3  # tries per obligation in phase 1
     obligation_first: bool = True
     retain: bool = True  # False: no mutant ever joins the pool (no-feedback / random strategies)
-    divergence_weight: float = 2.0
-    use_divergence: bool = True
+    #: the visits after the first round follow the seeds' instability (False: no signal measures it)
+    use_instability: bool = True
     operators: tuple[str, ...] | None = None  # None = all
     explore_share: float = 0.0  # chance that a task is a phase-2 pick while obligations remain (0 <= x < 1)
     use_effect: bool = True  # phase 2 draws a case's moves by their operator's effect rate (else uniformly)
@@ -422,7 +403,7 @@ class Scheduler:
         """Once every seed has had its first visit, the next visit goes to a seed drawn in proportion to the square
         of its instability (:meth:`instability`): where rewordings move the ranking, the next one may move the
         evidence out of it; without feedback the visits go round."""
-        if self._unstarted > 0 or not self.config.use_effect or not self.config.use_divergence or not self._visits:
+        if self._unstarted > 0 or not self.config.use_effect or not self.config.use_instability or not self._visits:
             return
         weights = [self.instability(v.seed_id) ** 2 for v in self._visits]
         i = self.rng.choices(range(len(self._visits)), weights=weights, k=1)[0]
@@ -576,8 +557,8 @@ class Scheduler:
             self._inflight[task.obligation.key] -= 1
             if not self._inflight[task.obligation.key]:
                 del self._inflight[task.obligation.key]
-        if outcome.valid and outcome.meaning_preserving and outcome.divergence is not None:
-            self._div_sum[task.obligation.seed_id] += outcome.divergence
+        if outcome.valid and outcome.instability is not None:
+            self._div_sum[task.obligation.seed_id] += outcome.instability
             self._div_n[task.obligation.seed_id] += 1
         if outcome.valid:
             key = task.obligation.key
@@ -605,10 +586,7 @@ class Scheduler:
                 and outcome.moves):
             return
         moves = [(o, t) for o, t in outcome.moves if self._allowed(o)]
-        energy = 1.0 + float(outcome.coverage_gain)
-        if outcome.meaning_preserving and outcome.divergence is not None and self.config.use_divergence:
-            energy += self.config.divergence_weight * outcome.divergence
-        entry = PoolEntry(outcome.new_case_id, task.obligation.seed_id, moves, energy=energy)
+        entry = PoolEntry(outcome.new_case_id, task.obligation.seed_id, moves, energy=outcome.energy)
         self._add_entry(entry)
         self._family.setdefault(entry.seed_id, []).append(entry)
         self._retained += 1

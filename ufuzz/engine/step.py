@@ -14,7 +14,6 @@ Tasks are drawn in batches (:meth:`Steps.draw`; ``--batch`` tasks, whatever the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from ufuzz.engine.budget import Budget
@@ -26,7 +25,6 @@ from ufuzz.engine.state import Batch, CampaignState, FindingsState, Progress, Se
 from ufuzz.llm.client import LLMError
 from ufuzz.model import Execution, FuzzCase, Reference
 from ufuzz.operators.base import Operator
-from ufuzz.oracles.expectations import selected
 from ufuzz.oracles.oracle import Oracle
 from ufuzz.oracles.verdict import Failure
 
@@ -259,25 +257,23 @@ class Steps:
         self.oracle.register(mutant.id, mutation.reference)
         # a state mutation's own operations predict the parent's top-k it is compared with (expected_top)
         expected = expected_top(parent_ex.top_ids, mutation.ops, mutation.results) if mutation.ops else None
+        op = self.operators[task.operator]
         fb = s.feedback.observe(mutant.seed_id, mutant.checkpoint_id, ex, parent_ex, hidden=self.hidden, p=cfg.p,
-                                expected=expected)
+                                expected=expected, meaning_preserving=op.meaning_preserving,
+                                unanswerable=op.unanswerable, threshold=self.oracle.context.threshold)
         # the record says whether the mutant was kept (feedback may ask for it past --max-depth or with retention
         # off): status and the summary count the same retained mutants
         kept = fb.retained and cfg.retain and mutant.depth < cfg.max_depth
-        self.store.record_feedback(self.campaign_id, mutant.id, replace(fb, retained=kept), seq=p.executions,
-                                   step=s.step)
+        self.store.record_feedback(self.campaign_id, mutant.id, fb.values, kept, seq=p.executions, step=s.step)
         try:
             self.oracle.check(mutant, ex, parent, parent_ex, run_seed=self._seed_execution,
                               run_case=self._control_execution)
         except LLMError as exc:  # the LLM judge failed: no verdict for this mutant, an error record, never a failure
             self.error(mutant.id, "judge", f"{type(exc).__name__}: {exc}")
-        op = self.operators[task.operator]
-        unexpected = _unexpected(op, ex, self.oracle.context.threshold)
         if not kept:
             self.oracle.forget(mutant.id)
-            return StepOutcome(valid=True, coverage_gain=fb.coverage_gain, divergence=fb.divergence,
-                               meaning_preserving=op.meaning_preserving, asks_anew=_asks_anew(op),
-                               unexpected=unexpected)
+            return StepOutcome(valid=True, energy=fb.energy, effect=fb.effect(asks_anew=_asks_anew(op), kept=False),
+                               instability=fb.instability)
         p.retained += 1
         s.cases.retain(mutant, parent)
         self.executor.remember(mutant, ex)
@@ -285,9 +281,8 @@ class Steps:
             self.lanes.decide(lane, mutant, keep=True)
             proposal.adopted = True
         return StepOutcome(valid=True, retained=True, new_case_id=mutant.id, moves=tuple(self.moves(mutant)),
-                           coverage_gain=fb.coverage_gain, divergence=fb.divergence,
-                           meaning_preserving=op.meaning_preserving, asks_anew=_asks_anew(op),
-                           unexpected=unexpected)
+                           energy=fb.energy, effect=fb.effect(asks_anew=_asks_anew(op), kept=True),
+                           instability=fb.instability)
 
     def _seed_execution(self, seed_id: str) -> Execution | None:
         """A seed's execution for the oracle's baseline attribution, fed back as any parent's."""
@@ -371,14 +366,5 @@ class Steps:
 def _asks_anew(op: Any) -> bool:
     """Whether the operator asks another question (a target change, an unsupported target, a swapped speaker):
     its mutant's ranking differs from its parent's by design, so only memories reached for the first time say
-    it did something (see :meth:`ufuzz.engine.scheduler.Scheduler.report`)."""
+    it did something (:meth:`ufuzz.engine.signals.Combined.effect`)."""
     return op.kind != "state" and not op.meaning_preserving
-
-
-def _unexpected(op: Any, ex: Execution, threshold: float | None) -> bool:
-    """Whether the system selected memories for a question that ``op`` says the memory cannot support
-    (:attr:`~ufuzz.operators.base.Operator.unanswerable`), at or above the backend's own relevance threshold: its
-    operation predicts nothing is selected, so anything selected is a change it did not predict — an effect, as
-    a ranking other than a state operation predicts is one (without a threshold nothing is predicted). It reads the
-    execution and the operator only, never the mutant's reference or verdict."""
-    return op.unanswerable and threshold is not None and bool(selected(ex, threshold))

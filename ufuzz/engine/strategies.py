@@ -9,7 +9,8 @@
   unless set): for budgets smaller than the obligations;
 * ``stress`` — the full method plus the opt-in operators (``stress_edit``: capacity, recency and ordering);
 * ``no-<operator>`` — the full method without one operator (e.g. ``no-paraphrase``);
-* ``no-coverage`` / ``no-novelty`` / ``no-divergence`` — the full method without one feedback signal.
+* ``no-<signal>`` — the full method without one feedback signal (``no-coverage``, ``no-novelty``,
+  ``no-divergence``, ``no-unexpected``: :mod:`ufuzz.engine.signals`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,18 @@ from ufuzz.operators import names as operator_names
 BASE = ("full", "random", "query-only", "state-only", "no-feedback")
 EXTRA = ("interleaved", "stress")
 INTERLEAVED_SHARE = 0.25
-SIGNALS = ("coverage", "novelty", "divergence")
+
+
+def signal_names() -> list[str]:
+    """The feedback signals (:mod:`ufuzz.engine.signals`): each has its ablation ``no-NAME``."""
+    from ufuzz.engine.signals import names
+
+    return names()
 
 
 def strategy_names() -> list[str]:
-    return [*BASE, *EXTRA, *(f"no-{op.replace('_', '-')}" for op in operator_names()), *(f"no-{s}" for s in SIGNALS)]
+    return [*BASE, *EXTRA, *(f"no-{op.replace('_', '-')}" for op in operator_names()),
+            *(f"no-{s}" for s in signal_names())]
 
 
 _BASE_HELP = {
@@ -46,7 +54,7 @@ def describe(name: str) -> tuple[str, str]:
     if name in _BASE_HELP:
         group = "baseline" if name in ("random", "no-feedback") else "strategy"
         return group, _BASE_HELP[name]
-    if name.startswith("no-") and name[3:] in SIGNALS:
+    if name.startswith("no-") and name[3:] in signal_names():
         return "ablation", f"the full method without the {name[3:]} feedback signal"
     if name.startswith("no-"):
         return "ablation", f"the full method without the {name[3:].replace('-', '_')} operator"
@@ -70,7 +78,7 @@ def apply_strategy(cfg, name: str):
         cfg.explore_share = cfg.explore_share or INTERLEAVED_SHARE
     elif name == "stress":
         cfg.operators = operator_names(opt_in=True)
-    elif name.startswith("no-") and name[3:] in SIGNALS:
+    elif name.startswith("no-") and name[3:] in signal_names():
         cfg.ablation = {**cfg.ablation, f"use_{name[3:]}": False}
     elif name.startswith("no-"):
         op = name[3:].replace("-", "_")
