@@ -4,6 +4,7 @@ selection) read per execution and combined for the scheduler; ablation."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 
 import pytest
 from hypothesis import given, settings
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.support.outcomes import outcome
 from ufuzz.backends.protocol import OpResult
+from ufuzz.engine import signals
 from ufuzz.engine.feedback import NO_FEEDBACK, FeedbackState, expected_top, normalize_response, response_hash
 from ufuzz.engine.rbo import rbo_ext
 from ufuzz.model import Checkpoint, Execution, Memory, StateOp
@@ -28,25 +30,34 @@ def checkpoint(cid: str, n: int) -> Checkpoint:
                                              for i in range(n)), facts=())
 
 
+BUILT_IN = ("coverage", "unexpected", "novelty", "divergence")
+
+
+def built_in(off: Collection[str] = ()) -> FeedbackState:
+    """A feedback state guided by the built-in signals but ``off`` (any other installed one is switched off: these
+    tests are about the built-ins)."""
+    return FeedbackState(set(off) | (set(signals.names()) - set(BUILT_IN)))
+
+
 # ---------------------------------------------------------------- examples
 
 
 def test_first_observation_gains_coverage_and_signature() -> None:
-    fs = FeedbackState()
+    fs = built_in()
     fb = fs.observe("s1", "cp", ex(["m1", "m2"]), None, False, 0.9)
     assert fb.values == {"coverage": 2, "unexpected": False, "novelty": True, "divergence": None} and fb.retained
     assert fs.coverage_of("cp").reached == 2
 
 
 def test_reordering_is_a_new_signature_but_no_coverage() -> None:
-    fs = FeedbackState()
+    fs = built_in()
     fs.observe("s1", "cp", ex(["m1", "m2"]), None, False, 0.9)
     fb = fs.observe("s1", "cp", ex(["m2", "m1"]), None, False, 0.9)
     assert fb.values.get("coverage", 0) == 0 and fb.values.get("novelty", False) and fb.retained
 
 
 def test_signatures_are_per_seed_and_coverage_per_checkpoint() -> None:
-    fs = FeedbackState()
+    fs = built_in()
     fs.observe("s1", "cp", ex(["m1"]), None, False, 0.9)
     other_seed = fs.observe("s2", "cp", ex(["m1"]), None, False, 0.9)
     assert other_seed.values.get("coverage", 0) == 0 and other_seed.values.get("novelty", False)
@@ -56,7 +67,7 @@ def test_signatures_are_per_seed_and_coverage_per_checkpoint() -> None:
 
 
 def test_divergence_is_one_minus_rbo_ext_against_parent() -> None:
-    fs = FeedbackState()
+    fs = built_in()
     parent = ex(["m1", "m2", "m3"])
     child = ex(["m2", "m1", "m4"])
     fb = fs.observe("s1", "cp", child, parent, False, 0.8)
@@ -73,7 +84,7 @@ def test_a_state_mutant_diverges_only_from_what_its_operation_predicts() -> None
     parent = ["a", "e", "b", "c", "d"]
     delete = (StateOp("delete", "e"),), (OpResult("delete", True, "e", removed=("e",)),)
     assert expected_top(parent, *delete) == ["a", "b", "c", "d"]
-    fs = FeedbackState()
+    fs = built_in()
     moved_up = fs.observe("s", "cp", ex(["a", "b", "c", "d", "f"]), ex(parent), expected=expected_top(parent, *delete))
     assert moved_up.values.get("divergence") == pytest.approx(0.0, abs=1e-12)
     assert fs.observe("s", "cp", ex(["a", "b", "c", "d", "f"]), ex(parent)).values.get("divergence") > 0  # from the parent's
@@ -150,14 +161,14 @@ def test_the_operators_that_ask_what_memory_cannot_support_say_so() -> None:
 
 
 def test_divergence_none_without_parent_errored_parent_or_hidden() -> None:
-    fs = FeedbackState()
+    fs = built_in()
     assert fs.observe("s", "cp", ex(["m1"]), None, False, 0.9).values.get("divergence") is None
     assert fs.observe("s", "cp", ex(["m1"]), ex([], error="boom"), False, 0.9).values.get("divergence") is None
     assert fs.observe("s", "cp", ex([]), ex(["m1"]), True, 0.9).values.get("divergence") is None
 
 
 def test_divergence_alone_does_not_retain() -> None:
-    fs = FeedbackState()
+    fs = built_in()
     fs.observe("s", "cp", ex(["m1", "m2"]), None, False, 0.9)
     fs.observe("s", "cp", ex(["m9"]), None, False, 0.9)
     fb = fs.observe("s", "cp", ex(["m9"]), ex(["m1", "m2"]), False, 0.9)
@@ -166,7 +177,7 @@ def test_divergence_alone_does_not_retain() -> None:
 
 
 def test_errored_execution_gives_no_feedback_and_changes_nothing() -> None:
-    fs = FeedbackState()
+    fs = built_in()
     fb = fs.observe("s", "cp", ex(["m1"], error="BackendError: down"), None, False, 0.9)
     assert fb is NO_FEEDBACK and not fb.retained
     assert fs.coverage_of("cp").reached == 0
@@ -176,7 +187,7 @@ def test_errored_execution_gives_no_feedback_and_changes_nothing() -> None:
 
 
 def test_hidden_retrieval_uses_normalised_response_novelty() -> None:
-    fs = FeedbackState()
+    fs = built_in()
     first = fs.observe("s", "cp", ex([], "Paris."), None, True, 0.9)
     assert first.values == {"coverage": 0, "unexpected": False, "novelty": True, "divergence": None}
     assert first.retained
@@ -203,7 +214,7 @@ def test_response_normalisation() -> None:
 
 
 def test_coverage_of_checkpoint_counts_totals_and_extra_ids() -> None:
-    fs = FeedbackState()
+    fs = built_in()
     cp = checkpoint("cp", 4)
     fs.observe("s", "cp", ex(["m0", "m1"]), None, False, 0.9)
     fs.observe("s", "cp", ex(["m1", "added-1"]), None, False, 0.9)
@@ -220,7 +231,7 @@ def test_a_memory_a_mutant_wrote_is_no_coverage_gain_of_a_tracked_checkpoint() -
     """An update's or an add's own memory in the top-k is what the operation says it does, not a memory of the
     checkpoint reached: it gains no coverage (and so retains nothing by itself); a checkpoint memory it brings up
     does. An untracked checkpoint has no membership to tell them apart: every new id counts, as before."""
-    fs = FeedbackState()
+    fs = built_in()
     fs.track([checkpoint("cp", 4)])
     fs.observe("s", "cp", ex(["m0", "m1"]), None, False, 0.9)
     written = fs.observe("s", "cp", ex(["m0", "m1~u1"]), None, False, 0.9)
@@ -230,20 +241,20 @@ def test_a_memory_a_mutant_wrote_is_no_coverage_gain_of_a_tracked_checkpoint() -
     reached = fs.observe("s", "cp", ex(["m2", "m1~u2"]), None, False, 0.9)
     assert reached.values.get("coverage", 0) == 1
     assert fs.coverage_of(checkpoint("cp", 4)).extra == 2
-    untracked = FeedbackState()
+    untracked = built_in()
     assert untracked.observe("s", "cq", ex(["m0", "m1~u1"]), None, False, 0.9).values["coverage"] == 2
 
 
 def test_p_is_validated() -> None:
     with pytest.raises(ValueError, match="between 0 and 1"):
-        FeedbackState().observe("s", "cp", ex(["m1"]), ex(["m1"]), False, 1.0)
+        built_in().observe("s", "cp", ex(["m1"]), ex(["m1"]), False, 1.0)
 
 
 # ---------------------------------------------------------------- ablation
 
 
 def test_ablate_coverage() -> None:
-    fs = FeedbackState({"coverage"})
+    fs = built_in({"coverage"})
     fs.observe("s", "cp", ex(["m1"]), None, False, 0.9)
     fb = fs.observe("s2", "cp", ex(["m1", "m2"]), None, False, 0.9)
     assert fb.values.get("coverage", 0) == 0  # m2 is new, but coverage is switched off
@@ -252,7 +263,7 @@ def test_ablate_coverage() -> None:
 
 
 def test_ablate_novelty() -> None:
-    fs = FeedbackState({"novelty"})
+    fs = built_in({"novelty"})
     fs.observe("s", "cp", ex(["m1", "m2"]), None, False, 0.9)
     fb = fs.observe("s", "cp", ex(["m2", "m1"]), None, False, 0.9)
     assert not fb.values.get("novelty", False) and not fb.retained
@@ -260,14 +271,24 @@ def test_ablate_novelty() -> None:
     assert not hidden.values.get("novelty", False) and not hidden.retained
 
 
+def test_an_ablated_signal_still_measures_what_it_counts() -> None:
+    """``no-novelty`` guides nothing by novelty, yet counts the distinct responses ``ufuzz bench`` reports where
+    retrieval is hidden, as a full campaign does."""
+    full, ablated = built_in(), built_in({"novelty"})
+    for fs in (full, ablated):
+        for answer in ("Paris", "paris", "Lyon"):
+            fs.observe("s", "cp", ex([], answer), None, True, 0.9)
+    assert full.totals()["responses"] == ablated.totals()["responses"] == 2
+
+
 def test_ablate_divergence() -> None:
-    fs = FeedbackState({"divergence"})
+    fs = built_in({"divergence"})
     fb = fs.observe("s", "cp", ex(["m1"]), ex(["m2"]), False, 0.9)
     assert fb.values.get("divergence") is None and fb.retained
 
 
 def test_all_signals_off_never_retains() -> None:
-    fs = FeedbackState({"coverage", "novelty", "divergence"})
+    fs = built_in({"coverage", "novelty", "divergence"})
     for top in (["m1"], ["m2", "m3"], ["m3", "m2"]):
         fb = fs.observe("s", "cp", ex(top), ex(["m1"]), False, 0.9)
         assert fb.values == {"unexpected": False} and not fb.retained and fb.energy == 1.0
@@ -284,7 +305,7 @@ step = st.tuples(st.sampled_from(["s1", "s2", "s3"]), st.sampled_from(["cpA", "c
 @settings(max_examples=200, deadline=None)
 @given(st.lists(step, max_size=30), st.sampled_from([set(), {"divergence"}, {"coverage"}, {"novelty"}]))
 def test_retained_iff_gain_or_new_signature_against_a_model(steps, off: set[str]) -> None:
-    fs = FeedbackState(off)
+    fs = built_in(off)
     model_cov: set[tuple[str, str]] = set()
     model_sigs: set[tuple[str, tuple[str, ...]]] = set()
     for seed, cp, top, parent_top, errored in steps:
@@ -314,7 +335,7 @@ def test_retained_iff_gain_or_new_signature_against_a_model(steps, off: set[str]
 @settings(max_examples=200, deadline=None)
 @given(st.lists(step, max_size=20), step)
 def test_same_execution_twice_never_retains_the_second_time(history, repeat) -> None:
-    fs = FeedbackState()
+    fs = built_in()
     for seed, cp, top, _parent, hidden in history:
         fs.observe(seed, cp, ex(top, response=" ".join(top)), None, hidden, 0.9)
     seed, cp, top, parent_top, hidden = repeat
@@ -328,7 +349,7 @@ def test_same_execution_twice_never_retains_the_second_time(history, repeat) -> 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["cpA", "cpB"]), topk), max_size=25))
 def test_coverage_counts_are_monotone(observations) -> None:
-    fs = FeedbackState()
+    fs = built_in()
     cps = {"cpA": checkpoint("cpA", 8), "cpB": checkpoint("cpB", 8)}
     last = {k: 0 for k in cps}
     for cp, top in observations:
@@ -342,7 +363,7 @@ def test_coverage_counts_are_monotone(observations) -> None:
 
 
 def test_concurrent_observers_count_each_pair_once() -> None:
-    fs = FeedbackState()
+    fs = built_in()
     gains: list[int] = []
     lock = threading.Lock()
 
@@ -363,7 +384,7 @@ def test_concurrent_observers_count_each_pair_once() -> None:
 def test_a_state_mutant_that_removed_the_whole_top_k_contradicts_no_ranking():
     """Its predicted ranking is empty — the prefix of any ranking — so what moved up into the emptied places is no
     divergence (a delete of every memory ranked is not an effect by its ranking; new memories reached still are)."""
-    state = FeedbackState()
+    state = built_in()
     parent = Execution(case_id="p", state_key="k", query="q", top_ids=["a", "b"], top_scores=[0.9, 0.8])
     child = Execution(case_id="c", state_key="k2", query="q", top_ids=["c", "d"], top_scores=[0.7, 0.6])
     assert state.observe("s", "cp", child, parent, expected=[]).values.get("divergence") == 0.0
@@ -374,7 +395,40 @@ def test_a_state_mutant_that_removed_the_whole_top_k_contradicts_no_ranking():
 def test_a_state_that_ranks_what_its_parent_ranked_nothing_of_has_changed():
     """An empty prediction is no divergence only where the parent ranked something (every memory of it deleted);
     where the parent ranked nothing, a state mutant that now ranks a memory diverges."""
-    state = FeedbackState()
+    state = built_in()
     empty = Execution(case_id="p", state_key="k", query="q", top_ids=[], top_scores=[])
     child = Execution(case_id="c", state_key="k2", query="q", top_ids=["a"], top_scores=[0.7])
     assert state.observe("s", "cp", child, empty, expected=[]).values.get("divergence") == 1.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(parent=st.one_of(st.none(), topk), child=topk, expected=st.one_of(st.none(), topk), mp=st.booleans(),
+       anew=st.booleans(), unanswerable=st.booleans(), threshold=st.one_of(st.none(), st.floats(0.0, 1.0)),
+       kept=st.booleans(), hidden=st.booleans(), p=st.sampled_from([0.5, 0.9]))
+def test_the_real_signals_give_the_scheduler_its_rule(parent, child, expected, mp, anew, unanswerable, threshold,
+                                                       kept, hidden, p) -> None:
+    """Through the real signals, one execution on a fresh state: energy 1 + memories reached first + twice a
+    meaning-preserving mutant's divergence from the ranking its mutation predicts; an effect where memories were
+    reached first or selected for a question the memory cannot support, else — not for a question asked anew — where
+    the ranking moved beyond noise, else (none measured) where the mutant was kept; instability a meaning-preserving
+    mutant's divergence (the rule the scheduler applied itself before the signals were modules)."""
+    from ufuzz.engine.rbo import rbo_divergence
+
+    fs = built_in()
+    fs.track([checkpoint("cp", 6)])  # m0 … m5 are the checkpoint's; m6, m7 a mutation's own writes
+    child_ex, parent_ex = ex(child, " ".join(child)), None if parent is None else ex(parent)
+    fb = fs.observe("s", "cp", child_ex, parent_ex, hidden, p, expected, meaning_preserving=mp,
+                    unanswerable=unanswerable, threshold=threshold)
+    gain = 0 if hidden else len({m for m in child if m in {f"m{i}" for i in range(6)}})
+    div = None
+    if not hidden and parent is not None:
+        before = parent if expected is None else expected
+        div = 0.0 if expected is not None and parent and not before else rbo_divergence(before, child, p)
+    selected = unanswerable and threshold is not None and any(s >= threshold for s in child_ex.top_scores)
+    energy = 1.0 + float(gain)
+    if mp and div is not None:
+        energy += 2.0 * div
+    effect = True if gain > 0 or selected else False if anew else kept if div is None else div > 1e-9
+    assert (fb.energy, fb.effect(asks_anew=anew, kept=kept), fb.instability) == (energy, effect,
+                                                                                   div if mp else None)
+    assert fb.retained  # the seed's first ranking, or first response, is new

@@ -12,7 +12,7 @@ import pytest
 from ufuzz import plugins
 from ufuzz.engine import signals
 from ufuzz.engine.feedback import FeedbackState
-from ufuzz.engine.strategies import apply_strategy, describe, strategy_names
+from ufuzz.engine.strategies import ablated_signals, apply_strategy, describe, strategy_names
 from ufuzz.model import Execution
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,6 +43,9 @@ def with_signal(tmp_path, monkeypatch):
     real = plugins.entry_point_specs
     monkeypatch.setattr(plugins, "entry_point_specs", lambda group: {
         **real(group), **({"every_answer": "ufuzz_test_every_answer:EveryAnswer"} if group == "ufuzz.signals" else {})})
+    signals.registered.cache_clear()  # the signals are looked up once per process
+    yield
+    signals.registered.cache_clear()
 
 
 def _ex(top: list[str], response: str | None = "ok") -> Execution:
@@ -51,22 +54,26 @@ def _ex(top: list[str], response: str | None = "ok") -> Execution:
 
 
 def test_a_signal_added_as_one_module_is_read_kept_for_weighed_and_ablated(with_signal):
-    assert signals.names() == ["coverage", "unexpected", "novelty", "divergence", "every_answer"]
-    fs = FeedbackState()
+    names = signals.names()
+    assert {"coverage", "unexpected", "novelty", "divergence", "every_answer"} <= set(names)
+    assert names.index("every_answer") > names.index("divergence")  # its order
+    others = set(names) - {"coverage", "unexpected", "novelty", "divergence", "every_answer"}
+    fs = FeedbackState(others)
     fs.observe("s", "cp", _ex(["m1"]))
     again = fs.observe("s", "cp", _ex(["m1"]))  # nothing new for any built-in
     assert again.values["every_answer"] == 2 and again.retained and again.energy == 4.0
-    assert "no-every-answer" not in strategy_names() and "no-every_answer" in strategy_names()
-    assert describe("no-every_answer")[0] == "ablation"
+    assert "no-every-answer" in strategy_names()  # written as an operator's ablation is
+    assert describe("no-every-answer") == ("ablation", "the full method without the every_answer feedback signal")
 
     class Cfg:
         ablation: dict = {}
         strategy = ""
 
-    off = {k.removeprefix("use_") for k, on in apply_strategy(Cfg(), "no-every_answer").ablation.items() if not on}
-    ablated = FeedbackState(off)
+    ablated = FeedbackState(others | ablated_signals(apply_strategy(Cfg(), "no-every-answer").ablation))
     ablated.observe("s", "cp", _ex(["m1"]))
-    assert "every_answer" not in ablated.observe("s", "cp", _ex(["m1"])).values
+    quiet = ablated.observe("s", "cp", _ex(["m1"]))
+    assert "every_answer" not in quiet.values and not quiet.retained and quiet.energy == 1.0
+    assert next(sig for sig in ablated.signals if sig.name == "every_answer").seen == 2  # still observed
 
 
 def test_a_campaign_reads_records_and_keeps_for_a_signal_added_as_one_module(with_signal, tmp_path):

@@ -17,22 +17,18 @@ ablated campaign's coverage is measured (``coverage_of``, ``totals``) on the sam
 
 from __future__ import annotations
 
-import hashlib
-import re
 import threading
-import unicodedata
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ufuzz.engine import signals
-from ufuzz.engine.rbo import rbo_divergence
 from ufuzz.engine.signals import Combined, Observation, combine
+from ufuzz.engine.signals.novelty import normalize_response, response_hash
 from ufuzz.model import Checkpoint, Execution
 
-__all__ = ["NO_FEEDBACK", "Coverage", "FeedbackState", "divergence", "expected_top", "normalize_response",
-           "response_hash"]
+__all__ = ["NO_FEEDBACK", "Coverage", "FeedbackState", "expected_top", "normalize_response", "response_hash"]
 
 
 def expected_top(parent_top: Sequence[str], ops: Sequence[Any], results: Sequence[Any]) -> list[str]:
@@ -56,17 +52,6 @@ def expected_top(parent_top: Sequence[str], ops: Sequence[Any], results: Sequenc
         elif i not in gone and i not in out:
             out.append(i)
     return out
-
-
-def divergence(before: Sequence[str], after: Sequence[str], p: float, predicted: bool) -> float:
-    """RBO divergence of ``after`` from ``before``. A predicted ranking (:func:`expected_top`) is a prefix of what the
-    mutant may rank — memories below the parent's top-k move up into the places its operations emptied — so an
-    empty prediction (the operations removed every memory the parent ranked; ``predicted`` only where the parent
-    ranked some — a state that now ranks what its parent ranked nothing of has changed) is the prefix of any
-    ranking: nothing it predicted is contradicted, as RBO says of every other prefix."""
-    if predicted and not before:
-        return 0.0
-    return rbo_divergence(before, after, p)
 
 
 #: The feedback of an execution that gives none (it errored).
@@ -94,36 +79,12 @@ class Coverage:
         return self.reached / self.total if self.total else 0.0
 
 
-_PUNCT_EDGES = re.compile(r"^[\W_]+|[\W_]+$")
-_SPACES = re.compile(r"\s+")
-ABSTAIN_TOKEN = "\x00abstain"
-NO_RESPONSE_TOKEN = "\x00none"
-
-
-def normalize_response(response: str | None, abstained: bool = False) -> str:
-    """Unicode-compatible, case-folded, whitespace-collapsed text without leading/trailing punctuation.
-
-    An abstention and a missing response are distinct from every text.
-    """
-    if abstained:
-        return ABSTAIN_TOKEN
-    if response is None:
-        return NO_RESPONSE_TOKEN
-    text = unicodedata.normalize("NFKC", response).casefold()
-    text = _SPACES.sub(" ", text).strip()
-    return _PUNCT_EDGES.sub("", text)
-
-
-def response_hash(response: str | None, abstained: bool = False) -> str:
-    return hashlib.sha256(normalize_response(response, abstained).encode("utf-8")).hexdigest()
-
-
 class FeedbackState:
     """Coverage and the signals of one campaign. Safe to call from several worker threads."""
 
     def __init__(self, off: Collection[str] = (), *, p: float = 0.9) -> None:
         self.signals = signals.active(off)
-        self.off = frozenset(off)
+        self.guiding = [s for s in self.signals if s.name not in set(off)]  # the ablated ones measure only
         self.p = p
         self._lock = threading.Lock()
         self._covered: dict[str, set[str]] = defaultdict(set)  # checkpoint id -> memory ids reached
@@ -180,9 +141,11 @@ class FeedbackState:
                 return NO_FEEDBACK
             self._observed += 1
             gain = 0 if hidden else self._reach(checkpoint_id, execution)
-            obs = Observation(seed_id, checkpoint_id, execution, parent_execution, expected, gain, hidden, p,
-                              meaning_preserving, unanswerable, threshold)
-            fb = combine([(s, s.observe(obs)) for s in self.signals])
+            obs = Observation(seed_id=seed_id, checkpoint_id=checkpoint_id, execution=execution,
+                              parent=parent_execution, expected=expected, gain=gain, hidden=hidden, p=p,
+                              meaning_preserving=meaning_preserving, unanswerable=unanswerable, threshold=threshold)
+            read = {s.name: s.observe(obs) for s in self.signals}  # every signal, so that each measures alike
+            fb = combine([(s, read[s.name]) for s in self.guiding])
             self._retained += fb.retained
             return fb
 
@@ -218,12 +181,16 @@ class FeedbackState:
 
     def totals(self) -> dict[str, int]:
         with self._lock:
-            return {
+            out = {
                 "observed": self._observed,
                 "errored": self._errored,
                 "retained": self._retained,
                 "coverage": sum(len(v) for v in self._covered.values()),
                 "checkpoints_reached": sum(1 for v in self._covered.values() if v),
-                "signatures": 0, "responses": 0,
-                **{k: v for s in self.signals for k, v in s.totals().items()},
             }
+            for s in self.signals:
+                for k, v in s.totals().items():
+                    if k in out:
+                        raise ValueError(f"feedback signal {s.name!r} counts {k!r}, which is already counted")
+                    out[k] = v
+            return out

@@ -19,8 +19,8 @@ budget is under two executions a seed: see ``SchedulerConfig.burst``).
 :meth:`Scheduler.retire` ends every remaining task of a case (the campaign retires a parent none of whose
 mutants could be judged); the scheduler is told only the id, never why.
 Phase 2 picks a pool entry (retained mutants, and the seeds themselves) with probability proportional to
-its energy — what the feedback signals made of it (:mod:`ufuzz.engine.signals`: 1 + coverage gain + for
-meaning-preserving mutants twice the RBO divergence, with the built-in signals) — divided by (1 + times picked), then an (operator, target) available on it, drawn in proportion to the
+its energy — 1 plus what the feedback signals added (:func:`ufuzz.engine.signals.combine`) — divided by (1 +
+times picked), then an (operator, target) available on it, drawn in proportion to the
 operator's effect rate (how often its mutants reached new memories or ranked them otherwise than the mutation
 predicts; see :meth:`Scheduler.effect_rate`) — an edit that never changes what the system does is drawn less.
 

@@ -17,6 +17,7 @@ from ufuzz.engine.cover import expected_reach
 from ufuzz.engine.feedback import FeedbackState
 from ufuzz.engine.scheduler import Scheduler, SchedulerConfig
 from ufuzz.engine.state import SearchState
+from ufuzz.engine.strategies import ablated_signals
 from ufuzz.model import FuzzCase, SeedSuite
 
 __all__ = ["sow"]
@@ -29,12 +30,11 @@ def sow(search: SearchState, suite: SeedSuite, config: Any, *, operators: dict[s
     references given to ``oracle``); ``spread``: phase 1 spreads over the seeds (None: when the obligations are more
     than the budget). Returns how many seeds."""
     cfg = config
-    off = {k.removeprefix("use_") for k, on in cfg.ablation.items() if not on}  # {"use_divergence": False}, …
-    search.feedback = FeedbackState(off, p=cfg.p)
+    search.feedback = FeedbackState(ablated_signals(cfg.ablation), p=cfg.p)
     search.feedback.track(list(suite.checkpoints.values()))
     search.scheduler = Scheduler(random.Random(cfg.seed), SchedulerConfig(
         attempts=cfg.attempts, obligation_first=cfg.obligation_first, retain=cfg.retain,
-        use_instability=any(sig.measures_instability for sig in search.feedback.signals),
+        use_instability=any(sig.measures_instability for sig in search.feedback.guiding),
         operators=tuple(operators), explore_share=cfg.explore_share,
         use_effect=cfg.retain, spread=spread if cfg.obligation_first else False))
     memories = sum(len(cp.memories) for cp in suite.checkpoints.values())

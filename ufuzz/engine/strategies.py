@@ -9,8 +9,8 @@
   unless set): for budgets smaller than the obligations;
 * ``stress`` — the full method plus the opt-in operators (``stress_edit``: capacity, recency and ordering);
 * ``no-<operator>`` — the full method without one operator (e.g. ``no-paraphrase``);
-* ``no-<signal>`` — the full method without one feedback signal (``no-coverage``, ``no-novelty``,
-  ``no-divergence``, ``no-unexpected``: :mod:`ufuzz.engine.signals`).
+* ``no-<signal>`` — the full method without one feedback signal (e.g. ``no-divergence``; one per module of
+  :mod:`ufuzz.engine.signals`).
 """
 
 from __future__ import annotations
@@ -23,15 +23,34 @@ INTERLEAVED_SHARE = 0.25
 
 
 def signal_names() -> list[str]:
-    """The feedback signals (:mod:`ufuzz.engine.signals`): each has its ablation ``no-NAME``."""
+    """The feedback signals (:mod:`ufuzz.engine.signals`): each has its ablation ``no-NAME`` (``_`` written ``-``,
+    as for an operator)."""
     from ufuzz.engine.signals import names
 
     return names()
 
 
+def _ablations() -> dict[str, tuple[str, str]]:
+    """``no-NAME`` -> (``operator`` or ``signal``, NAME); a signal named as an operator is refused (one ``no-NAME``
+    could not say which it drops)."""
+    ops = {f"no-{op.replace('_', '-')}": ("operator", op) for op in operator_names()}
+    sigs = {f"no-{s.replace('_', '-')}": ("signal", s) for s in signal_names()}
+    clash = ops.keys() & sigs.keys()
+    if clash:
+        raise ValueError(f"a feedback signal and an operator share a name: {', '.join(sorted(clash))}")
+    return {**ops, **sigs}
+
+
+_KIND = {"signal": "feedback signal", "operator": "operator"}
+
+
+def ablated_signals(ablation: dict[str, bool]) -> set[str]:
+    """The signals a campaign's ``ablation`` switches off (``{"use_divergence": False}``: its persisted form)."""
+    return {k.removeprefix("use_") for k, on in ablation.items() if not on}
+
+
 def strategy_names() -> list[str]:
-    return [*BASE, *EXTRA, *(f"no-{op.replace('_', '-')}" for op in operator_names()),
-            *(f"no-{s}" for s in signal_names())]
+    return [*BASE, *EXTRA, *_ablations()]
 
 
 _BASE_HELP = {
@@ -54,10 +73,9 @@ def describe(name: str) -> tuple[str, str]:
     if name in _BASE_HELP:
         group = "baseline" if name in ("random", "no-feedback") else "strategy"
         return group, _BASE_HELP[name]
-    if name.startswith("no-") and name[3:] in signal_names():
-        return "ablation", f"the full method without the {name[3:]} feedback signal"
-    if name.startswith("no-"):
-        return "ablation", f"the full method without the {name[3:].replace('-', '_')} operator"
+    what = _ablations().get(name)
+    if what is not None:
+        return "ablation", f"the full method without the {what[1]} {_KIND[what[0]]}"
     raise ValueError(f"unknown strategy {name!r}; one of: {', '.join(strategy_names())}")
 
 
@@ -78,9 +96,10 @@ def apply_strategy(cfg, name: str):
         cfg.explore_share = cfg.explore_share or INTERLEAVED_SHARE
     elif name == "stress":
         cfg.operators = operator_names(opt_in=True)
-    elif name.startswith("no-") and name[3:] in signal_names():
-        cfg.ablation = {**cfg.ablation, f"use_{name[3:]}": False}
     elif name.startswith("no-"):
-        op = name[3:].replace("-", "_")
-        cfg.operators = tuple(o for o in operator_names() if o != op)
+        kind, what = _ablations()[name]
+        if kind == "signal":
+            cfg.ablation = {**cfg.ablation, f"use_{what}": False}
+        else:
+            cfg.operators = tuple(o for o in operator_names() if o != what)
     return cfg

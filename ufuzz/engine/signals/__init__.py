@@ -9,6 +9,7 @@ it. The scheduler sees what they make of an execution (:func:`~ufuzz.engine.sign
 from __future__ import annotations
 
 from collections.abc import Collection
+from functools import cache
 
 from ufuzz import plugins
 from ufuzz.engine.signals.base import Combined, Observation, Reading, Signal, combine
@@ -16,9 +17,11 @@ from ufuzz.engine.signals.base import Combined, Observation, Reading, Signal, co
 __all__ = ["Combined", "Observation", "Reading", "Signal", "active", "combine", "names"]
 
 
+@cache
 def registered() -> dict[str, type[Signal]]:
     """Every signal by name: the built-ins and the entry points of group ``ufuzz.signals`` (which win on a name);
-    a clear error for an entry point that is not a signal."""
+    a clear error for an entry point that is not a signal. Looked up once per process (reading the entry points
+    scans every installed package); ``registered.cache_clear()`` looks again."""
     found: dict[str, type[Signal]] = {}
     for name, spec in plugins.discover(__name__, Signal, "ufuzz.signals").items():
         cls = plugins.load(spec)
@@ -35,8 +38,11 @@ def names() -> list[str]:
 
 
 def active(off: Collection[str] = ()) -> list[Signal]:
-    """One fresh instance of every signal but those named in ``off`` (an ablation), in their order."""
-    unknown = set(off) - set(registered())
+    """One fresh instance of every signal, in their order — those named in ``off`` (an ablation) too: they are
+    still observed, so that what they measure is counted on the same footing as in a full campaign (the distinct
+    responses ``ufuzz bench`` reports where retrieval is hidden), and guide nothing (:class:`FeedbackState`)."""
+    found = registered()
+    unknown = set(off) - set(found)
     if unknown:
         raise ValueError(f"unknown feedback signal(s) {', '.join(sorted(unknown))}; one of: {', '.join(names())}")
-    return [registered()[n]() for n in names() if n not in off]
+    return [found[n]() for n in names()]

@@ -9,10 +9,13 @@ operators' yield), and how much a meaning-preserving mutant moved its seed's ran
 The scheduler sees only those (:func:`combine`): never the signals' names, and never a reference, a verdict or a
 failure — an observation carries none.
 
-A subclass registers itself by defining it; the built-ins are the modules of :mod:`ufuzz.engine.signals`, others
-entry points of group ``ufuzz.signals``. A signal keeps what it needs to remember (the rankings seen per seed, …)
-on its instance: the campaign's feedback state holds one instance of each active signal and is pickled whole for
-resume.
+The built-ins are the modules of :mod:`ufuzz.engine.signals` (one named ``Signal`` subclass each), others entry
+points of group ``ufuzz.signals``. A signal keeps what it needs to remember (the rankings seen per seed, …) on its
+instance: the campaign's feedback state holds one instance of each signal, calls ``observe`` under its lock (a
+signal must not call back into it) and is pickled whole for resume, so a signal's state must pickle; its values
+are written to the run database as JSON. Every execution is observed, the seeds' own (``parent`` None) too; an
+ablated signal is observed and guides nothing. ``order`` places a signal among the others: the first opinion on an
+effect wins, energies are added in that order and the first instability measured is the seed's.
 """
 
 from __future__ import annotations
@@ -70,24 +73,19 @@ class Signal:
     #: it measures how much meaning-preserving mutants move their seed's ranking (the scheduler's next visits follow
     #: it once every seed was visited)
     measures_instability: ClassVar[bool] = False
-    _registry: ClassVar[dict[str, type[Signal]]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if isinstance(cls.__dict__.get("name"), str):
-            Signal._registry[cls.name] = cls
 
     def observe(self, obs: Observation) -> Reading:
         raise NotImplementedError
 
     def totals(self) -> dict[str, int]:
-        """What it remembers, counted (the campaign's feedback totals)."""
+        """What it remembers, counted (the campaign's feedback totals; a key of the state's own is refused)."""
         return {}
 
 
 @dataclass(frozen=True)
 class Combined:
-    """The readings of one execution, as the scheduler takes them."""
+    """The readings of one execution, as the scheduler takes them: ``retained`` is what the signals ask for (the
+    step keeps the mutant only within ``max_depth`` and where retention is on)."""
 
     values: dict[str, Any]
     retained: bool

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ufuzz.engine.signals.base import Observation, Reading, Signal
 
 
-class Coverage(Signal):
+class CoverageGain(Signal):
     name = "coverage"
     order = 10
     counts_asked_anew = True

@@ -10,6 +10,9 @@ instability. Never measured for hidden retrieval or without a parent execution.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from ufuzz.engine.rbo import rbo_divergence
 from ufuzz.engine.signals.base import Observation, Reading, Signal
 
 #: RBO divergences at or below this are equal rankings (rbo_ext of two equal lists is 1 within a rounding error
@@ -19,14 +22,23 @@ NOISE = 1e-9
 WEIGHT = 2.0
 
 
+def divergence(before: Sequence[str], after: Sequence[str], p: float, predicted: bool) -> float:
+    """RBO divergence of ``after`` from ``before``. A predicted ranking (:func:`expected_top`) is a prefix of what the
+    mutant may rank — memories below the parent's top-k move up into the places its operations emptied — so an
+    empty prediction (the operations removed every memory the parent ranked; ``predicted`` only where the parent
+    ranked some — a state that now ranks what its parent ranked nothing of has changed) is the prefix of any
+    ranking: nothing it predicted is contradicted, as RBO says of every other prefix."""
+    if predicted and not before:
+        return 0.0
+    return rbo_divergence(before, after, p)
+
+
 class Divergence(Signal):
     name = "divergence"
     order = 40
     measures_instability = True
 
     def observe(self, obs: Observation) -> Reading:
-        from ufuzz.engine.feedback import divergence
-
         parent = obs.parent
         if obs.hidden or parent is None or parent.error is not None:
             return Reading()
