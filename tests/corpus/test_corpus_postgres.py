@@ -430,3 +430,33 @@ def test_corpus_export_from_postgres_equals_export_from_sqlite(campaigns):
     assert pg_lines == sqlite_lines
     failures = [r for r in pg_lines if r["kind"] == "failure"]
     assert failures and len(failures) == campaigns["a_pg"].summary()["unique_failures"]
+
+
+def test_a_schema_3_database_on_the_server_is_upgraded_in_place(pg_url):
+    """A team database written by an earlier ufuzz: the signals' columns become one JSON column, in one
+    transaction, every record kept."""
+    from sqlalchemy import create_engine, text
+
+    from ufuzz.corpus.store import CorpusStore, OlderSchema, upgrade_database
+
+    s = CorpusStore(pg_url)
+    cid = s.start_campaign("c1", config={"budget": 10}, backend={"name": "embedded"}, seed=1, budget=10)
+    s.record_feedback(cid, "x1", {"coverage": 2, "novelty": True, "divergence": 0.25}, True, seq=3)
+    s.close()
+    engine = create_engine(pg_url)
+    with engine.begin() as conn:
+        for stmt in ("ALTER TABLE feedback ADD COLUMN coverage_gain INTEGER NOT NULL DEFAULT 2",
+                     "ALTER TABLE feedback ADD COLUMN new_signature BOOLEAN NOT NULL DEFAULT TRUE",
+                     "ALTER TABLE feedback ADD COLUMN new_response BOOLEAN NOT NULL DEFAULT FALSE",
+                     "ALTER TABLE feedback ADD COLUMN divergence FLOAT DEFAULT 0.25",
+                     "ALTER TABLE feedback DROP COLUMN signals",
+                     "UPDATE ufuzz_meta SET value = '3' WHERE key = 'schema_version'"):
+            conn.execute(text(stmt))
+    engine.dispose()
+    with pytest.raises(OlderSchema, match="ufuzz corpus upgrade"):
+        CorpusStore(pg_url, readonly=True)
+    assert upgrade_database(pg_url) == "3" and upgrade_database(pg_url) is None
+    s = CorpusStore(pg_url, readonly=True)
+    assert [(r.case_id, r.signals, r.retained) for r in s.feedback(cid)] == [
+        ("x1", {"coverage": 2, "novelty": True, "divergence": 0.25}, True)]
+    s.close()

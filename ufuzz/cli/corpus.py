@@ -1,4 +1,4 @@
-"""``ufuzz corpus``: export and check regression corpora."""
+"""``ufuzz corpus``: export and check regression corpora; upgrade a run database written by an earlier ufuzz."""
 
 from __future__ import annotations
 
@@ -41,6 +41,26 @@ def corpus_export(campaign_dir: str, output: str, db: str | None, max_records: i
                f"checkpoints to {res.path} ({res.size / 1024:.0f} KB): {ops}")
     if res.skipped:
         click.echo(f"  skipped {len(res.skipped)} that cannot be rebuilt, e.g. {res.skipped[0][1]}", err=True)
+
+
+@corpus.command("upgrade")
+@click.argument("campaign_dir", type=click.Path(file_okay=False))
+@click.option("--db", default=None, help="SQLAlchemy URL if the corpus is not the campaign dir's SQLite file.")
+def corpus_upgrade(campaign_dir: str, db: str | None) -> None:
+    """Upgrade a run database written by an earlier ufuzz to this version, in place (every record kept)."""
+    from ufuzz.corpus.store import SCHEMA_VERSION, upgrade_database
+
+    path = Path(campaign_dir) / "corpus.sqlite"
+    if db is None and not path.is_file():
+        raise click.BadParameter(f"no corpus.sqlite in {campaign_dir} (pass --db URL if the corpus is elsewhere)",
+                                 param_hint="'CAMPAIGN_DIR'")
+    url = db or f"sqlite:///{path.resolve()}"
+    try:
+        before = upgrade_database(url)
+    except read_errors() as exc:
+        raise read_error(exc) from None
+    click.echo(f"schema version {SCHEMA_VERSION} already" if before is None
+               else f"upgraded from schema version {before} to {SCHEMA_VERSION}")
 
 
 def _check_options(opts: tuple[str, ...], config_file: str | None) -> dict:

@@ -472,6 +472,9 @@ def _open(url: str, tables: list[Any], *, echo: bool = False, mode: str = "write
         event.listen(engine, "connect", _on_sqlite_connect)
     try:
         _check_corpus(engine, tables, mode, file)
+    except _Older as e:
+        engine.dispose()
+        raise OlderSchema(f"corpus database {safe}: {e}", e.version) from None
     except ValueError as e:
         engine.dispose()
         raise CorpusDatabaseError(f"corpus database {safe}: {e}") from None
@@ -539,9 +542,65 @@ def _check_schema(engine: Engine, readonly: bool = False) -> None:
             if readonly:
                 raise ValueError("not a ufuzz corpus database (no schema version recorded)")
             s.add(MetaRow(key="schema_version", value=str(SCHEMA_VERSION)))
+        elif row.value in UPGRADES and not readonly:
+            UPGRADES[row.value](s)  # in this transaction: the database is upgraded whole or not at all
+            row.value = str(SCHEMA_VERSION)
+        elif row.value in UPGRADES:
+            raise _Older(row.value)
         elif row.value != str(SCHEMA_VERSION):
             raise ValueError(f"corpus database has schema version {row.value}, this ufuzz writes "
                              f"version {SCHEMA_VERSION}")
+
+
+def _upgrade_3(s: Session) -> None:
+    """Schema 3 kept the built-in feedback signals' values in four columns of their own; 4 keeps every signal's by
+    name in one JSON column (``signals``): the values move there (a new ranking or a new response is novelty), the
+    columns go. Executions judged before kept no record of an unexpected selection: that signal is absent."""
+    from sqlalchemy import text
+
+    conn = s.connection()
+    conn.execute(text("ALTER TABLE feedback ADD COLUMN signals JSON"))
+    rows = conn.execute(text("SELECT id, coverage_gain, new_signature, new_response, divergence FROM feedback")).all()
+    value = "CAST(:v AS JSON)" if conn.dialect.name == "postgresql" else ":v"
+    if rows:
+        conn.execute(text(f"UPDATE feedback SET signals = {value} WHERE id = :id"), [
+            {"id": r[0], "v": _json_dumps({"coverage": int(r[1] or 0), "novelty": bool(r[2]) or bool(r[3]),
+                                           "divergence": r[4]})} for r in rows])
+    for column in ("coverage_gain", "new_signature", "new_response", "divergence"):
+        conn.execute(text(f"ALTER TABLE feedback DROP COLUMN {column}"))
+
+
+#: how a database of an earlier schema version is brought up to this one (version -> upgrade, in one transaction)
+UPGRADES = {"3": _upgrade_3}
+
+
+class _Older(ValueError):
+    """A corpus database of an earlier schema version that this ufuzz can upgrade (opened to read only)."""
+
+    def __init__(self, version: str) -> None:
+        super().__init__(f"corpus database has schema version {version}, this ufuzz reads version {SCHEMA_VERSION}: "
+                         "`ufuzz corpus upgrade CAMPAIGN_DIR` (or `--db URL`) upgrades it in place, keeping every "
+                         "record")
+        self.version = version
+
+
+class OlderSchema(CorpusDatabaseError):
+    """:class:`_Older`, named by its URL (``version``: the schema version the database has)."""
+
+    def __init__(self, message: str, version: str) -> None:
+        super().__init__(message)
+        self.version = version
+
+
+def upgrade_database(url: str) -> str | None:
+    """Bring the corpus database at ``url`` (an existing one: nothing is created) up to this schema version, in
+    place; the version it had, None when it was this one already."""
+    try:
+        _open(url, CORPUS_TABLES, mode="read").dispose()
+        return None
+    except OlderSchema as exc:
+        open_engine(url, CORPUS_TABLES).dispose()  # writing upgrades it (_check_schema)
+        return exc.version
 
 
 # ====================================================================== records handed back
