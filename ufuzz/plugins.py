@@ -3,11 +3,11 @@ the seed importers behind ``ufuzz seeds import --format NAME``, found without a 
 
 A built-in plugin is a class defined in one module of its package (``ufuzz.backends.*``, ``ufuzz.operators.*``,
 ``ufuzz.oracles.checks.*``, ``ufuzz.engine.signals.*``) that subclasses the package's base class and names itself
-with a ``name`` class attribute: adding a backend, an operator, a check or a signal is adding one module. A plugin that is a function (a seed
-importer) is a module of its package (``ufuzz.seeds.importers.*``) that names itself with a ``FORMAT`` string and
-defines ``load``. Another package adds its own through an entry-point group (``ufuzz.backends``,
-``ufuzz.operators``, ``ufuzz.checks``, ``ufuzz.signals``, ``ufuzz.importers``) in its pyproject; an entry point overrides a built-in of
-the same name.
+with a ``name`` class attribute: adding a backend, an operator, a check or a signal is adding one module. A plugin
+that is a function (a seed importer) is a module of its package (``ufuzz.seeds.importers.*``) that names itself
+with a ``FORMAT`` string and defines ``load``. Another package adds its own through an entry-point group
+(``ufuzz.backends``, ``ufuzz.operators``, ``ufuzz.checks``, ``ufuzz.signals``, ``ufuzz.importers``) in its
+pyproject; an entry point overrides a built-in of the same name.
 """
 
 from __future__ import annotations

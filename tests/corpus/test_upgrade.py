@@ -1,6 +1,6 @@
 """A run database written by an earlier ufuzz (schema 3: the built-in signals' values in columns of their own) is
 refused for reading with the way to upgrade it, upgraded in place by ``ufuzz corpus upgrade`` or by any write
-(a resumed campaign, a shared database), every feedback record kept — all in one transaction."""
+(a new campaign on a shared database), every feedback record kept — all in one transaction."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_an_earlier_run_database_is_refused_for_reading_and_upgraded_in_place(tm
 
 def test_writing_to_an_earlier_database_upgrades_it(tmp_path):
     _path, url, cid = _schema_3(tmp_path)
-    store = CorpusStore(url)  # a resumed campaign, or another one on a shared database
+    store = CorpusStore(url)  # a new campaign on a shared database
     store.record_feedback(cid, "x3", {"coverage": 1}, True, seq=5)
     assert [r.signals["coverage"] for r in store.feedback(cid)] == [2, 0, 1]
     store.close()

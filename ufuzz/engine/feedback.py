@@ -11,8 +11,9 @@ reads it per step without rescanning, and it is measured whatever signal guides 
 What guides the campaign are the **signals** (:mod:`ufuzz.engine.signals`, one module each: coverage,
 unexpected selection, novelty, divergence): each execution is read by every active signal and their readings
 combined (:class:`~ufuzz.engine.signals.Combined`: kept or not, energy, instability, effect). An ablation switches
-a signal off (``FeedbackState(off=...)``): it is not read at all, while what was reached is still recorded, so an
-ablated campaign's coverage is measured (``coverage_of``, ``totals``) on the same footing as a full one.
+a signal's guidance off (``FeedbackState(off=...)``): it is still observed and counts what it counts, and what was
+reached is still recorded, so an ablated campaign is measured (``coverage_of``, ``totals``) on the same footing as
+a full one.
 """
 
 from __future__ import annotations

@@ -22,8 +22,9 @@ from typing import Any
 #: (2026-12-06) — a format-4 campaign resumed under those rules would not be the campaign it was, so it is refused;
 #: 6: follow-ups owed to seeds whose mutants were retained after a spread phase 1 left them; 7: memories selected
 #: for a question the memory cannot support count as its operator's effect (a format-6 campaign's rates were
-#: counted without them)
-FORMAT = 7
+#: counted without them); 8: the feedback state holds its signals as modules (:mod:`ufuzz.engine.signals`) and the
+#: scheduler takes energy, effect and instability (a format-7 snapshot holds the classes they replaced)
+FORMAT = 8
 
 __all__ = ["FORMAT", "SnapshotError", "dump", "format_of", "load"]
 

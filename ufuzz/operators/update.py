@@ -85,7 +85,7 @@ class Update(Operator):
         new_text = rewrite_value(old_text.text, fact, value)
         if new_text is None:  # the value is not written in the memory: rewriting it would mean inventing text
             raise Rejected(f"the value {fact.value!r} is not written in its evidence {old_id}")
-        if not in_time(case.provenance, fact, value, case.query.text, _told_days(view)):
+        if not in_time(case.provenance, fact, value, case.query.text, _told_days(view, fact)):
             raise Rejected(f"the new date {value!r} is not on the side of the time {fact.value!r} was told, or "
                            f"crosses a day the conversation was told on")
         ts = later_timestamp(view, before=case.query.asked_at)
@@ -129,7 +129,7 @@ class Update(Operator):
         if old_fact is not None and _judged_current(case, old_fact) and uncarried_evidence(case.provenance, old_fact):
             return Verdict.reject("superseded evidence that does not state the old value")
         if old_fact is not None and not in_time(case.provenance, old_fact, value, case.query.text,
-                                                _told_days(view)):
+                                                _told_days(view, old_fact)):
             return Verdict.reject("a past event moved into the future of its telling, or a plan into its past, "
                                   "or across a day the conversation was told on")
         if value not in case.descriptor.value_pool:  # e.g. a pool left over from another attribute
@@ -187,10 +187,11 @@ def _judged_current(case: FuzzCase, fact) -> bool:
     return case.provenance.scope_of(case.query.fields) != "any" or fact.value_type in DATED
 
 
-def _told_days(view: StateView):
-    """The days the memories in ``view`` were told on (an update's own later day among them: no date it writes
-    reaches it)."""
-    return told_days([m.timestamp for m in view.list()])
+def _told_days(view: StateView, fact) -> tuple:
+    """For a date ``fact``: the days the memories in ``view`` were told on (an update's own later day among them: no
+    date it writes reaches it); nothing for any other fact, whose update no telling day bounds (no listing asked of
+    the backend for it)."""
+    return told_days([m.timestamp for m in view.list()]) if fact.value_type in DATED else ()
 
 
 def _not_after(value: str, timestamp: str) -> bool:

@@ -39,7 +39,6 @@ def response_hash(response: str | None, abstained: bool = False) -> str:
     return hashlib.sha256(normalize_response(response, abstained).encode("utf-8")).hexdigest()
 
 
-
 class Novelty(Signal):
     name = "novelty"
     order = 30

@@ -665,10 +665,8 @@ def _side(value: str, told) -> str | None:
     where that cannot be told — the telling day itself, a month or a year that holds it. A date told relative to
     another ("The week before 9 June 2023") lies by its anchor and its relation."""
     d = date_of(value)
-    if d is not None:
-        if d <= told <= _last_day(value, d):  # the telling day itself, or a month or a year it lies in: either
-            return None
-        return "past" if d < told else "future"
+    if d is not None:  # the telling day itself, or a month or a year it lies in: either
+        return _against((d, _last_day(value, d)), told)
     m = RELATIVE_DATE.search(value)
     rel = _RELATION.search(value)
     anchor = date_of(m.group("anchor")) if m is not None else None
