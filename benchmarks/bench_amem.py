@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ufuzz.backends.amem import AMemBackend
+from ufuzz.backends.adapters.amem import AMemBackend
 from ufuzz.model import Checkpoint, Memory
 
 NAMES = ["Lena", "Omar", "Pip", "Ada", "Bruno", "Chidi", "Dora", "Emil"]

@@ -85,7 +85,7 @@ def _suite(spec: str, tmp: Path) -> tuple[str, Any, float]:
 
 
 def run_one(spec: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    from ufuzz.backends.embedded import EmbeddedBackend
+    from ufuzz.backends.adapters.embedded import EmbeddedBackend
     from ufuzz.corpus.window import WriteWindow
     from ufuzz.engine.campaign import Campaign, CampaignConfig
     from ufuzz.engine.journal import Journal

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ufuzz.backends.embedded import EmbeddedBackend
+from ufuzz.backends.adapters.embedded import EmbeddedBackend
 from ufuzz.backends.embedding import default_embedder
 from ufuzz.model import Checkpoint, Memory
 

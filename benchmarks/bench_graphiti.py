@@ -25,8 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from ufuzz.backends.adapters.graphiti import GraphitiBackend  # noqa: E402
 from ufuzz.backends.files import resident_mb, trim_heap  # noqa: E402
-from ufuzz.backends.graphiti import GraphitiBackend  # noqa: E402
 from ufuzz.model import Checkpoint, Entity, Fact, Memory  # noqa: E402
 from ufuzz.seeds.io import load_suite  # noqa: E402
 

@@ -20,7 +20,8 @@ import timeit
 from pathlib import Path
 
 from tests.support.http_product_server import start_product_server
-from ufuzz.backends import http
+from ufuzz.backends.adapters import http
+from ufuzz.backends.adapters.http import paths
 from ufuzz.model import Checkpoint, Memory
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "product.toml"
@@ -47,9 +48,9 @@ def median_ms(fn, calls: int) -> float:
 
 
 def backend_cost(server, n: int, calls: int, library_only: bool) -> tuple[float, float]:
-    plain = http._plain_steps
+    plain = paths._plain_steps
     if library_only:
-        http._plain_steps = lambda path: None  # every path evaluated by python-jsonpath (paths parse at load)
+        paths._plain_steps = lambda path: None  # every path evaluated by python-jsonpath (paths parse at load)
     try:
         with tempfile.TemporaryDirectory() as d:
             b = http.HttpBackend(Path(d), {"config": str(EXAMPLE), "base_url": server.base_url})
@@ -60,7 +61,7 @@ def backend_cost(server, n: int, calls: int, library_only: bool) -> tuple[float,
             listing = median_ms(lambda: b.list(s), calls)
             b.close()
     finally:
-        http._plain_steps = plain
+        paths._plain_steps = plain
     return retrieve, listing
 
 

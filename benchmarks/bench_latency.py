@@ -40,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ufuzz.engine.batching import DEFAULT_BATCH  # noqa: E402
+from ufuzz.engine.parallel.batching import DEFAULT_BATCH  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "bench-token"

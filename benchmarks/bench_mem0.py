@@ -25,7 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ufuzz.backends.mem0 import Mem0Backend, _copy_state_dir  # noqa: E402
+from ufuzz.backends.adapters.mem0 import Mem0Backend, _copy_state_dir  # noqa: E402
 from ufuzz.model import Checkpoint, Memory  # noqa: E402
 
 PEOPLE = ["Lena", "Omar", "Pip", "Ines", "Tomas", "Yara", "Bo", "Kasia"]

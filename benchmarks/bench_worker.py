@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from ufuzz.backends.embedded import EmbeddedBackend  # noqa: E402
+from ufuzz.backends.adapters.embedded import EmbeddedBackend  # noqa: E402
 from ufuzz.backends.worker import wrap  # noqa: E402
 from ufuzz.seeds.io import load_suite  # noqa: E402
 
@@ -81,8 +81,8 @@ def overhead(n: int) -> None:
 
 
 def graphiti_memory(states: int) -> None:
+    from ufuzz.backends.adapters.graphiti import GraphitiBackend
     from ufuzz.backends.conformance import tiny_checkpoint
-    from ufuzz.backends.graphiti import GraphitiBackend
 
     with tempfile.TemporaryDirectory() as d:
         b = GraphitiBackend(Path(d), {})

@@ -38,8 +38,8 @@ TOKEN = "bench-token"
 
 
 def campaign(backend: str, options: dict[str, Any], budget: int, workers: int, seed: int, out: Path) -> dict:
-    from ufuzz.engine.batching import DEFAULT_BATCH
     from ufuzz.engine.campaign import Campaign, CampaignConfig
+    from ufuzz.engine.parallel.batching import DEFAULT_BATCH
 
     # one batch for every N, so that every N runs the same campaign (not given, one lane runs step by step)
     c = Campaign(CampaignConfig(backend=backend, backend_options=options, budget=budget, seed=seed, out=str(out),

@@ -16,8 +16,8 @@ import pytest
 import tomllib
 from click.testing import CliRunner
 
-from ufuzz.backends.http import parse_config
-from ufuzz.backends.product_schema import product_schema
+from ufuzz.backends.adapters.http import parse_config
+from ufuzz.backends.adapters.http.schema import product_schema
 from ufuzz.cli import main
 from ufuzz.cli.reference import commands_markdown, product_toml_markdown, walk
 

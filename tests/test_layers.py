@@ -13,14 +13,15 @@ ROOT = Path(__file__).resolve().parents[1] / "ufuzz"
 #: Lower ranks are lower layers. A package may import its own modules and any package of a lower rank; two
 #: packages of one rank are independent of each other.
 RANK = {
-    "model": 0, "jsonl": 0, "plugins": 0, "strict": 0, "lru": 0,
+    "model": 0, "_util": 0, "plugins": 0,
     "seeds": 1, "llm": 1,
     "backends": 2,
     "operators": 3, "oracles": 3,
     "corpus": 4,
     "engine": 5,
-    "reports": 6,
-    "cli": 7,
+    "triage": 6,
+    "reports": 7,
+    "cli": 8,
 }
 
 

@@ -1,8 +1,9 @@
 """Plugins: the classes behind ``--backend NAME``, the operators, the oracle checks and the feedback signals, and
 the seed importers behind ``ufuzz seeds import --format NAME``, found without a hand-kept list.
 
-A built-in plugin is a class defined in one module of its package (``ufuzz.backends.*``, ``ufuzz.operators.*``,
-``ufuzz.oracles.checks.*``, ``ufuzz.engine.signals.*``) that subclasses the package's base class and names itself
+A built-in plugin is a class defined in one module of its package (``ufuzz.backends.adapters.*``,
+``ufuzz.operators.*``, ``ufuzz.oracles.checks.*``, ``ufuzz.engine.signals.*``) — or in a sub-package that exports it,
+for a plugin split by job — that subclasses the package's base class and names itself
 with a ``name`` class attribute: adding a backend, an operator, a check or a signal is adding one module. A plugin
 that is a function (a seed importer) is a module of its package (``ufuzz.seeds.importers.*``) that names itself
 with a ``FORMAT`` string and defines ``load``. Another package adds its own through an entry-point group
@@ -20,18 +21,25 @@ from importlib.metadata import entry_points
 from typing import Any
 
 
-def _named_subclasses(module: object, base: type) -> list[type]:
+def _own(module: Any, obj: type) -> bool:
+    """Whether ``obj`` is defined in ``module`` — or, for a plugin that is a package of its own (an adapter split by
+    job: ``graphiti/``, ``http/``), in one of the package's modules."""
+    name = module.__name__
+    return obj.__module__ == name or (hasattr(module, "__path__") and obj.__module__.startswith(name + "."))
+
+
+def _named_subclasses(module: Any, base: type) -> list[type]:
     return [obj for obj in vars(module).values()
             if inspect.isclass(obj) and issubclass(obj, base) and obj is not base
-            and obj.__module__ == module.__name__ and not inspect.isabstract(obj)
+            and _own(module, obj) and not inspect.isabstract(obj)
             and isinstance(obj.__dict__.get("name"), str)]
 
 
 def _modules(package: str) -> list[Any]:
-    """The public modules of ``package`` (not sub-packages, not ``_``-prefixed ones), imported."""
+    """The public modules and sub-packages of ``package`` (not ``_``-prefixed ones), imported: one plugin each."""
     pkg = importlib.import_module(package)
     return [importlib.import_module(f"{package}.{info.name}") for info in pkgutil.iter_modules(pkg.__path__)
-            if not info.name.startswith("_") and not info.ispkg]
+            if not info.name.startswith("_")]
 
 
 @cache

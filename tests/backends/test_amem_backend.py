@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 
 from tests.support.llm_server import start_llm_server  # noqa: E402
 from ufuzz.backends import registry  # noqa: E402
-from ufuzz.backends.amem import AMemBackend  # noqa: E402
+from ufuzz.backends.adapters.amem import AMemBackend  # noqa: E402
 from ufuzz.backends.conformance import CHECKS, tiny_checkpoint  # noqa: E402
 from ufuzz.model import Checkpoint, Memory  # noqa: E402
 

@@ -12,7 +12,7 @@ pytest.importorskip("agentic_memory")
 
 from tests.support import amem_llm  # noqa: E402
 from tests.support.llm_server import start_llm_server  # noqa: E402
-from ufuzz.backends.amem import AMemBackend  # noqa: E402
+from ufuzz.backends.adapters.amem import AMemBackend  # noqa: E402
 from ufuzz.backends.conformance import tiny_checkpoint  # noqa: E402
 from ufuzz.model import Checkpoint  # noqa: E402
 
@@ -42,10 +42,10 @@ def test_note_ids_and_prompts_are_stable_so_a_rebuild_is_served_from_the_cache(t
 
 
 def test_a_short_campaign_with_the_llm_replays_and_checks_from_the_cache(tmp_path):
-    from ufuzz.corpus.regression import export_campaign
     from ufuzz.engine.campaign import Campaign, CampaignConfig
-    from ufuzz.engine.regression import check_corpus
-    from ufuzz.engine.replay import replay_campaign
+    from ufuzz.triage.check import check_corpus
+    from ufuzz.triage.corpusfile import export_campaign
+    from ufuzz.triage.replay import replay_campaign
 
     out = tmp_path / "c"
     with start_llm_server(model="amem-rules") as llm:

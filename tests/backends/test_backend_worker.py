@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from tests.support.faulty_backends import CRASH, HANG, HangingBackend, LeakingBackend, SegfaultingBackend
 from ufuzz.backends import registry
+from ufuzz.backends.adapters.embedded import EmbeddedBackend
 from ufuzz.backends.conformance import CHECKS, tiny_checkpoint
-from ufuzz.backends.embedded import EmbeddedBackend
 from ufuzz.backends.protocol import BackendError, BackendUnavailable
 from ufuzz.backends.worker import WorkerBackend, wrap
 from ufuzz.model import Memory

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 from ufuzz.backends import registry
+from ufuzz.backends.adapters.embedded import ABSTAIN, RRF_DEPTH, RRF_K, EmbeddedBackend
 from ufuzz.backends.conformance import CHECKS, tiny_checkpoint
-from ufuzz.backends.embedded import ABSTAIN, RRF_DEPTH, RRF_K, EmbeddedBackend
 from ufuzz.backends.embedding import MODEL_NAME, Embedder
 from ufuzz.backends.protocol import BackendError
 from ufuzz.model import Checkpoint, Memory

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from ufuzz.backends import registry  # noqa: E402
+from ufuzz.backends.adapters.graphiti import INSTALL_HINT, GraphitiBackend  # noqa: E402
 from ufuzz.backends.conformance import CHECKS, tiny_checkpoint  # noqa: E402
-from ufuzz.backends.graphiti import INSTALL_HINT, GraphitiBackend  # noqa: E402
 from ufuzz.backends.protocol import BackendError  # noqa: E402
 from ufuzz.model import Checkpoint, Entity, Fact, Memory  # noqa: E402
 
@@ -48,7 +48,7 @@ def test_conformance(check, backend):
 
 
 def test_registered_and_installed():
-    assert registry.available()["graphiti"] == "ufuzz.backends.graphiti:GraphitiBackend"
+    assert registry.available()["graphiti"] == "ufuzz.backends.adapters.graphiti:GraphitiBackend"
     assert registry.load("graphiti") is GraphitiBackend
     assert GraphitiBackend.dependencies_installed() == (True, "")
     assert INSTALL_HINT == "pip install 'ufuzz[graphiti]'"
@@ -276,7 +276,9 @@ def test_graphiti_embeds_through_the_shared_model_on_one_torch_thread(tmp_path):
 
     code = ("import sys, torch\n"
             "from pathlib import Path\n"
-            "from ufuzz.backends import embedding, graphiti\n"
+            "from ufuzz.backends import embedding\n"
+            "from ufuzz.backends.adapters import graphiti\n"
+            "from ufuzz.backends.adapters.graphiti import clients\n"
             "from ufuzz.backends.conformance import tiny_checkpoint\n"
             "model, seen = embedding.load_model(), []\n"
             "encode = model.encode\n"
@@ -286,7 +288,7 @@ def test_graphiti_embeds_through_the_shared_model_on_one_torch_thread(tmp_path):
             "assert seen and all(len(batch) == 1 for batch in seen), seen\n"
             "assert ['Where does Lena live?'] in seen and ['Pip\\'s vet is Dr. Harrow.'] in seen, seen\n"
             "seen.clear()\n"
-            "graphiti._encode(['a zanzibarite lamp', 'a second text'])\n"
+            "clients.encode(['a zanzibarite lamp', 'a second text'])\n"
             "assert seen == [['a zanzibarite lamp'], ['a second text']], seen\n"
             "print(torch.get_num_threads())\n"
             "b.close()\n")

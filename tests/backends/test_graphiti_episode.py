@@ -17,8 +17,8 @@ pytest.importorskip("kuzu")
 
 from tests.support.graphiti_llm import GraphitiResponder, section  # noqa: E402
 from tests.support.llm_server import RawReply, RecordedRequest, start_llm_server  # noqa: E402
+from ufuzz.backends.adapters.graphiti import GraphitiBackend  # noqa: E402
 from ufuzz.backends.conformance import tiny_checkpoint  # noqa: E402
-from ufuzz.backends.graphiti import GraphitiBackend  # noqa: E402
 from ufuzz.backends.protocol import BackendError  # noqa: E402
 from ufuzz.engine.campaign import Campaign, CampaignConfig  # noqa: E402
 from ufuzz.model import Memory  # noqa: E402
@@ -260,9 +260,9 @@ def test_short_campaign_in_episode_mode(llm, tmp_path):
           f"{llm.server.count - before} LLM requests")
     # a replay and a corpus check rebuild the same states from the same episodes: every prompt is the one the
     # campaign sent, answered from the call cache
-    from ufuzz.corpus.regression import export_campaign
-    from ufuzz.engine.regression import check_corpus
-    from ufuzz.engine.replay import replay_campaign
+    from ufuzz.triage.check import check_corpus
+    from ufuzz.triage.corpusfile import export_campaign
+    from ufuzz.triage.replay import replay_campaign
 
     assert s["unique_failures"] > 0, "nothing to replay"
     calls = llm.server.count

@@ -13,8 +13,8 @@ import pytest
 import tomllib
 
 from tests.support.agent_server import IDK, start_agent_server
+from ufuzz.backends.adapters.http import HttpBackend, parse_config
 from ufuzz.backends.conformance import CHECKS, run_check, tiny_checkpoint
-from ufuzz.backends.http import HttpBackend, parse_config
 from ufuzz.backends.protocol import Answer, BackendError
 from ufuzz.model import Memory
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from tests.support.http_product_server import start_product_server
 from ufuzz.backends import registry
+from ufuzz.backends.adapters.http import HttpBackend, JsonPath, parse_config
 from ufuzz.backends.conformance import CHECKS, tiny_checkpoint
-from ufuzz.backends.http import HttpBackend, JsonPath, parse_config
 from ufuzz.backends.protocol import BackendError, BackendMismatch
 from ufuzz.model import Memory
 
@@ -665,7 +665,7 @@ def test_a_product_that_names_its_namespaces_itself(tmp_path, server, token_env)
 def test_a_products_time_is_read_as_an_iso_time_in_utc(raw, read):
     """Second read of the change: a compact ISO date ("20230501") and a year were read as epoch seconds of 1970,
     microsecond epochs overflowed, and an ISO time with a space sorted before one with a "T"."""
-    from ufuzz.backends.http import _when
+    from ufuzz.backends.adapters.http.adapter import _when
 
     assert _when(raw) == read
 

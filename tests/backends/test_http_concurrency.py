@@ -17,8 +17,8 @@ import pytest
 from tests.backends.test_http_backend import EXAMPLE, TOKEN, token_env  # noqa: F401 - the fixture
 from tests.support.http_product_server import start_product_server
 from tests.support.loopback import serve_on_loopback
+from ufuzz.backends.adapters.http import HttpBackend
 from ufuzz.backends.conformance import tiny_checkpoint
-from ufuzz.backends.http import HttpBackend
 
 
 class Proxy:

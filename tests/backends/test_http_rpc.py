@@ -10,8 +10,8 @@ import re
 import pytest
 
 from tests.support.rpc_product import PAGE, start_rpc_product
+from ufuzz.backends.adapters.http import HttpBackend
 from ufuzz.backends.conformance import CHECKS, tiny_checkpoint
-from ufuzz.backends.http import HttpBackend
 from ufuzz.model import Memory
 
 
@@ -107,7 +107,7 @@ def test_its_config_is_valid_by_the_published_json_schema(product):
     import jsonschema
     import tomllib
 
-    from ufuzz.backends.product_schema import product_schema
+    from ufuzz.backends.adapters.http.schema import product_schema
 
     jsonschema.validate(tomllib.loads(product.config()), product_schema())
 

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from ufuzz.backends import registry  # noqa: E402
+from ufuzz.backends.adapters.mem0 import INSTALL_HINT, Mem0Backend  # noqa: E402
 from ufuzz.backends.conformance import CHECKS, tiny_checkpoint  # noqa: E402
-from ufuzz.backends.mem0 import INSTALL_HINT, Mem0Backend  # noqa: E402
 from ufuzz.backends.protocol import BackendError  # noqa: E402
 from ufuzz.model import Checkpoint, Memory  # noqa: E402
 
@@ -255,7 +255,7 @@ NO_NETWORK = textwrap.dedent("""
     sys.addaudithook(hook)
     from pathlib import Path
     from ufuzz.backends.conformance import tiny_checkpoint
-    from ufuzz.backends.mem0 import Mem0Backend
+    from ufuzz.backends.adapters.mem0 import Mem0Backend
     from ufuzz.model import Memory
     b = Mem0Backend(Path(sys.argv[1]), {"llm_base_url": "http://127.0.0.1:9/v1"})
     s = b.build(tiny_checkpoint())

@@ -18,7 +18,7 @@ pytest.importorskip("mem0")
 
 from tests.support import mem0_llm  # noqa: E402
 from tests.support.llm_server import start_llm_server  # noqa: E402
-from ufuzz.backends.mem0 import Mem0Backend  # noqa: E402
+from ufuzz.backends.adapters.mem0 import Mem0Backend  # noqa: E402
 from ufuzz.model import Checkpoint, Memory  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -138,10 +138,10 @@ def test_infer_needs_an_endpoint(tmp_path):
 def test_a_short_campaign_in_infer_mode_replays_and_checks_from_the_cache(tmp_path, llm):
     """CI's campaign in this LLM mode: the shipped suite, budget 200, 0 errors; a replay of its failures and a
     ``corpus check`` of its exported corpus answer every extraction from the campaign's call cache."""
-    from ufuzz.corpus.regression import export_campaign
     from ufuzz.engine.campaign import Campaign, CampaignConfig
-    from ufuzz.engine.regression import check_corpus
-    from ufuzz.engine.replay import replay_campaign
+    from ufuzz.triage.check import check_corpus
+    from ufuzz.triage.corpusfile import export_campaign
+    from ufuzz.triage.replay import replay_campaign
 
     out = tmp_path / "c"
     opts = {"write_mode": "infer", "llm_base_url": llm.base_url, "llm_model": "mem0-rules",

@@ -22,8 +22,8 @@ import pytest
 from click.testing import CliRunner
 
 from ufuzz.backends import registry
+from ufuzz.backends.adapters.memos import INSTALL_HINT, MemosBackend
 from ufuzz.backends.conformance import CHECKS, tiny_checkpoint
-from ufuzz.backends.memos import INSTALL_HINT, MemosBackend
 from ufuzz.model import Checkpoint, Memory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -352,10 +352,10 @@ def test_a_short_campaign_in_extract_mode_replays_and_checks_from_the_cache(tmp_
     call cache (MemOS's extractor LLM goes through ufuzz's client)."""
     import json
 
-    from ufuzz.corpus.regression import export_campaign
     from ufuzz.engine.campaign import Campaign, CampaignConfig
-    from ufuzz.engine.regression import check_corpus
-    from ufuzz.engine.replay import replay_campaign
+    from ufuzz.triage.check import check_corpus
+    from ufuzz.triage.corpusfile import export_campaign
+    from ufuzz.triage.replay import replay_campaign
 
     srv, _ = llm
     out = tmp_path / "c"

@@ -141,7 +141,7 @@ def test_every_builtin_declares_its_options_and_their_defaults_check():
 
 
 def test_the_issue_example_message(tmp_path):
-    from ufuzz.backends.embedded import EmbeddedBackend
+    from ufuzz.backends.adapters.embedded import EmbeddedBackend
 
     with pytest.raises(ValueError) as ei:
         EmbeddedBackend(tmp_path, {"retrieval": "foo"})

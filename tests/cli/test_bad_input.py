@@ -21,8 +21,8 @@ import pytest
 from click.testing import CliRunner
 
 from ufuzz.cli import main
-from ufuzz.corpus.format import content_hash
 from ufuzz.seeds.schema import MAX_MEMORY_TEXT
+from ufuzz.triage.corpusformat import content_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = ROOT / "seeds" / "default.jsonl"

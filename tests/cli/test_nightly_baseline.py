@@ -21,8 +21,8 @@ from click.testing import CliRunner
 
 from tests.support.http_product_server import start_product_server
 from ufuzz.cli import main
-from ufuzz.corpus.baseline import BaselineVerdict
-from ufuzz.engine.batching import SERIAL_BATCH
+from ufuzz.engine.parallel.batching import SERIAL_BATCH
+from ufuzz.triage.baseline import BaselineVerdict
 
 ROOT = Path(__file__).resolve().parents[2]
 NIGHTLY = ROOT / "examples" / "ci" / "nightly.sh"

@@ -3,7 +3,7 @@ red on a new bug.
 
 The product is the embedded backend with the planted soft-delete defect switched off (``clean-delete-hides``, BM25:
 it has the usual ranking failures) and, as the regression, switched on (``planted-delete-hides``,
-:mod:`ufuzz.backends.planted`), in-process so that a campaign costs seconds. The baseline is exported from a
+:mod:`ufuzz.backends.adapters.planted`), in-process so that a campaign costs seconds. The baseline is exported from a
 seed-1, budget-500 campaign; each night runs the recipe's own command (examples/ci/nightly.sh: ``ufuzz run
 --baseline --match-baseline --fail-on new --junit``) with ``UFUZZ_SEED`` / ``UFUZZ_BUDGET`` set, as a team would
 set them. The nights are the fewest that prove the point, cheaply: another seed at the largest budget on the
@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ufuzz.backends import planted
+from ufuzz.backends.adapters import planted
 from ufuzz.cli import main
 from ufuzz.corpus.campaign import load_campaign
-from ufuzz.corpus.regression import load_corpus
+from ufuzz.triage.corpusfile import load_corpus
 
 BASE_SEED, BASE_BUDGET = 1, 500
 OPTS = ("--opt", "db=memory", "--opt", "retrieval=bm25", "--quiet")

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ufuzz.corpus.regression import load_corpus
-from ufuzz.engine.regression import check_corpus
+from ufuzz.triage.check import check_corpus
+from ufuzz.triage.corpusfile import load_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "corpus" / "embedded-dense.jsonl"

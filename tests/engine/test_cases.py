@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pickle
 
+from ufuzz._util.lru import LRU
 from ufuzz.engine.campaign import Campaign, CampaignConfig
 from ufuzz.engine.cases import CaseBook
-from ufuzz.lru import LRU
 from ufuzz.seeds.synth import synthesize
 
 

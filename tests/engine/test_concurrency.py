@@ -55,7 +55,7 @@ def test_processes_of_thread_lanes_give_the_campaign_of_as_many_thread_lanes(fou
 
 
 def test_a_concurrent_campaigns_failures_reproduce_on_a_fresh_backend(four):
-    from ufuzz.engine.replay import replay_campaign
+    from ufuzz.triage.replay import replay_campaign
 
     report = replay_campaign(four)
     assert report.total >= 3

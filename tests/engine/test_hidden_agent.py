@@ -17,12 +17,12 @@ from click.testing import CliRunner
 
 from tests.support.agent_server import DEFECTS, start_agent_server
 from ufuzz.cli import main
-from ufuzz.corpus.regression import export_campaign
 from ufuzz.engine.campaign import Campaign, CampaignConfig
-from ufuzz.engine.regression import check_corpus
-from ufuzz.engine.replay import replay_campaign
 from ufuzz.seeds.io import write_suite
 from ufuzz.seeds.synth import synthesize
+from ufuzz.triage.check import check_corpus
+from ufuzz.triage.corpusfile import export_campaign
+from ufuzz.triage.replay import replay_campaign
 
 AGENT = str(Path(__file__).resolve().parents[2] / "examples" / "agent.toml")
 BUDGET = 250

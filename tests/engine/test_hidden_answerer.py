@@ -12,9 +12,9 @@ import pytest
 
 from tests.support.llm_server import start_llm_server
 from ufuzz.engine.campaign import Campaign, CampaignConfig
-from ufuzz.engine.replay import replay_campaign
 from ufuzz.oracles.judging import Judging
 from ufuzz.seeds.synth import synthesize
+from ufuzz.triage.replay import replay_campaign
 
 
 @pytest.fixture(scope="module")

@@ -143,7 +143,7 @@ def test_a_product_returning_one_memory_twice_is_executed_and_fed_back_without_a
     """New-user walkthrough: two old versions of one memory in one top-k made the ranking repeat
     'm@overwritten', and RBO refused it — the campaign ended in error, and resuming crashed again."""
     from tests.support.operator_kit import embedded
-    from ufuzz.backends.embedded import EmbeddedBackend
+    from ufuzz.backends.adapters.embedded import EmbeddedBackend
     from ufuzz.engine.executor import Executor
     from ufuzz.engine.rbo import rbo_divergence
 

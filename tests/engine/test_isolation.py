@@ -23,7 +23,7 @@ from tests.support.operator_kit import (
     snapshot,
     suite,
 )
-from ufuzz.backends.embedded import EmbeddedBackend
+from ufuzz.backends.adapters.embedded import EmbeddedBackend
 from ufuzz.engine.executor import Executor
 from ufuzz.operators import StateView
 

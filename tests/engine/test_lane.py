@@ -1,4 +1,4 @@
-"""The lane interface (:mod:`ufuzz.engine.lane`): every kind of lane is a ``Lane``, and the pool drives the
+"""The lane interface (:mod:`ufuzz.engine.parallel.lane`): every kind of lane is a ``Lane``, and the pool drives the
 in-process one as it drives the others — an answer in task order, a job that raises is lost (never the
 campaign), a lane that raised goes on."""
 
@@ -9,10 +9,10 @@ import threading
 
 import pytest
 
-from ufuzz.engine.lane import InProcessLane, Lane, LaneDied
-from ufuzz.engine.lanes import LanePool, ProcessLane
-from ufuzz.engine.raylanes import RayLane
-from ufuzz.engine.threadlanes import ProcessSlot, SlotProcess, ThreadLane
+from ufuzz.engine.parallel.lane import InProcessLane, Lane, LaneDied
+from ufuzz.engine.parallel.lanes import LanePool, ProcessLane
+from ufuzz.engine.parallel.raylanes import RayLane
+from ufuzz.engine.parallel.threadlanes import ProcessSlot, SlotProcess, ThreadLane
 
 
 class _Core:
@@ -70,7 +70,7 @@ def test_thread_and_in_process_lanes_answer_alike():
 
 def test_thread_lanes_shorten_the_switch_interval_while_they_run_and_set_it_back():
     """A lane woken by its answer waits for the GIL at most the switch interval: shorter while lanes run."""
-    from ufuzz.engine.threadlanes import LANE_SWITCH_INTERVAL
+    from ufuzz.engine.parallel.threadlanes import LANE_SWITCH_INTERVAL
 
     before = 0.005
     sys.setswitchinterval(before)  # whatever an earlier test left

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.operator_kit import embedded
-from ufuzz.backends.embedded import EmbeddedBackend
+from ufuzz.backends.adapters.embedded import EmbeddedBackend
 from ufuzz.engine.preflight import PreflightError, preflight
 
 

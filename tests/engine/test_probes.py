@@ -11,13 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ufuzz.backends import registry
-from ufuzz.backends.embedded import EmbeddedBackend
+from ufuzz.backends.adapters.embedded import EmbeddedBackend
 from ufuzz.backends.protocol import OpResult, Retrieved
 from ufuzz.engine.campaign import Campaign, CampaignConfig
 from ufuzz.engine.probes import edges, short_list, unreachable
-from ufuzz.engine.replay import replay_campaign
 from ufuzz.model import Checkpoint, Memory
 from ufuzz.oracles.classes import class_of
+from ufuzz.triage.replay import replay_campaign
 
 WORDS = ["mopsa", "has", "a", "the", "budgie", "pet", "dragon", "coffee", "park", "likes", "named", "fang", "dog",
          "snake", "corn", "Mopsa", "has."]

@@ -14,15 +14,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ufuzz.backends import planted, registry
-from ufuzz.backends.embedded import EmbeddedBackend
+from ufuzz.backends import registry
+from ufuzz.backends.adapters import planted
+from ufuzz.backends.adapters.embedded import EmbeddedBackend
 from ufuzz.backends.protocol import BackendError, OpResult, Retrieved, StoredMemory
-from ufuzz.corpus.regression import export_campaign
 from ufuzz.engine.campaign import Campaign, CampaignConfig
 from ufuzz.engine.readback import apart, below, readback
-from ufuzz.engine.regression import check_corpus
-from ufuzz.engine.replay import replay_campaign
 from ufuzz.model import Checkpoint, Memory, StateOp
+from ufuzz.triage.check import check_corpus
+from ufuzz.triage.corpusfile import export_campaign
+from ufuzz.triage.replay import replay_campaign
 
 WORDS = ["mopsa", "has", "a", "the", "budgie", "pet", "dragon", "coffee", "park", "likes", "named", "fang", "dog",
          "snake", "corn", "Mopsa", "has."]
@@ -397,9 +398,9 @@ def test_no_readback_is_said_by_status(tmp_path):
 
 
 def test_an_inconclusive_record_is_said_in_the_check_and_its_junit():
-    from ufuzz.engine.regression import CheckReport, CheckResult, _outcome
     from ufuzz.reports.junit import check_to_junit
     from ufuzz.reports.regression import render_check
+    from ufuzz.triage.check import CheckReport, CheckResult, _outcome
 
     assert _outcome("inconclusive", "fixed") == _outcome("inconclusive", "failing") == "inconclusive"
     why = "the read-back says nothing now: the system refused a second memory of the written text"

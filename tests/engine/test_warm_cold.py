@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.backends.test_embedding import _BatchSensitiveModel
-from ufuzz.backends.embedded import EmbeddedBackend
+from ufuzz.backends.adapters.embedded import EmbeddedBackend
 from ufuzz.backends.embedding import Embedder
 from ufuzz.engine.campaign import Campaign, CampaignConfig
 from ufuzz.model.memory import Checkpoint, Memory

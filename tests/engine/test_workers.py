@@ -22,9 +22,9 @@ from tests.engine.test_resume import _corpus
 from tests.support import planted
 from tests.support.faulty_backends import SegfaultingBackend
 from ufuzz.backends import registry
-from ufuzz.engine.batching import DEFAULT_BATCH, SERIAL_BATCH
 from ufuzz.engine.campaign import Campaign, CampaignConfig
-from ufuzz.engine.lanes import home_lane
+from ufuzz.engine.parallel.batching import DEFAULT_BATCH, SERIAL_BATCH
+from ufuzz.engine.parallel.lanes import home_lane
 
 ROOT = Path(__file__).resolve().parents[2]
 BUDGET = 160
@@ -67,7 +67,7 @@ def test_same_seed_and_workers_give_the_same_campaign(two, seeds_file, tmp_path)
 
 
 def test_a_parallel_campaigns_failures_reproduce_on_a_fresh_backend(two):
-    from ufuzz.engine.replay import replay_campaign
+    from ufuzz.triage.replay import replay_campaign
 
     report = replay_campaign(two)
     assert report.total >= 3

@@ -11,12 +11,12 @@ from click.testing import CliRunner
 from tests.support.llm_server import start_llm_server
 from ufuzz.cli import main
 from ufuzz.corpus.campaign import load_campaign
-from ufuzz.corpus.regression import campaign_header
 from ufuzz.engine.campaign import Campaign, CampaignConfig
 from ufuzz.llm.prompts import DEFAULTS, digest, endpoint_kind, llm_record, load_prompts, system_of
 from ufuzz.llm.uses import Answerer
 from ufuzz.oracles.judging import Judging
 from ufuzz.seeds.synth import synthesize
+from ufuzz.triage.corpusfile import campaign_header
 
 MINE = "You answer from the memories. Say exactly what the best memory says, or I don't know."
 

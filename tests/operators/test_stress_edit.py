@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.http_product_server import start_product_server
 from tests.support.planted_world import PATH as WORLD
-from ufuzz.backends.embedded import EmbeddedBackend
+from ufuzz.backends.adapters.embedded import EmbeddedBackend
 from ufuzz.engine.campaign import Campaign, CampaignConfig
 from ufuzz.engine.strategies import apply_strategy
 from ufuzz.model import FuzzCase

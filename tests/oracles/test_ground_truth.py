@@ -103,8 +103,8 @@ def _also_clean(clean_name: str, setup: Setup, tmp_path, defective: list, clean_
     """The defective campaign's failures that the clean build shows too, replayed on it (export, then
     ``corpus check --cross-backend``): the system's own behaviour, which the clean campaign's schedule did not
     happen to reach."""
-    from ufuzz.corpus.regression import export_campaign
-    from ufuzz.engine.regression import check_corpus
+    from ufuzz.triage.check import check_corpus
+    from ufuzz.triage.corpusfile import export_campaign
 
     if all(f.key in clean_keys for f in defective):
         return set()

@@ -15,7 +15,6 @@ from tests.support.llm_server import RuleBasedResponder, start_llm_server
 from ufuzz.backends.responders import TopEvidenceReader
 from ufuzz.corpus.campaign import case_of
 from ufuzz.engine.executor import Executor
-from ufuzz.engine.replay import fresh_backend
 from ufuzz.llm import Judge, LLMClient, LLMConfig
 from ufuzz.model import Execution
 from ufuzz.oracles.expectations import response
@@ -23,6 +22,7 @@ from ufuzz.oracles.oracle import Oracle
 from ufuzz.oracles.verdict import Context
 from ufuzz.seeds.importers import import_file
 from ufuzz.seeds.io import load_suite, write_suite
+from ufuzz.triage.replay import fresh_backend
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "importers" / "memops_evidence.json"
 WORK_NOW = "Where does Dana work now?"  # rubric: must include Globex, must not include Acme, Initech

@@ -1,4 +1,4 @@
-"""`ufuzz bench --planted`: strategies measured on the planted defects (ufuzz.backends.planted) — what it reports
+"""`ufuzz bench --planted`: strategies measured on the planted defects (ufuzz.backends.adapters.planted) — what it reports
 is what the campaigns on the defective builds and their clean twins recorded."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from ufuzz.backends.planted import CLASSES
+from ufuzz.backends.adapters.planted import CLASSES
 from ufuzz.cli import main
 from ufuzz.corpus.failures import FailureStore
 from ufuzz.corpus.store import CorpusStore

@@ -267,7 +267,7 @@ _TIMESTAMPS = st.one_of(_DATETIMES.map(datetime.isoformat), _DATETIMES.map(lambd
 @given(_TIMESTAMPS)
 def test_the_script_sends_the_times_the_adapter_sends(stamp):
     """The request-time code is the adapter's own, embedded: the same placeholders for every timestamp."""
-    from ufuzz.backends.http import _times
+    from ufuzz.backends.adapters.http.adapter import _times
     from ufuzz.reports.reproducer import adapter_source
 
     ns: dict = {}
@@ -277,7 +277,7 @@ def test_the_script_sends_the_times_the_adapter_sends(stamp):
 
 def test_the_script_reads_no_such_memory_as_the_adapter_does():
     """The reading of "no such memory" in an answer at HTTP 200 is the adapter's own function, embedded."""
-    from ufuzz.backends.http import _not_found_by
+    from ufuzz.backends.adapters.http.adapter import _not_found_by
     from ufuzz.reports.reproducer import adapter_source
 
     ns: dict = {}

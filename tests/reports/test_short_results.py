@@ -3,7 +3,7 @@ that returned one result too few whenever it had more was in 812 of 1,000 execut
 
 from __future__ import annotations
 
-from ufuzz.backends.embedded import EmbeddedBackend
+from ufuzz.backends.adapters.embedded import EmbeddedBackend
 from ufuzz.engine.campaign import Campaign
 from ufuzz.engine.config import CampaignConfig
 from ufuzz.reports.status import campaign_status, render_status

@@ -12,7 +12,7 @@ import ctypes
 import time
 from pathlib import Path
 
-from ufuzz.backends.embedded import EmbeddedBackend
+from ufuzz.backends.adapters.embedded import EmbeddedBackend
 from ufuzz.backends.options import Option
 from ufuzz.backends.protocol import StateHandle
 

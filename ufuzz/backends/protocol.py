@@ -153,7 +153,7 @@ class MemoryBackend(ABC):
     isolate: bool = False
     #: True for adapters that may be called from several threads at once and gain from it, their calls waiting
     #: on the network (the HTTP adapter): ``--max-concurrency`` thread lanes then overlap their calls; any other
-    #: adapter is called by one thread at a time (``ufuzz.engine.threadlanes.SerialBackend``)
+    #: adapter is called by one thread at a time (``ufuzz.engine.parallel.threadlanes.SerialBackend``)
     concurrent_calls: bool = False
     #: True for adapters whose build checks the state's listing against what the system said it stored (the HTTP
     #: adapter): a product that pages its listing, configured without ``[list] next`` or ``cursor``, fails that

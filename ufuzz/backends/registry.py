@@ -6,8 +6,8 @@ An outside package registers its own backend in its pyproject::
     mystore = "mystore_ufuzz:MyStoreBackend"
 
 ``register`` adds one at run time (tests, notebooks). Built-in adapters are the named
-:class:`~ufuzz.backends.protocol.MemoryBackend` subclasses of this package's modules (:mod:`ufuzz.plugins`):
-a new adapter is one module, listed nowhere else.
+:class:`~ufuzz.backends.protocol.MemoryBackend` subclasses of the modules of :mod:`ufuzz.backends.adapters`
+(:mod:`ufuzz.plugins`): a new adapter is one module there (or one package, split by job), listed nowhere else.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def register(name: str, cls: type[MemoryBackend]) -> None:
 
 def available() -> dict[str, str]:
     """name -> 'module:Class' for every known backend (entry points override built-ins)."""
-    found = plugins.discover("ufuzz.backends", MemoryBackend, GROUP)
+    found = plugins.discover("ufuzz.backends.adapters", MemoryBackend, GROUP)
     for name, cls in _runtime.items():
         found[name] = f"{cls.__module__}:{cls.__qualname__}"
     return dict(sorted(found.items()))

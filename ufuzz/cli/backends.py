@@ -133,6 +133,6 @@ def schema(name: str, fmt: str) -> None:
         return
     import json
 
-    from ufuzz.backends.product_schema import product_schema
+    from ufuzz.backends.adapters.http.schema import product_schema
 
     click.echo(json.dumps(product_schema(), indent=2))

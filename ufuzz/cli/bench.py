@@ -29,7 +29,7 @@ from ufuzz.cli.options import BUDGET, parse_opts
               default="auto", show_default=True,
               help="hidden: every run observes and judges responses only (see `ufuzz run --help`).")
 @click.option("--planted", is_flag=True,
-              help="Measure the strategies on the planted defects and their clean twins (ufuzz.backends.planted): "
+              help="Measure the strategies on the planted defects and their clean twins (ufuzz.backends.adapters.planted): "
                    "bugs found, executions to the first failure of each planted class, false findings on the clean "
                    "twins. Runs its own backends and suites (no --backend, --seeds, --opt).")
 @click.option("--search", type=click.Choice(["auto", "walk", "spread"]), default="auto", show_default=True,

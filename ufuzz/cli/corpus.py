@@ -25,7 +25,7 @@ def corpus() -> None:
               help="Keep the first N failures in discovery order (plus one per operator and kind).")
 def corpus_export(campaign_dir: str, output: str, db: str | None, max_records: int | None) -> None:
     """Write a campaign's unique failures as a self-contained, replayable regression corpus."""
-    from ufuzz.corpus.regression import export_campaign
+    from ufuzz.triage.corpusfile import export_campaign
 
     if not Path(campaign_dir).is_dir():
         raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")
@@ -84,8 +84,8 @@ def _run_check(file: str, backend: str | None, options: dict, cross_backend: boo
     corpus is checked on another backend than the one it was recorded on only when asked (``--cross-backend``):
     its failures are that system's, and on another one they would read as fixed — good news that is not."""
     from ufuzz.backends.protocol import BackendError, BackendUnavailable
-    from ufuzz.corpus.regression import CorpusFileError, load_corpus
-    from ufuzz.engine.regression import EXIT_UNREACHABLE, check_corpus
+    from ufuzz.triage.check import EXIT_UNREACHABLE, check_corpus
+    from ufuzz.triage.corpusfile import CorpusFileError, load_corpus
 
     try:
         rc = load_corpus(file)
@@ -185,8 +185,8 @@ def corpus_accept(file: str, from_json: str | None, backend: str | None, cross_b
     regressed ones are recorded with the failure they show now; records whose parent broke are removed;
     records that met a backend fault stay as they were. Exit 3 when the backend cannot be reached.
     """
-    from ufuzz.corpus.regression import CorpusFileError, load_corpus, rewrite_corpus
-    from ufuzz.engine.regression import EXIT_UNREACHABLE, accept_check
+    from ufuzz.triage.check import EXIT_UNREACHABLE, accept_check
+    from ufuzz.triage.corpusfile import CorpusFileError, load_corpus, rewrite_corpus
 
     if from_json is not None:
         try:
@@ -228,10 +228,10 @@ def corpus_reproducer(file: str, key: str | None, output: str, config_file: str 
     """Write a standalone Python reproducer of one record of an HTTP-backend corpus — a committed baseline, or the
     minimised record `ufuzz minimise` wrote — that a product developer runs without ufuzz (see `ufuzz failures
     show --reproducer`)."""
-    from ufuzz.backends.http import load_config
+    from ufuzz.backends.adapters.http import load_config
     from ufuzz.cli.failures import write_script
-    from ufuzz.corpus.regression import CorpusFileError, load_corpus, resolve_options
     from ufuzz.reports.reproducer import record_reproducer
+    from ufuzz.triage.corpusfile import CorpusFileError, load_corpus, resolve_options
 
     try:
         rc = load_corpus(file)

@@ -59,9 +59,9 @@ def _known_filters(data, operator: str | None, kind: str | None, stage: str | No
     """A filter value no failure can have is a typo, not an empty list (a walkthrough's ``--kind nosuchkind`` listed
     "0 unique failures", exit 0): bad input naming the option and the values it takes — those this version knows and
     those the campaign recorded (a plugin operator not installed here, a kind of another version)."""
-    from ufuzz.corpus.regression import FAILURE_KINDS, STAGES
     from ufuzz.operators import registry
     from ufuzz.oracles.verdict import PROBE_KINDS
+    from ufuzz.triage.corpusfile import FAILURE_KINDS, STAGES
 
     try:
         operators: tuple[str, ...] = registry.names(opt_in=True)
@@ -122,7 +122,7 @@ def failures_show(campaign_dir: str, key: str, db: str | None, as_json: bool, fm
 
 def _minimised(campaign_dir: str, key: str, path: str | None):
     """(record, checkpoint) of the minimised corpus of failure ``key``, or None when there is none."""
-    from ufuzz.corpus.regression import CorpusFileError, load_corpus
+    from ufuzz.triage.corpusfile import CorpusFileError, load_corpus
 
     file = Path(path) if path else Path(campaign_dir) / f"{key[:12]}.min.jsonl"
     if not file.is_file():
@@ -142,7 +142,7 @@ def _minimised(campaign_dir: str, key: str, path: str | None):
 
 
 def write_reproducer(data, key: str, out: str, config_file: str | None, minimised=None) -> Path:
-    from ufuzz.backends.http import load_config
+    from ufuzz.backends.adapters.http import load_config
     from ufuzz.corpus.campaign import case_of
     from ufuzz.oracles.judging import Judging
     from ufuzz.reports.reproducer import http_reproducer, record_reproducer

@@ -34,7 +34,7 @@ def minimise(campaign_dir: str, key: str, output: str | None, db: str | None, ma
     from ufuzz.cli.corpus import _check_options
     from ufuzz.cli.errors import BadInput, Unavailable, read_error, read_errors
     from ufuzz.corpus.campaign import load_campaign
-    from ufuzz.engine.minimise import ReplayFault, minimise_failure, write_minimised
+    from ufuzz.triage.minimise import ReplayFault, minimise_failure, write_minimised
 
     if not Path(campaign_dir).is_dir():
         raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")

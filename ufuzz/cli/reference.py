@@ -2,7 +2,7 @@
 
 :func:`commands_markdown` walks the click command tree — every command, its arguments and options with their
 types, defaults and help — so the command reference cannot drift from ``--help``; :func:`product_toml_markdown`
-renders the JSON Schema of the product TOML (:func:`ufuzz.backends.product_schema.product_schema`).
+renders the JSON Schema of the product TOML (:func:`ufuzz.backends.adapters.http.schema.product_schema`).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _rows(props: dict[str, Any], required: list[str]) -> list[str]:
 def product_toml_markdown(with_schema: bool = True) -> str:
     """The product-TOML reference: top-level keys, then one table per operation; then, for the docs site, the JSON
     Schema itself (``with_schema``; the terminal's ``--format md`` points to the command that prints it)."""
-    from ufuzz.backends.product_schema import product_schema
+    from ufuzz.backends.adapters.http.schema import product_schema
 
     s = product_schema()
     head = "| key | type | required | default | meaning |\n|---|---|---|---|---|"

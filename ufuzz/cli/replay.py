@@ -27,8 +27,8 @@ def replay(campaign_dir: str, db: str | None, keys: tuple[str, ...], as_json: bo
     from ufuzz.backends.protocol import BackendError
     from ufuzz.cli.corpus import _check_options
     from ufuzz.cli.errors import Unavailable, read_error, read_errors
-    from ufuzz.engine.replay import replay_campaign
     from ufuzz.reports.replay import render_replay
+    from ufuzz.triage.replay import replay_campaign
 
     if not Path(campaign_dir).is_dir():
         raise click.BadParameter(f"no such campaign directory: {campaign_dir}", param_hint="'CAMPAIGN_DIR'")

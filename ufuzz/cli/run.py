@@ -26,8 +26,8 @@ import click
 
 from ufuzz.cli.errors import BadInput, Unavailable
 from ufuzz.cli.options import BUDGET, COUNT, SEED, Finite, parse_opts
-from ufuzz.engine.batching import DEFAULT_BATCH, MAX_BATCH, SERIAL_BATCH
 from ufuzz.engine.ending import EXIT_CODES, INTERNAL_ERROR
+from ufuzz.engine.parallel.batching import DEFAULT_BATCH, MAX_BATCH, SERIAL_BATCH
 
 
 @click.command()
@@ -485,7 +485,7 @@ def _load_baseline(path: str | None) -> Any:
     """The baseline corpus, read before the campaign starts so that a bad file costs nothing."""
     if path is None:
         return None
-    from ufuzz.corpus.regression import CorpusFileError, load_corpus
+    from ufuzz.triage.corpusfile import CorpusFileError, load_corpus
 
     try:
         return load_corpus(path)
@@ -496,7 +496,7 @@ def _load_baseline(path: str | None) -> Any:
 def _match_baseline(ctx: click.Context, corpus: Any, seed: int, budget: int, strategy: str, k: int,
                     batch: int | None) -> tuple:
     """``--match-baseline``: the baseline campaign's seed, budget, strategy, k and batch where not given."""
-    from ufuzz.corpus.baseline import baseline_source
+    from ufuzz.triage.baseline import baseline_source
 
     if corpus is None:
         raise click.UsageError("--match-baseline needs --baseline CORPUS")
@@ -515,8 +515,8 @@ def _baseline_mismatch(corpus: Any, cfg: Any, strategy: str) -> list[str]:
     """How this campaign differs from the baseline's, said before it starts (known bugs may look new)."""
     if corpus is None:
         return []
-    from ufuzz.corpus.baseline import baseline_mismatch
     from ufuzz.oracles.judging import Judging
+    from ufuzz.triage.baseline import baseline_mismatch
 
     diffs = baseline_mismatch(corpus, seed=cfg.seed, budget=cfg.budget, strategy=strategy, k=cfg.k,
                               backend=cfg.backend, judging=Judging.of(cfg).to_dict(), batch=cfg.batch,
@@ -544,9 +544,9 @@ def _write_junit(out_dir: Path, db: str | None, summary: dict[str, Any], verdict
 def _mark_baseline(out_dir: Path, db: str | None, summary: dict[str, Any], corpus: Any,
                    mismatch: list[str] | None = None) -> Any:
     """Compare the campaign's failures with the baseline; the verdict goes into summary.json too."""
-    from ufuzz.corpus.baseline import compare_with_baseline
     from ufuzz.corpus.campaign import load_campaign
     from ufuzz.engine.ending import write_summary
+    from ufuzz.triage.baseline import compare_with_baseline
 
     data = load_campaign(out_dir, db, campaign_id=summary["campaign"])
     verdict = compare_with_baseline(data.failures, corpus, {c: m.ops for c, m in data.mutants.items()},
@@ -566,7 +566,7 @@ def _mark_baseline(out_dir: Path, db: str | None, summary: dict[str, Any], corpu
 def _print_baseline(v: Any) -> None:
     """The night's verdict by behaviour: counts, then every behaviour that is not plainly known (never capped:
     there are at most two per behaviour class) with its operators, level:kind, size and an example key."""
-    from ufuzz.corpus.baseline import STATUSES
+    from ufuzz.triage.baseline import STATUSES
 
     n = v.behaviour_counts()
     keys = ", ".join(f"{len(getattr(v, st))} {st}" for st in STATUSES if getattr(v, st))

@@ -13,10 +13,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ufuzz._util.strict import OpenModel, Text, first_error
 from ufuzz.corpus.failures import FailureStore
 from ufuzz.corpus.store import CorpusStore, database_errors
 from ufuzz.model import Checkpoint, FuzzCase, MutationDescriptor, Provenance, Reference
-from ufuzz.strict import OpenModel, Text, first_error
 
 __all__ = ["CampaignData", "load_campaign", "directory_campaign", "resolve_campaign", "case_of",
            "select_failures"]

@@ -3,8 +3,8 @@
 :class:`Campaign` wires the parts and runs the loop (:meth:`Campaign._loop`); each part is a module of its own:
 
 * a step — draw tasks, run them in lanes, apply their results in task order: :mod:`ufuzz.engine.step`;
-* a lane — where a step's work runs (this thread, threads, processes, Ray actors): :mod:`ufuzz.engine.lane`,
-  chosen by :mod:`ufuzz.engine.lanesetup`;
+* a lane — where a step's work runs (this thread, threads, processes, Ray actors): :mod:`ufuzz.engine.parallel.lane`,
+  chosen by :mod:`ufuzz.engine.parallel.lanesetup`;
 * the state — everything that decides what comes next, pickled whole for a snapshot: :mod:`ufuzz.engine.state`;
 * the journal — commits, snapshots, resume: :mod:`ufuzz.engine.journal`;
 * the monitor — progress, plot data, the log, the heartbeat: :mod:`ufuzz.engine.monitor`;
@@ -241,12 +241,12 @@ class Campaign:
         return self._finish()
 
     def _loop(self) -> End:
-        """Batches of tasks (``--batch``: :mod:`ufuzz.engine.batching`), each drawn and queued to the
+        """Batches of tasks (``--batch``: :mod:`ufuzz.engine.parallel.batching`), each drawn and queued to the
         lanes before the previous one is applied, so that the lanes work on batch k+1 while this process applies
         batch k in task order. Which tasks a batch holds is fixed by the seed and the batch alone, whatever the
         lanes. Between batches is the place to stop, to commit and to snapshot (the batch in flight is
         part of the snapshot, and a resumed campaign queues it again)."""
-        from ufuzz.engine.batching import batch_size
+        from ufuzz.engine.parallel.batching import batch_size
 
         s, journal = self.state.search, self.journal
         size = batch_size(self.config)

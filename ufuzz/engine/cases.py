@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ufuzz.lru import LRU
+from ufuzz._util.lru import LRU
 from ufuzz.model import FuzzCase, Provenance
 
 __all__ = ["CaseBook"]

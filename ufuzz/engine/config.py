@@ -10,7 +10,7 @@ from typing import Any
 
 from ufuzz.backends import registry
 from ufuzz.backends.options import absolute_path
-from ufuzz.engine.batching import MAX_BATCH, default_batch, legacy_batch
+from ufuzz.engine.parallel.batching import MAX_BATCH, default_batch, legacy_batch
 from ufuzz.oracles.judging import READERS, Judging
 
 __all__ = ["DEFAULT_SEEDS", "LLM_USES", "SEARCHES", "CampaignConfig", "resolve_seeds"]
@@ -92,13 +92,13 @@ class CampaignConfig:
     window_records: int = 256
     window_seconds: float = 1.0
     snapshot_seconds: float = 0.0  # at least this long between snapshots (0: every window unless slow)
-    # Parallel runs (ufuzz.engine.lanes): N > 1 runs each batch's tasks in N lanes, each with a backend of its own,
+    # Parallel runs (ufuzz.engine.parallel.lanes): N > 1 runs each batch's tasks in N lanes, each with a backend of its own,
     # and applies the results in task order — with the same batch, the campaign of one lane. ray_address runs the
     # lanes as Ray actors ("local": a cluster this process starts; "auto", "host:port", "ray://host:port").
     workers: int = 1
     ray_address: str | None = None
     # Calls in flight from one process (--max-concurrency N; Inspect's max_connections, promptfoo's
-    # --max-concurrency): N thread lanes (ufuzz.engine.threadlanes) share the campaign's backend and LLM client,
+    # --max-concurrency): N thread lanes (ufuzz.engine.parallel.threadlanes) share the campaign's backend and LLM client,
     # so up to N LLM requests (answer, judge, paraphrase) and N backend calls wait at once, applied in task order:
     # with the same batch, the campaign of N = 1.
     max_concurrency: int = 1
@@ -145,7 +145,7 @@ class CampaignConfig:
         self._check_llm_limits()
         self.absolute_paths()
         if self.ray_address is not None:
-            from ufuzz.engine.raylanes import check_address
+            from ufuzz.engine.parallel.raylanes import check_address
 
             check_address(self.ray_address, self.db)
 

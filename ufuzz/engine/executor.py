@@ -24,12 +24,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from ufuzz._util.lru import LRU
 from ufuzz.backends.protocol import Answer, BackendError, MemoryBackend, StateHandle, StoredMemory
 from ufuzz.backends.responders import BACKEND, Responder
 from ufuzz.engine import probes as system_probes
 from ufuzz.engine.identify import distinct, identify
 from ufuzz.engine.readback import reads_back
-from ufuzz.lru import LRU
 from ufuzz.model import Checkpoint, Execution, FuzzCase, StateOp
 from ufuzz.oracles.matching import Abstention, is_abstention
 

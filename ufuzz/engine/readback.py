@@ -172,7 +172,7 @@ def _twin(backend: MemoryBackend, copy: StateHandle, memory_id: str, of: StoredM
           when: Mapping[str, str]) -> str | None:
     """Add a twin of ``of`` (stored as ``memory_id``) to ``copy``: its text and its time (as the system reports it,
     else as ufuzz wrote it); the twin's id, or None when the system refused it (an HTTP product's 409 Conflict is a
-    refusal, :class:`~ufuzz.backends.http.HttpBackend`): a correct system may keep one memory per text. Any other
+    refusal, :class:`~ufuzz.backends.adapters.http.HttpBackend`): a correct system may keep one memory per text. Any other
     fault is the backend's, an error record (a product that fails adds now and then fails them here too)."""
     stamp = of.timestamp or when.get(memory_id, "")
     if not stamp:

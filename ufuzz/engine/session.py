@@ -72,7 +72,7 @@ class Session:
         out = Path(config.out)
         check_start(out, config.db)
         if config.ray_address is not None:  # before anything is created: an unreachable cluster leaves nothing
-            from ufuzz.engine.raylanes import connect
+            from ufuzz.engine.parallel.raylanes import connect
 
             self.ray = self.hold(connect(config.ray_address, config.workers))
         with undo_on_failure(out, lambda: self._abandon(backend)):
@@ -117,8 +117,8 @@ class Session:
                     or getattr(self._adapter_class(config, type(self.backend)), "build_checks_listing", False))
 
     def _start_lanes(self, config: Any, suite: Any, out: Path, given: type) -> Any:
-        from ufuzz.engine.lanes import LaneSpec
-        from ufuzz.engine.lanesetup import start_lanes
+        from ufuzz.engine.parallel.lanes import LaneSpec
+        from ufuzz.engine.parallel.lanesetup import start_lanes
 
         spec = LaneSpec.of(config, self._adapter_class(config, given), suite.checkpoints)
         return start_lanes(spec, out / "lanes", backend=self.backend, llm=self.llm, ray=self.ray)

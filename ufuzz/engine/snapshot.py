@@ -23,8 +23,9 @@ from typing import Any
 #: 6: follow-ups owed to seeds whose mutants were retained after a spread phase 1 left them; 7: memories selected
 #: for a question the memory cannot support count as its operator's effect (a format-6 campaign's rates were
 #: counted without them); 8: the feedback state holds its signals as modules (:mod:`ufuzz.engine.signals`) and the
-#: scheduler takes energy, effect and instability (a format-7 snapshot holds the classes they replaced)
-FORMAT = 8
+#: scheduler takes energy, effect and instability (a format-7 snapshot holds the classes they replaced); 9: the
+#: state's bounded maps are :class:`ufuzz._util.lru.LRU` (a format-8 snapshot names the module it moved from)
+FORMAT = 9
 
 __all__ = ["FORMAT", "SnapshotError", "dump", "format_of", "load"]
 

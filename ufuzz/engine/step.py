@@ -1,7 +1,7 @@
 """A step: one task from the scheduler, made into lane jobs, run in a lane, and applied here in task order.
 
 A step has two parts. *Propose and execute* needs only operators and a backend, so it runs in a lane
-(:mod:`ufuzz.engine.lane`): a query mutant is made here (:func:`ufuzz.engine.proposal.propose`, with the same
+(:mod:`ufuzz.engine.parallel.lane`): a query mutant is made here (:func:`ufuzz.engine.proposal.propose`, with the same
 per-step random generator as anywhere), a state mutant in its lane on a fork of the parent's state; a parent not
 executed yet gets a job of its own ahead of its tasks'. *Apply* — records, feedback, the oracle's verdict (it goes
 to the failure store only), retention, the scheduler's report — happens in this process, in task order, so
@@ -73,7 +73,7 @@ class Steps:
         No more tasks than the budget has executions left beyond the batch in flight (each task spends at least
         one): near the end, tasks that could not be applied would still pay for their calls. (Whatever the lanes,
         so that they never change the schedule.)"""
-        from ufuzz.engine.lanes import LaneJob
+        from ufuzz.engine.parallel.lanes import LaneJob
 
         s = self.search
         size = min(size, self.budget.left(s.progress, len(s.inflight.tasks) if s.inflight else 0))

@@ -11,7 +11,7 @@ run the bench records, from the campaign's progress callback:
 
 at b = N/4, N/2, 3N/4 and N, plus the whole step curve, the distinct (normalised) responses the run saw (the
 feedback of hidden retrieval, where no coverage is observed and Cov@b is not shown), and (unless disabled) the reproduce rate of the run's
-failures by :func:`ufuzz.engine.replay.replay_campaign` on a fresh backend instance. A campaign that runs
+failures by :func:`ufuzz.triage.replay.replay_campaign` on a fresh backend instance. A campaign that runs
 out of work before the budget keeps its final values at the later budgets.
 
 Outputs in ``out``: ``bench.json`` (configuration, per-run numbers, per-strategy mean/std, mean curves),
@@ -221,7 +221,7 @@ def _by_class(failures: Any) -> dict[str, dict[str, int]]:
 
 
 def _replay_run(rec: dict[str, Any]) -> None:
-    from ufuzz.engine.replay import replay_campaign
+    from ufuzz.triage.replay import replay_campaign
 
     t0 = time.perf_counter()
     report = replay_campaign(rec["dir"])

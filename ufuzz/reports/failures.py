@@ -17,13 +17,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ufuzz.corpus.baseline import BaselineVerdict, counts_as_system_failure
 from ufuzz.corpus.campaign import CampaignData, case_of, select_failures
 from ufuzz.corpus.store import CorpusStore
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference, StateOp
 from ufuzz.model.execution import OVERWRITTEN
 from ufuzz.oracles.classes import class_of
 from ufuzz.oracles.verdict import SHORT_LIST, UNREACHABLE, normalise_id
+from ufuzz.triage.baseline import BaselineVerdict, counts_as_system_failure
 
 __all__ = ["cause_of", "failure_rows", "group_by_cause", "group_by_class", "render_list", "failure_views",
            "render_show", "baseline_of"]

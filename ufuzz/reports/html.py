@@ -22,7 +22,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ufuzz.corpus.baseline import STATUSES
 from ufuzz.corpus.campaign import CampaignData, case_of, load_campaign
 from ufuzz.corpus.store import CorpusStore
 from ufuzz.engine.plotdata import read_plot_data
@@ -39,6 +38,7 @@ from ufuzz.reports.failures import (
 )
 from ufuzz.reports.plot import Panel, Series, bar_chart_svg, inline_svg, line_chart_svg
 from ufuzz.reports.status import baseline_who, campaign_status, llm_line, reasked_count
+from ufuzz.triage.baseline import STATUSES
 
 __all__ = ["build_report", "write_report"]
 

@@ -15,7 +15,7 @@ it ``<skipped>`` ("known failure, still reproduces", with how many of its record
 (every record fixed — good news, in ``system-out`` — or a guard that still passes). Its ``time`` is the
 seconds its records' replays took.
 
-**run**: with ``--baseline`` (statuses: :mod:`ufuzz.corpus.baseline`), a new, worse or regressed behaviour is
+**run**: with ``--baseline`` (statuses: :mod:`ufuzz.triage.baseline`), a new, worse or regressed behaviour is
 a ``<failure>``, a known one ``<skipped>`` ("known"), an unconfirmed one ``<skipped>`` ("NEW but unconfirmed");
 the baseline's behaviours this campaign did not meet are skipped cases too ("not met by this campaign"). Without a baseline every behaviour is a ``<failure>``.
 A case's ``time`` is the seconds its causes' examples took to execute (each mutant's and its parent's
@@ -70,8 +70,8 @@ def _record_line(r: Any) -> str:
 
 def _behaviour_groups(report: Any, corpus: Any) -> list[tuple[Any, list[Any]]]:
     """The check's results grouped by the behaviour of their records, in corpus order."""
-    from ufuzz.corpus.baseline import record_behaviour
     from ufuzz.oracles.classes import behaviour_of
+    from ufuzz.triage.baseline import record_behaviour
 
     by_line = {r.line: r for r in corpus.records} if corpus is not None else {}
     groups: dict[str, tuple[Any, list[Any]]] = {}
@@ -124,8 +124,8 @@ def _check_case(report: Any, b: Any, results: list[Any]) -> ET.Element:
 
 
 def check_to_junit(report: Any, corpus: Any = None) -> ET.ElementTree:
-    """The JUnit tree of a :class:`ufuzz.engine.regression.CheckReport` of ``corpus`` (its
-    :class:`~ufuzz.corpus.regression.RegressionCorpus`, which says each record's behaviour; without it records
+    """The JUnit tree of a :class:`ufuzz.triage.check.CheckReport` of ``corpus`` (its
+    :class:`~ufuzz.triage.corpusfile.RegressionCorpus`, which says each record's behaviour; without it records
     are grouped by class)."""
     cases = []
     if report.unreachable:
@@ -213,10 +213,10 @@ def _status(b: Any, verdict: Any) -> str:
 def campaign_to_junit(data: Any, summary: dict[str, Any], verdict: Any = None, *,
                       campaign_dir: str | Path = ".", baseline_given: bool = False) -> ET.ElementTree:
     """The JUnit tree of a finished campaign (``data``: its :class:`~ufuzz.corpus.campaign.CampaignData`;
-    ``verdict``: its :class:`~ufuzz.corpus.baseline.BaselineVerdict` when it ran with ``--baseline``)."""
-    from ufuzz.corpus.baseline import STATUSES
+    ``verdict``: its :class:`~ufuzz.triage.baseline.BaselineVerdict` when it ran with ``--baseline``)."""
     from ufuzz.engine.plotdata import read_plot_data
     from ufuzz.reports.failures import failure_rows, failure_views, group_by_cause
+    from ufuzz.triage.baseline import STATUSES
 
     behaviours = _campaign_behaviours(data, failure_rows(data, baseline=verdict))
     causes = {b.id: group_by_cause(rows) for b, rows in behaviours}

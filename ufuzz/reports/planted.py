@@ -1,13 +1,13 @@
 """``ufuzz bench --planted``: strategies measured by ground-truth bugs, the way Magma measures fuzzers.
 
-Each planted pair of :mod:`ufuzz.backends.planted` is one memory-system bug planted in the real embedded backend,
+Each planted pair of :mod:`ufuzz.backends.adapters.planted` is one memory-system bug planted in the real embedded backend,
 beside its clean twin (the same backend without it). For every strategy and run (seeds ``base_seed + 0 ..
 runs-1``) the bench runs one campaign on the defective build and one on the clean twin, with the pair's setting
-(:data:`ufuzz.backends.planted.SETTINGS`: suite, retrieval, k, options) and the same budget and seed, with
+(:data:`ufuzz.backends.adapters.planted.SETTINGS`: suite, retrieval, k, options) and the same budget and seed, with
 default judging (selection level, no reader), and records:
 
 * **found** — whether the defective build showed a failure of the planted class (operator + kind,
-  :class:`ufuzz.backends.planted.PlantedClass`), and **executions to first failure** of that class (the
+  :class:`ufuzz.backends.adapters.planted.PlantedClass`), and **executions to first failure** of that class (the
   execution count at which the campaign first recorded one);
 * **false findings** — failures of the planted class on the clean twin: the twin is correct for the property
   the defect breaks, so each one is a finding that is not true.
@@ -80,7 +80,7 @@ def _campaign(backend: str, setting: Any, seeds: str | None, strategy: str, budg
 
 def _one(pair: str, strategy: str, run: int, cfg: PlantedConfig, names: dict[str, tuple[str, str]],
          seeds: str | None) -> dict[str, Any]:
-    from ufuzz.backends.planted import CLASSES, SETTINGS
+    from ufuzz.backends.adapters.planted import CLASSES, SETTINGS
 
     setting, cls = SETTINGS[pair], CLASSES[pair]
     seed = cfg.base_seed + run
@@ -122,7 +122,7 @@ def aggregate(runs: list[dict[str, Any]], pairs: list[str]) -> dict[str, Any]:
 def run_planted(cfg: PlantedConfig, *, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the planted benchmark, write ``planted.json`` and ``planted.md`` into ``cfg.out_dir``, return the
     result. ``ValueError`` for a bad strategy, pair, budget or run count."""
-    from ufuzz.backends.planted import CLASSES, SETTINGS, register_all
+    from ufuzz.backends.adapters.planted import CLASSES, SETTINGS, register_all
     from ufuzz.engine.strategies import strategy_names
 
     say = echo or (lambda _s: None)
@@ -201,7 +201,7 @@ def _write(result: dict[str, Any], out: Path) -> None:
     head, rows = _rows(result)
     md = [f"# ufuzz bench --planted — budget {c['budget']}, {c['runs']} run(s) per strategy "
           f"(seeds {c['base_seed']}..{c['base_seed'] + c['runs'] - 1})", "",
-          "Each planted pair is a bug planted in the embedded backend beside its clean twin (ufuzz.backends.planted). "
+          "Each planted pair is a bug planted in the embedded backend beside its clean twin (ufuzz.backends.adapters.planted). "
           "Per class: runs whose campaign on the defective build showed a failure of the planted class, and the mean "
           "executions to the first one; false findings: failures of the planted class on the clean twins (each one "
           "a finding that is not true). Default judging (selection level, no reader)."

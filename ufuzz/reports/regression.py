@@ -1,10 +1,10 @@
-"""Plain-text rendering of a regression-corpus check (:func:`ufuzz.engine.regression.check_corpus`)."""
+"""Plain-text rendering of a regression-corpus check (:func:`ufuzz.triage.check.check_corpus`)."""
 
 from __future__ import annotations
 
 import json
 
-from ufuzz.engine.regression import CheckReport
+from ufuzz.triage.check import CheckReport
 
 _LABEL = {"known": "ok", "passes": "ok (fixed)", "fixed": "FIXED", "changed": "CHANGED", "regressed": "REGRESSED",
           "parent_broken": "PARENT BROKEN", "error": "ERROR", "inconclusive": "INCONCLUSIVE", "not_run": "NOT RUN"}

@@ -1,10 +1,10 @@
-"""Plain-text rendering of a replay (:func:`ufuzz.engine.replay.replay_campaign`)."""
+"""Plain-text rendering of a replay (:func:`ufuzz.triage.replay.replay_campaign`)."""
 
 from __future__ import annotations
 
 import json
 
-from ufuzz.engine.replay import ReplayReport
+from ufuzz.triage.replay import ReplayReport
 
 
 def render_replay(report: ReplayReport, *, width: int = 60) -> str:

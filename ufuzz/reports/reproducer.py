@@ -54,10 +54,10 @@ def verdict_source() -> list[str]:
 
 
 def adapter_source() -> str:
-    """The HTTP adapter's own code the script embeds: the request times (:func:`ufuzz.backends.http._times` and the
+    """The HTTP adapter's own code the script embeds: the request times (:func:`ufuzz.backends.adapters.http.adapter._times` and the
     ISO parser it uses), so that the reproducer sends the times the campaign sent, and the reading of "no such
-    memory" in an answer (:func:`ufuzz.backends.http._not_found_by`), so that it reads a get as the campaign did."""
-    from ufuzz.backends import http
+    memory" in an answer (:func:`ufuzz.backends.adapters.http.adapter._not_found_by`), so that it reads a get as the campaign did."""
+    from ufuzz.backends.adapters.http import adapter as http
 
     return "\n\n".join(["from __future__ import annotations\nfrom datetime import datetime, timezone",
                          inspect.getsource(utc_time), inspect.getsource(http._times),
@@ -480,7 +480,7 @@ def http_reproducer(config: Any, *, key: str, operator: str, kind: str, stage: s
                     parent: tuple[str, tuple[StateOp, ...], Any] | None,
                     mutant: tuple[str, tuple[StateOp, ...], Any],
                     k: int, name: str = "repro.py", judging: Any = None) -> str:
-    """The script's source. ``config`` is a :class:`ufuzz.backends.http.ProductConfig`; ``parent`` and
+    """The script's source. ``config`` is a :class:`ufuzz.backends.adapters.http.ProductConfig`; ``parent`` and
     ``mutant`` are (query text, full op recipe, reference) — ``parent`` None for a seed's baseline failure, judged
     alone; ``judging`` how the campaign judged."""
     ops = {n: {"method": o.method, "path": o.path, "body": o.body,
@@ -506,7 +506,7 @@ def http_reproducer(config: Any, *, key: str, operator: str, kind: str, stage: s
 
 def record_reproducer(config: Any, record: Any, checkpoint: Any, k: int, *, judging: Any = None,
                       name: str = "repro.py") -> str:
-    """The script of a regression record (:class:`ufuzz.corpus.regression.RegressionRecord`) on its checkpoint —
+    """The script of a regression record (:class:`ufuzz.triage.corpusfile.RegressionRecord`) on its checkpoint —
     e.g. the minimised one ``ufuzz minimise`` writes."""
     p, m = record.parent, record.mutant
     return http_reproducer(config, key=record.failure_key, operator=record.operator, kind=record.kind,

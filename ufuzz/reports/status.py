@@ -8,12 +8,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ufuzz.corpus.baseline import STATUSES
 from ufuzz.corpus.campaign import resolve_campaign
 from ufuzz.corpus.failures import FailureStore
 from ufuzz.corpus.store import CorpusStore, database_errors, default_url
 from ufuzz.oracles.classes import class_of, summarise
 from ufuzz.oracles.verdict import PROBE_KINDS, UNREACHABLE
+from ufuzz.triage.baseline import STATUSES
 
 
 def campaign_status(campaign_dir: Path, db: str | None = None, campaign_id: str | None = None) -> dict[str, Any]:

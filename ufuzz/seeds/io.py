@@ -28,10 +28,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ufuzz.jsonl import LineError, iter_json_lines
+from ufuzz._util.jsonl import LineError, iter_json_lines
+from ufuzz._util.strict import first_error
 from ufuzz.model import SCHEMA_VERSION, SeedSuite
 from ufuzz.seeds import schema
-from ufuzz.strict import first_error
 
 KINDS = ("header", "checkpoint", "seed", "reference")
 

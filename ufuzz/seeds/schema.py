@@ -3,7 +3,7 @@
 One model per record kind (:class:`HeaderRecord`, :class:`CheckpointRecord`, :class:`SeedRecord`,
 :class:`ReferenceRecord`) and per nested object (:class:`MemoryModel`, :class:`FactModel`,
 :class:`EntityModel`, :class:`QueryModel`, :class:`FieldsModel`, :class:`DescriptorModel`,
-:class:`RubricModel`). They are strict (see :mod:`ufuzz.strict`): ``"answerable": "no"`` is not false,
+:class:`RubricModel`). They are strict (see :mod:`ufuzz._util.strict`): ``"answerable": "no"`` is not false,
 ``"supporting": "p1-m2"`` is not a list, NaN is not a value, unknown keys are typos. Texts have size limits
 so that a runaway line is refused at once instead of being embedded for minutes. After validation each
 record becomes the frozen dataclass of :mod:`ufuzz.model` the rest of ufuzz uses (``to_model``).
@@ -22,7 +22,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, TypeAdapter, WithJsonSchema
 
-from ufuzz.jsonl import MAX_LINE_BYTES
+from ufuzz._util.jsonl import MAX_LINE_BYTES
+from ufuzz._util.strict import IdText, OpenModel, StrictModel, Text
 from ufuzz.model import (
     SCHEMA_VERSION,
     Checkpoint,
@@ -36,7 +37,6 @@ from ufuzz.model import (
     Rubric,
     Seed,
 )
-from ufuzz.strict import IdText, OpenModel, StrictModel, Text
 
 __all__ = [
     "MAX_LINE_BYTES", "MAX_ID", "MAX_MEMORY_TEXT", "MAX_QUERY_TEXT", "MAX_VALUE", "MAX_NAME", "FORMS",

@@ -1,6 +1,6 @@
 """Lanes as Ray actors: a campaign across machines (``--ray-address``).
 
-Each lane is an actor holding a :class:`ufuzz.engine.lanes.LaneCore` (one backend instance), placed by Ray with
+Each lane is an actor holding a :class:`ufuzz.engine.parallel.lanes.LaneCore` (one backend instance), placed by Ray with
 one CPU each and spread over the cluster's nodes. The campaign drives them exactly as it drives local lanes —
 the same batches, the same queue of jobs, results applied in task order — so a Ray run gives the
 same campaign and the same failures as one machine with the same seed and ``--batch``.
@@ -27,8 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ufuzz.engine.lane import LaneBase, LaneDied
-from ufuzz.engine.lanes import START_TIMEOUT, LaneCore, LaneSpec
+from ufuzz.engine.parallel.lane import LaneBase, LaneDied
+from ufuzz.engine.parallel.lanes import START_TIMEOUT, LaneCore, LaneSpec
 from ufuzz.engine.startup import StartError
 
 __all__ = ["LaneActor", "RayConnection", "RayLane", "check_address", "connect"]
@@ -148,7 +148,7 @@ class LaneActor:
 
 
 class RayLane(LaneBase):
-    """A lane as a Ray actor (a :class:`ufuzz.engine.lane.Lane`)."""
+    """A lane as a Ray actor (a :class:`ufuzz.engine.parallel.lane.Lane`)."""
 
     def __init__(self, index: int, spec: LaneSpec, ray: Any) -> None:
         self.index = index

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
+from ufuzz._util.strict import OpenModel, StrictModel, Text
 from ufuzz.model import StateOp
 from ufuzz.seeds.schema import (
     MAX_ID,
@@ -31,7 +32,6 @@ from ufuzz.seeds.schema import (
     RecordError,
     ReferenceBody,
 )
-from ufuzz.strict import OpenModel, StrictModel, Text
 
 __all__ = ["SCHEMA", "READS", "HASHED_SINCE", "content_hash", "HeaderModel", "CheckpointLine", "SeedLine",
            "FailureLine", "StateOpModel", "CaseModel", "MutantModel", "RECORDS"]

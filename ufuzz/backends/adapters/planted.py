@@ -6,7 +6,7 @@ Magma measures fuzzers by ground-truth bugs; ``tests/oracles/test_ground_truth.p
 them is a backend of its own (no ``name``): :func:`register_all` registers them as ``planted-NAME`` and
 ``clean-NAME`` where they are used.
 
-Each pair is the real embedded backend (:class:`~ufuzz.backends.embedded.EmbeddedBackend`: SQLite rows,
+Each pair is the real embedded backend (:class:`~ufuzz.backends.adapters.embedded.EmbeddedBackend`: SQLite rows,
 copy-on-write states, BM25 or MiniLM retrieval) with exactly one behaviour changed, and a ``defect`` flag that
 switches only that behaviour: the defective build has ``defect = True``, its clean twin ``defect = False``.
 The clean twin is correct for the property the defect breaks, so a campaign on the pair tells whether the
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ufuzz.backends import registry
-from ufuzz.backends.embedded import EmbeddedBackend, _Row, _top
+from ufuzz.backends.adapters.embedded import EmbeddedBackend, _Row, _top
 from ufuzz.backends.options import Option
 from ufuzz.backends.protocol import OpResult, Retrieved, StateHandle, StoredMemory
 from ufuzz.model import Checkpoint, Memory

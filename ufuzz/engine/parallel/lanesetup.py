@@ -1,18 +1,18 @@
 """Which lanes a campaign runs, and starting them: the one place that maps ``--workers``,
-``--max-concurrency`` and ``--ray-address`` to kinds of :class:`ufuzz.engine.lane.Lane`.
+``--max-concurrency`` and ``--ray-address`` to kinds of :class:`ufuzz.engine.parallel.lane.Lane`.
 
 =====================================  ==========================================================================
 settings                               lanes
 =====================================  ==========================================================================
-``--workers 1``                        one :class:`~ufuzz.engine.lane.InProcessLane` over the campaign's backend
-``--max-concurrency M``                M :class:`~ufuzz.engine.threadlanes.ThreadLane` over the campaign's backend
-``--workers N``                        N :class:`~ufuzz.engine.lanes.ProcessLane`, a backend each
-``--workers N --max-concurrency M``    N processes of M thread lanes (:func:`~ufuzz.engine.threadlanes.slot_lanes`)
-``--ray-address A --workers N``        N :class:`~ufuzz.engine.raylanes.RayLane` actors, a backend each
+``--workers 1``                        one :class:`~ufuzz.engine.parallel.lane.InProcessLane` over the campaign's backend
+``--max-concurrency M``                M :class:`~ufuzz.engine.parallel.threadlanes.ThreadLane` over the campaign's backend
+``--workers N``                        N :class:`~ufuzz.engine.parallel.lanes.ProcessLane`, a backend each
+``--workers N --max-concurrency M``    N processes of M thread lanes (:func:`~ufuzz.engine.parallel.threadlanes.slot_lanes`)
+``--ray-address A --workers N``        N :class:`~ufuzz.engine.parallel.raylanes.RayLane` actors, a backend each
 =====================================  ==========================================================================
 
-Every kind runs the same jobs (:class:`ufuzz.engine.lanes.LaneCore`) from the same pool, and the batches are
-``--batch`` tasks whatever the lanes (:mod:`ufuzz.engine.batching`), so the same seed and batch give the same
+Every kind runs the same jobs (:class:`ufuzz.engine.parallel.lanes.LaneCore`) from the same pool, and the batches are
+``--batch`` tasks whatever the lanes (:mod:`ufuzz.engine.parallel.batching`), so the same seed and batch give the same
 campaign with any of them.
 """
 
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.backends.protocol import BackendUnavailable
-from ufuzz.engine.lane import InProcessLane, Lane, LaneDied
-from ufuzz.engine.lanes import LaneCore, LanePool, LaneSpec, ProcessLane
+from ufuzz.engine.parallel.lane import InProcessLane, Lane, LaneDied
+from ufuzz.engine.parallel.lanes import LaneCore, LanePool, LaneSpec, ProcessLane
 
 __all__ = ["lane_count", "start_lanes"]
 
@@ -43,7 +43,7 @@ def start_lanes(spec: LaneSpec, workdir: Path, *, backend: Any, llm: Any, ray: A
     if ray is not None:
         lanes: list[Lane] = list(ray.lanes(spec, cfg.workers))
     elif cfg.max_concurrency > 1 and cfg.workers > 1:  # N processes of M thread lanes each
-        from ufuzz.engine.threadlanes import slot_lanes
+        from ufuzz.engine.parallel.threadlanes import slot_lanes
 
         lanes = list(slot_lanes(spec, workdir, cfg.workers, cfg.max_concurrency))
     elif cfg.max_concurrency > 1:
@@ -63,7 +63,7 @@ def start_lanes(spec: LaneSpec, workdir: Path, *, backend: Any, llm: Any, ray: A
 def _thread_lanes(spec: LaneSpec, workdir: Path, backend: Any, llm: Any) -> list[Lane]:
     """``--max-concurrency N`` thread lanes over the campaign's backend and LLM client."""
     from ufuzz.engine.executor import SharedStates
-    from ufuzz.engine.threadlanes import ThreadLane, shareable
+    from ufuzz.engine.parallel.threadlanes import ThreadLane, shareable
 
     shared = shareable(backend)
     states = SharedStates(shared)  # checkpoint states, built once for all lanes

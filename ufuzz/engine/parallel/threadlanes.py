@@ -2,9 +2,9 @@
 (``--max-concurrency N``).
 
 Real campaigns wait — on a remote LLM answering and judging, on a memory product over HTTP — far more than they
-compute. A :class:`ThreadLane` runs a :class:`ufuzz.engine.lanes.LaneCore` in a thread: its own executor and
+compute. A :class:`ThreadLane` runs a :class:`ufuzz.engine.parallel.lanes.LaneCore` in a thread: its own executor and
 states, over the *one* backend and the *one* LLM client of the campaign, so N lanes cost N threads, not N
-interpreters each loading a backend (and torch). The :class:`~ufuzz.engine.lanes.LanePool` drives them exactly
+interpreters each loading a backend (and torch). The :class:`~ufuzz.engine.parallel.lanes.LanePool` drives them exactly
 as it drives process lanes — the same batches, the same queue, results applied in task order — so the same seed
 and ``--batch`` give the same campaign whatever the lanes and the timing.
 
@@ -28,8 +28,8 @@ from multiprocessing import connection as mp_connection
 from pathlib import Path
 from typing import Any
 
-from ufuzz.engine.lane import LaneBase, LaneDied, answer
-from ufuzz.engine.lanes import ProcessLane
+from ufuzz.engine.parallel.lane import LaneBase, LaneDied, answer
+from ufuzz.engine.parallel.lanes import ProcessLane
 
 __all__ = ["ProcessSlot", "SerialBackend", "SlotProcess", "ThreadLane", "serve_slots", "shareable", "slot_lanes"]
 
@@ -94,7 +94,7 @@ _QUICK = _QuickSwitch()
 
 
 class ThreadLane(LaneBase):
-    """A LaneCore in a thread of this process (a :class:`ufuzz.engine.lane.Lane`). ``make_core`` builds its core
+    """A LaneCore in a thread of this process (a :class:`ufuzz.engine.parallel.lane.Lane`). ``make_core`` builds its core
     (over the shared backend); ``signal`` is the condition every lane of a pool notifies when an answer is in."""
 
     def __init__(self, index: int, make_core: Callable[[], Any], signal: threading.Condition) -> None:
@@ -202,7 +202,7 @@ def serve_slots(conn: Any, spec: Any, workdir: Path) -> None:
     (slot, "ok" | "err", value); None closes them all (answered ("ok", None), as a lane's close is)."""
     from ufuzz.backends import registry
     from ufuzz.engine.executor import SharedStates
-    from ufuzz.engine.lanes import LaneCore, LLMMeter, _import, llm_share
+    from ufuzz.engine.parallel.lanes import LaneCore, LLMMeter, _import, llm_share
     from ufuzz.llm.client import client_for
     from ufuzz.oracles.judging import Judging
 
@@ -273,8 +273,8 @@ def serve_slots(conn: Any, spec: Any, workdir: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Child main of a :class:`SlotProcess` (``python -m ufuzz.engine.threadlanes FD``)."""
-    from ufuzz.engine.lanes import child_setup
+    """Child main of a :class:`SlotProcess` (``python -m ufuzz.engine.parallel.threadlanes FD``)."""
+    from ufuzz.engine.parallel.lanes import child_setup
 
     conn, spec, workdir = child_setup(argv)
     serve_slots(conn, spec, workdir)
@@ -284,7 +284,7 @@ class SlotProcess(ProcessLane):
     """A process lane whose child serves ``slots`` thread lanes (:func:`serve_slots`): the campaign's pool sees
     each slot as a lane (:class:`ProcessSlot`); their answers share the pipe and are sorted out here."""
 
-    child_module = "ufuzz.engine.threadlanes"
+    child_module = "ufuzz.engine.parallel.threadlanes"
 
     def __init__(self, index: int, spec: Any, workdir: Path, slots: int) -> None:
         super().__init__(index, spec, workdir)
@@ -354,7 +354,7 @@ class SlotProcess(ProcessLane):
 
 
 class ProcessSlot(LaneBase):
-    """One thread lane of a :class:`SlotProcess` (a :class:`ufuzz.engine.lane.Lane`)."""
+    """One thread lane of a :class:`SlotProcess` (a :class:`ufuzz.engine.parallel.lane.Lane`)."""
 
     def __init__(self, proc: SlotProcess, slot: int, index: int) -> None:
         self.proc, self.slot, self.index = proc, slot, index
@@ -402,6 +402,6 @@ def slot_lanes(spec: Any, workdir: Path, workers: int, slots: int) -> list[Proce
 
 
 if __name__ == "__main__":  # run as the package's module, so that what it sends pickles as ufuzz.engine classes
-    from ufuzz.engine import threadlanes as _threadlanes
+    from ufuzz.engine.parallel import threadlanes as _threadlanes
 
     _threadlanes.main()

@@ -14,16 +14,16 @@ from hypothesis import strategies as st
 
 from ufuzz.cli import main
 from ufuzz.corpus.failures import FailureStore
-from ufuzz.corpus.format import content_hash
-from ufuzz.corpus.regression import (
+from ufuzz.oracles.expectations import KINDS
+from ufuzz.triage.check import check_corpus
+from ufuzz.triage.corpusfile import (
     CorpusFileError,
     export_campaign,
     load_corpus,
     select_records,
     write_corpus,
 )
-from ufuzz.engine.regression import check_corpus
-from ufuzz.oracles.expectations import KINDS
+from ufuzz.triage.corpusformat import content_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "corpus" / "embedded-dense.jsonl"
@@ -495,7 +495,7 @@ def test_accept_refuses_results_of_another_corpus(tmp_path):
 def test_every_file_option_of_the_backend_is_written_relative_to_the_corpus_and_read_back(tmp_path):
     """The options that name files are the backend's own (``Option(path=True)``), not a hand-kept list: an
     embedding cache recorded whole is exported relative to the corpus file, and resolved against it again."""
-    from ufuzz.corpus.regression import path_options, portable_options, resolve_options
+    from ufuzz.triage.corpusfile import path_options, portable_options, resolve_options
 
     assert {"embedding_cache"} <= set(path_options("embedded")) and "config" in path_options("http")
     assert path_options("no-such-backend") == ()

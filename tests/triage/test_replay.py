@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from ufuzz.cli import main
 from ufuzz.corpus.failures import FailureStore
 from ufuzz.corpus.store import CorpusStore
-from ufuzz.engine.replay import replay_campaign
 from ufuzz.reports.replay import render_replay
+from ufuzz.triage.replay import replay_campaign
 
 ROOT = Path(__file__).resolve().parents[2]
 

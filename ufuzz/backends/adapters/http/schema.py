@@ -1,6 +1,6 @@
 """The product TOML of ``--backend http`` as a JSON Schema, built from the very tables the loader validates with.
 
-:func:`ufuzz.backends.http.parse_config` (what ``ufuzz run``, ``ufuzz backends check http`` and every other load
+:func:`ufuzz.backends.adapters.http.config.parse_config` (what ``ufuzz run``, ``ufuzz backends check http`` and every other load
 run) checks a product TOML against ``ProductModel`` (types and ranges), the per-operation JSON-path keys
 (``_PATH_KEYS``: which are allowed, which required), the placeholders each operation provides (``PROVIDES``),
 the methods and the defaults. :func:`product_schema` assembles those same tables into a JSON Schema
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ufuzz.backends import http
+from ufuzz.backends.adapters.http import config
 
 __all__ = ["product_schema", "TOP_DOCS", "OP_DOCS", "KEY_DOCS"]
 
@@ -122,7 +122,7 @@ _OWN_SCHEMA: dict[str, dict[str, Any]] = {
 
 def _top_properties() -> dict[str, Any]:
     """Top-level scalar keys from ProductModel's own JSON Schema (types, ranges, defaults)."""
-    model = http.ProductModel.model_json_schema()
+    model = config.ProductModel.model_json_schema()
     out = {}
     for key in ("base_url", "name", "timeout", "retries", "retry_backoff", "deterministic", "abstain_threshold",
                 "error_when", "headers"):
@@ -142,10 +142,10 @@ def _top_properties() -> dict[str, Any]:
 
 
 def _operation(name: str) -> dict[str, Any]:
-    keys = http._PATH_KEYS[name]
+    keys = config._PATH_KEYS[name]
     props: dict[str, Any] = {
-        "method": {"enum": [*http.METHODS, *(m.lower() for m in http.METHODS)],
-                   "default": http._DEFAULT_METHOD.get(name, "GET"), "description": KEY_DOCS["method"]},
+        "method": {"enum": [*config.METHODS, *(m.lower() for m in config.METHODS)],
+                   "default": config._DEFAULT_METHOD.get(name, "GET"), "description": KEY_DOCS["method"]},
         "path": {"type": "string", "pattern": "^/", "description": KEY_DOCS["path"]},
         "body": {"description": KEY_DOCS["body"]},
         "not_found": {"type": "array", "items": {"type": "integer"}, "default": [404],
@@ -157,11 +157,11 @@ def _operation(name: str) -> dict[str, Any]:
     if name == "update":
         props["policy"] = {"enum": ["rewrite", "append"], "default": "rewrite", "description": KEY_DOCS["policy"]}
     for key in keys:
-        pattern = r"^!?\s*\$" if key in http._NEGATABLE else r"^\$"
+        pattern = r"^!?\s*\$" if key in config._NEGATABLE else r"^\$"
         props[key] = {"type": "string", "pattern": pattern, "description": KEY_DOCS[key]}
-    for key in sorted(http._OWN_KEYS.get(name, set()) - {"policy"}):  # policy: above, with its enum
+    for key in sorted(config._OWN_KEYS.get(name, set()) - {"policy"}):  # policy: above, with its enum
         props[key] = {**_OWN_SCHEMA[key], "description": KEY_DOCS[key]}
-    provides = ", ".join(f"`{{{p}}}`" for p in sorted(http.PROVIDES[name]))
+    provides = ", ".join(f"`{{{p}}}`" for p in sorted(config.PROVIDES[name]))
     return {"type": "object", "additionalProperties": False, "properties": props,
             "required": ["path", *(k for k, req in keys.items() if req)],
             "description": f"{OP_DOCS[name]} Placeholders it provides: {provides}."}
@@ -170,10 +170,10 @@ def _operation(name: str) -> dict[str, Any]:
 def product_schema() -> dict[str, Any]:
     """The JSON Schema of a product TOML (as parsed: a JSON object)."""
     props = _top_properties()
-    for name in (*http.REQUIRED_OPS, *http.OPTIONAL_OPS):
+    for name in (*config.REQUIRED_OPS, *config.OPTIONAL_OPS):
         props[name] = _operation(name)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "ufuzz product TOML",
             "description": "A memory product's HTTP API for `ufuzz run --backend http --config product.toml`.",
             "type": "object", "additionalProperties": False, "properties": props,
-            "required": list(http.REQUIRED_OPS),
-            "anyOf": [{"required": [op]} for op in http.USE_OPS]}
+            "required": list(config.REQUIRED_OPS),
+            "anyOf": [{"required": [op]} for op in config.USE_OPS]}

@@ -3,7 +3,7 @@
 Delta debugging (Zeller and Hildebrandt's *ddmin*) over two lists, one after the other: the checkpoint's
 memories, then the state operations of the parent's recipe (shared with the mutant) and of the mutation. A
 candidate *still shows the failure* when, replayed on a fresh state of the campaign's backend exactly as
-``ufuzz replay`` does (:func:`ufuzz.engine.replay.replay_pair`), the parent passes and the mutant fails with the
+``ufuzz replay`` does (:func:`ufuzz.triage.replay.replay_pair`), the parent passes and the mutant fails with the
 same kind and level on the same offending memories (the same unique-failure key). ddmin returns a 1-minimal
 set: removing any single remaining memory or op loses the failure.
 
@@ -11,7 +11,7 @@ What may be removed is limited to what the references do not talk about, so that
 true failure: the memories a reference needs or forbids (supporting, invalidated), the offending ones and the
 targets of the kept operations stay, and only operations that touch none of those are candidates (the
 operation that *is* the mutation — the update, the deletion — is the failure's cause and is never removed).
-The result is a one-record regression corpus (:mod:`ufuzz.corpus.regression`) that ``ufuzz corpus check``
+The result is a one-record regression corpus (:mod:`ufuzz.triage.corpusfile`) that ``ufuzz corpus check``
 replays.
 """
 
@@ -25,16 +25,16 @@ from typing import Any, TypeVar
 
 from ufuzz.backends.protocol import BackendError, BackendUnreachable, MemoryBackend
 from ufuzz.corpus.campaign import CampaignData, select_failures
-from ufuzz.corpus.regression import (
+from ufuzz.model import Checkpoint, Fact, MutationDescriptor, StateOp
+from ufuzz.oracles.expectations import STATE
+from ufuzz.oracles.judging import Judging
+from ufuzz.triage.corpusfile import (
     RegressionRecord,
     build_records,
     campaign_header,
     write_corpus,
 )
-from ufuzz.engine.replay import fresh_backend, replay_pair, replay_state
-from ufuzz.model import Checkpoint, Fact, MutationDescriptor, StateOp
-from ufuzz.oracles.expectations import STATE
-from ufuzz.oracles.judging import Judging
+from ufuzz.triage.replay import fresh_backend, replay_pair, replay_state
 
 __all__ = ["ddmin", "Minimised", "ReplayFault", "minimise_record", "minimise_failure", "write_minimised"]
 

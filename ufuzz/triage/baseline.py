@@ -49,9 +49,9 @@ from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 
-from ufuzz.corpus.regression import RegressionCorpus, RegressionRecord
 from ufuzz.model import StateOp
 from ufuzz.oracles.classes import Behaviour, behaviour_of
+from ufuzz.triage.corpusfile import RegressionCorpus, RegressionRecord
 
 __all__ = ["BaselineVerdict", "compare_with_baseline", "counts_as_system_failure", "baseline_mismatch",
            "baseline_source", "record_behaviour", "chance_of", "STATUSES", "FAILING", "CHANCE"]

@@ -17,8 +17,8 @@ until the campaign says, with that lane's next request, whether the mutant was k
 not (released). A lane that dies is restarted on its next job; the job it was running comes back ``lost`` (the
 campaign records an error, never a failure), and its states are rebuilt from their recipes as after an eviction.
 
-:class:`ProcessLane` runs a LaneCore in a child interpreter on this machine (``python -m ufuzz.engine.lanes``,
-talking pickles over a socket pair, as the backend worker does); :mod:`ufuzz.engine.raylanes` runs it as a Ray
+:class:`ProcessLane` runs a LaneCore in a child interpreter on this machine (``python -m ufuzz.engine.parallel.lanes``,
+talking pickles over a socket pair, as the backend worker does); :mod:`ufuzz.engine.parallel.raylanes` runs it as a Ray
 actor.
 """
 
@@ -42,14 +42,14 @@ from multiprocessing import connection as mp_connection
 from pathlib import Path
 from typing import Any
 
+from ufuzz._util.lru import LRU
 from ufuzz.backends import registry
 from ufuzz.backends.protocol import BackendError, StateHandle
 from ufuzz.backends.worker import end_child, exit_text, serve
 from ufuzz.engine.executor import Executor
-from ufuzz.engine.lane import Lane, LaneBase, LaneDied
+from ufuzz.engine.parallel.lane import Lane, LaneBase, LaneDied
 from ufuzz.engine.proposal import Proposal, propose
 from ufuzz.engine.scheduler import Task
-from ufuzz.lru import LRU
 from ufuzz.model import Checkpoint, Execution, FuzzCase, Reference
 
 __all__ = ["LaneCore", "LaneDied", "LaneJob", "LanePool", "LaneResult", "LaneSpec", "ProcessLane", "home_lane"]
@@ -151,8 +151,8 @@ class LaneCore:
     def __init__(self, spec: LaneSpec, workdir: Path, backend: Any = None, llm: Any = None,
                  shared: Any = None, meter: LLMMeter | None = None, prejudge: bool = True) -> None:
         """A core with a backend of its own (a process or Ray lane), or over ``backend`` and ``llm`` shared with
-        the campaign (its in-process lane, :class:`ufuzz.engine.lane.InProcessLane`) or with the campaign's
-        other thread lanes (:mod:`ufuzz.engine.threadlanes`): never closed here; ``shared``: their checkpoint
+        the campaign (its in-process lane, :class:`ufuzz.engine.parallel.lane.InProcessLane`) or with the campaign's
+        other thread lanes (:mod:`ufuzz.engine.parallel.threadlanes`): never closed here; ``shared``: their checkpoint
         states, built once for all; ``meter``: the counts of a client of the lane's process, reported to the campaign
         with each job; ``prejudge``: ask an LLM judge ahead of the campaign (:meth:`_prejudge`), which only
         pays where the lane's wait overlaps the campaign's work."""
@@ -317,7 +317,7 @@ def home_lane(seed_id: str, lanes: int) -> int:
 
 # -- a lane in a child process --------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> None:
-    """Child main (``python -m ufuzz.engine.lanes FD``): the first message is (spec, workdir); then answer
+    """Child main (``python -m ufuzz.engine.parallel.lanes FD``): the first message is (spec, workdir); then answer
     ("ok", value) | ("err", message) per (method, args) request; None closes the lane."""
     conn, spec, workdir = child_setup(argv)
     try:
@@ -365,7 +365,7 @@ class ProcessLane(LaneBase):
     """A :class:`LaneCore` in a child interpreter on this machine, started on first use and after a death."""
 
     #: the child's module (``python -m MODULE FD``)
-    child_module = "ufuzz.engine.lanes"
+    child_module = "ufuzz.engine.parallel.lanes"
 
     def __init__(self, index: int, spec: LaneSpec, workdir: Path) -> None:
         self.index = index
@@ -673,7 +673,7 @@ class LanePool:
                 pass
 
 
-if __name__ == "__main__":  # run as the package's module, so that results pickle as ufuzz.engine.lanes classes
-    from ufuzz.engine import lanes as _lanes
+if __name__ == "__main__":  # run as the package's module, so that results pickle as ufuzz.engine.parallel.lanes classes
+    from ufuzz.engine.parallel import lanes as _lanes
 
     _lanes.main()

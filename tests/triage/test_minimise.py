@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from ufuzz.cli import main
 from ufuzz.corpus.campaign import load_campaign
-from ufuzz.corpus.regression import load_corpus
-from ufuzz.engine.minimise import _Trial, ddmin, minimise_failure
-from ufuzz.engine.regression import check_corpus
-from ufuzz.engine.replay import fresh_backend
 from ufuzz.oracles.judging import Judging
+from ufuzz.triage.check import check_corpus
+from ufuzz.triage.corpusfile import load_corpus
+from ufuzz.triage.minimise import _Trial, ddmin, minimise_failure
+from ufuzz.triage.replay import fresh_backend
 
 
 @given(st.lists(st.integers(0, 40), unique=True, max_size=25), st.data())

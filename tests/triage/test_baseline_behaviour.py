@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ufuzz.corpus.baseline import CHANCE, BaselineVerdict, chance_of, compare_with_baseline, record_behaviour
 from ufuzz.corpus.failures import FailureRecord
-from ufuzz.corpus.regression import CaseRecipe, RegressionCorpus, RegressionRecord
 from ufuzz.model import Memory, Query, QueryFields, Reference, StateOp
 from ufuzz.oracles.classes import REMOVED_SUFFIX, behaviour_of, class_of, removed_by
+from ufuzz.triage.baseline import CHANCE, BaselineVerdict, chance_of, compare_with_baseline, record_behaviour
+from ufuzz.triage.corpusfile import CaseRecipe, RegressionCorpus, RegressionRecord
 
 
 def _recipe(cid: str, ops: tuple[StateOp, ...], operator: str | None) -> CaseRecipe:

@@ -20,8 +20,8 @@ inconclusive        ``inconclusive`` — ok, said          ``inconclusive`` — 
 A backend that cannot be reached at all (:class:`~ufuzz.backends.protocol.BackendUnreachable`, found by a
 probe before the first record and after any record that ends in an error) stops the check: the remaining
 records are ``not_run`` and the exit status is 3, so a nightly job tells "the product is down" apart from "a
-known failure changed". The corpus format itself is :mod:`ufuzz.corpus.regression`; the replay of one pair
-is :func:`ufuzz.engine.replay.replay_pair`.
+known failure changed". The corpus format itself is :mod:`ufuzz.triage.corpusfile`; the replay of one pair
+is :func:`ufuzz.triage.replay.replay_pair`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.backends.protocol import BackendError, MemoryBackend
-from ufuzz.corpus.regression import (
+from ufuzz.model import Checkpoint
+from ufuzz.oracles.expectations import STATE
+from ufuzz.triage.corpusfile import (
     STATUSES,
     RegressionCorpus,
     RegressionRecord,
@@ -43,9 +45,7 @@ from ufuzz.corpus.regression import (
     path_options,
     resolve_options,
 )
-from ufuzz.engine.replay import fresh_backend, probe_unreachable, replay_pair, replay_state
-from ufuzz.model import Checkpoint
-from ufuzz.oracles.expectations import STATE
+from ufuzz.triage.replay import fresh_backend, probe_unreachable, replay_pair, replay_state
 
 __all__ = ["CheckResult", "CheckReport", "check_corpus", "OUTCOMES", "BAD_OUTCOMES", "EXIT_UNREACHABLE"]
 
@@ -135,12 +135,12 @@ def _outcome(status: str, expected: str) -> str:
 
 
 def _probe(be: MemoryBackend, checkpoint: Checkpoint) -> str | None:
-    """Why the backend cannot be reached, or None (:func:`ufuzz.engine.replay.probe_unreachable`)."""
+    """Why the backend cannot be reached, or None (:func:`ufuzz.triage.replay.probe_unreachable`)."""
     return probe_unreachable(be, checkpoint)
 
 
 def _classify(res: Any) -> tuple[str, str]:
-    """(status, reason) of a :class:`ufuzz.engine.replay.ReplayResult`."""
+    """(status, reason) of a :class:`ufuzz.triage.replay.ReplayResult`."""
     if res.status == "reproduced":
         if res.same_key:
             return "reproduced", "parent passes, mutant fails the same way"
