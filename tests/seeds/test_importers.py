@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.operator_kit import state_moves
 from ufuzz.model import Provenance, Rubric, SeedSuite
 from ufuzz.seeds.importers import SeedImportError, import_file, importers
 from ufuzz.seeds.importers.fields import (
@@ -89,11 +90,14 @@ def test_locomo_references_match_the_benchmark():
     seed, ref = by_text(s, "How many children does Melanie have?")
     assert (ref.answer, ref.supporting) == ("3", ("D2:3",))  # int answer, bare "D" dropped
     assert seed.query.fields.entity == "Melanie" and seed.query.fields.attribute == "number of children"
-    # "three" in the turn: no update (it would have to rewrite "3"), but a delete finds every carrier
-    assert ref.answer_form == "abstractive" and seed.descriptor.memory_ops == ("delete", "unrelated_edit")
+    # "three" in the turn: no update (it would have to rewrite "3"), but a delete finds every carrier; the seed names
+    # no operator (each decides from the seed: one added later applies too)
+    assert ref.answer_form == "abstractive" and seed.descriptor.memory_ops is None
+    assert not seed.descriptor.value_pool and state_moves(seed, s) == {"delete", "unrelated_edit"}
     assert not [x for x in s.seeds if x.query.text.startswith("Would Caroline likely")]  # speculative: dropped
     seed, ref = by_text(s, "What did Melanie realize after the charity race?")
-    assert ref.abstain and not seed.query.fields.answerable and seed.descriptor.memory_ops == ("unrelated_edit",)
+    assert ref.abstain and not seed.query.fields.answerable and seed.descriptor.memory_ops is None
+    assert state_moves(seed, s) == {"unrelated_edit"}  # nothing to update or delete: no answer in the state
     # adversarial: its evidence is a decoy and its answer no stale one (it is Caroline's, not out of date); asked
     # of Caroline (who said it) it has that answer
     assert (ref.invalidated, ref.stale_answers) == (("D2:5",), ())
@@ -102,6 +106,7 @@ def test_locomo_references_match_the_benchmark():
     seed, ref = by_text(s, "What is Caroline's identity?")
     assert ref.answer == "Transgender woman"  # the first of the two conflicting items wins
     assert ref.answer_form == "extractive" and seed.descriptor.memory_ops is None
+    assert state_moves(seed, s) == {"delete", "unrelated_edit"}  # "Transgender woman" is in no class: no new value
     # Melanie has no identity: no target change to her, but asking her is a misattribution
     assert "entity" not in seed.descriptor.replacement_targets
     assert seed.descriptor.replacement_targets["speaker"] == ("Melanie",)
@@ -111,6 +116,7 @@ def test_locomo_references_match_the_benchmark():
     # a date the turn tells as "yesterday": an update dates it anew (never after the conversation's end), a delete
     # removes every turn telling it in other words (key-word carriers): every state move
     assert ref.answer_form == "abstractive" and seed.descriptor.memory_ops is None
+    assert state_moves(seed, s) == {"update", "delete", "unrelated_edit"}
     end = max(m.timestamp for m in cp.memories)[:10]
     assert seed.descriptor.value_pool and all(date_of(v).isoformat() <= end for v in seed.descriptor.value_pool)
     # conv-2: session 2 has no date; it is placed after session 1 rather than dropped
@@ -270,7 +276,8 @@ def test_memops_updates_traps_and_deletes(tmp_path):
     assert res.dropped == {"no_fields": 1, "reference_mismatch": 1}
     seed, ref = by_text(s, "Where does Dana work now?")
     assert (ref.answer, ref.supporting, ref.invalidated) == ("Globex", ("t3",), ("t1",))
-    assert seed.descriptor.allows("update")
+    # an employer is in no class of values: no new one to write; its evidence can be deleted
+    assert seed.descriptor.memory_ops is None and state_moves(seed, s) == {"delete", "unrelated_edit"}
     assert seed.descriptor.replacement_targets["recency_trap"] == ("Initech",)
     facts = s.checkpoint_of(seed).facts
     assert [f.value for f in facts if f.attribute == "employer"] == ["Acme", "Globex"]  # history, no Initech
@@ -459,3 +466,22 @@ def test_an_importer_of_another_package_comes_through_its_entry_point(tmp_path, 
     (tmp_path / "x.txt").write_text("anything\n")
     res = import_file("outside", tmp_path / "x.txt")
     assert res.suite.seeds
+
+
+@pytest.mark.parametrize(("fmt", "name"), [
+    ("locomo", "locomo_sample.json"), ("locomo", "locomo_annotated.json"), ("memops", "memops_evidence.json"),
+    ("meme", "meme_walkthrough_sample.json"), ("halumem", "halumem_long_sample.jsonl"),
+    ("halumem", "halumem_users.jsonl"),
+])
+def test_imported_seeds_name_no_operator(fmt, name):
+    """An importer says what a seed is (its fields, facts, new values), never which operators may act on it: each
+    operator decides from the seed, so a state operator added later is offered imported seeds like the built-ins.
+    Every state move an importer used to rule out by name is still ruled out, by the operator itself."""
+    s = import_file(fmt, FIX / name).suite
+    assert s.seeds and all(seed.descriptor.memory_ops is None for seed in s.seeds)
+    for seed in s.seeds:
+        moves = state_moves(seed, s)
+        if not seed.query.fields.answerable:
+            assert moves <= {"unrelated_edit"}  # no answer in the state: nothing to update or delete
+        if "update" in moves:
+            assert seed.descriptor.value_pool  # a new value only where the evidence's words can carry one

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.operator_kit import state_moves
 from ufuzz.cli import main
 from ufuzz.model import Provenance, SeedSuite
 from ufuzz.seeds.importers import SeedImportError, import_file
@@ -81,10 +82,12 @@ def test_meme_references_per_task(meme):
     seed, ref = seed_ref(s, "meme:sw_901:after:1")  # Cas after: the cascaded value, the old one stale
     assert (ref.answer, ref.supporting, ref.invalidated) == ("Ravi Anand", ("s4:5", "s6:1"), ("s4:3",))
     assert ref.stale_answers == ("Ines Moreau",)
-    assert not seed.descriptor.allows("update")  # its latest evidence turn does not state the value
+    # its latest evidence turn does not state the value: no new value to write, no update
+    assert not seed.descriptor.value_pool and "update" not in state_moves(seed, s)
     seed, ref = seed_ref(s, "meme:sw_901:after:2")  # Abs: "Uncertain — previously 'Tomas Vik' …"
     assert ref.abstain and ref.invalidated == ("s4:1",) and ref.stale_answers == ("Tomas Vik",)
-    assert not seed.query.fields.answerable and seed.descriptor.memory_ops == ("unrelated_edit",)
+    assert not seed.query.fields.answerable and seed.descriptor.memory_ops is None
+    assert state_moves(seed, s) == {"unrelated_edit"}
     seed, ref = seed_ref(s, "meme:sw_901:after:3")  # Del: "No — explicitly removed"
     assert ref.abstain and ref.invalidated == ("s3:3", "s6:3") and ref.stale_answers == ("#orvex-metrics",)
     seed, ref = seed_ref(s, "meme:sw_901:before:2")  # Del before the deletion: the value, updatable
@@ -144,7 +147,7 @@ def test_halumem_long_sessions_interference_and_updates():
     assert (ref.answer, ref.supporting, ref.invalidated) == ("Ruiz Vet Care", ("s2:m1",), ("s0:m1",))
     assert seed.query.fields.entity == "Ana Ruiz" and seed.descriptor.memory_ops is None
     seed, ref = seed_ref(s, "halumem:u-long-7:s2:q1")  # Memory Conflict: an answer written anew
-    assert ref.answer == "She drinks green tea, not coffee." and not seed.descriptor.allows("update")
+    assert ref.answer == "She drinks green tea, not coffee." and "update" not in state_moves(seed, s)
     seed, ref = seed_ref(s, "halumem:u-long-7:s2:q2")  # Memory Boundary
     assert ref.abstain and not seed.query.fields.answerable
     agree(s)

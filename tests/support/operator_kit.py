@@ -30,6 +30,13 @@ def case_of(seed: Seed, s: SeedSuite | None = None) -> FuzzCase:
     return FuzzCase.from_seed(seed, s.checkpoint_of(seed))
 
 
+def state_moves(seed: Seed, s: SeedSuite) -> set[str]:
+    """The memory-state operators that offer a move on ``seed`` of suite ``s``: what a seed states about itself
+    (its fields, facts and value pool) decides it, each operator for itself."""
+    case = case_of(seed, s)
+    return {name for name, op in operators().items() if op.kind == "state" and op.targets(case)}
+
+
 @lru_cache(maxsize=1)
 def cases() -> tuple[FuzzCase, ...]:
     return tuple(case_of(seed) for seed in sorted(suite().seeds, key=lambda x: x.id))

@@ -37,6 +37,8 @@ class Delete(Operator):
         if not case.descriptor.allows(self.name):
             return []
         f = case.query.fields
+        if not f.answerable:  # a question the state has no answer to: the reference abstains before and after
+            return []
         facts = [x for x in case.provenance.facts_for(f.entity, f.attribute) if not x.deleted]
         if not facts or carriers(case.provenance, facts) is None:
             return []

@@ -1,4 +1,4 @@
-"""Seed importers: benchmark files → :class:`SeedSuite` (checkpoints, seeds, references kept apart).
+"""Seed importers: benchmark files → :class:`~ufuzz.model.SeedSuite` (checkpoints, seeds, references kept apart).
 
 ``import_file(fmt, path, extractor=None)`` returns an :class:`ImportResult` carrying the suite and two
 counters: ``warnings`` (real-data quirks that were repaired or skipped) and ``dropped`` (seeds not

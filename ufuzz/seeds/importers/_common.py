@@ -174,17 +174,11 @@ def parse_timestamp(raw: Any) -> datetime | None:
     return None
 
 
-#: the memory-state operators a fact whose value is not verbatim in its evidence still supports
-WITHOUT_UPDATE = ("delete", "unrelated_edit")
-
-
-def memory_ops_for(value: str, latest_evidence_text: str | None) -> tuple[str, ...] | None:
-    """Memory operations an operator can carry out on a fact: every one (``None``) when the value is written
-    verbatim (whole words) in its latest evidence memory; otherwise not ``update``, which rewrites that
-    memory's text and would have to invent one."""
-    if value.strip() and latest_evidence_text and mentions_word([latest_evidence_text], value.strip()):
-        return None
-    return WITHOUT_UPDATE
+def updatable(value: str, latest_evidence_text: str | None) -> bool:
+    """Whether a new value of a fact can be written as its latest evidence memory says it: the value is written
+    verbatim (whole words) in that memory. Otherwise an update, which rewrites that memory's text, would have to
+    invent one, so the seed offers no new values (an empty ``value_pool``)."""
+    return bool(value.strip() and latest_evidence_text and mentions_word([latest_evidence_text], value.strip()))
 
 
 def latest_text(memories: Sequence[Memory], ids: Sequence[str]) -> str | None:
@@ -219,7 +213,10 @@ class Pending:
     facts: tuple[Fact, ...] = ()  # facts this question contributes (answer fact and history)
     expect_invalidated: tuple[str, ...] | None = None  # checked when given
     extra_targets: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    memory_ops: tuple[str, ...] | None = None
+    #: a new value can be written in the evidence's own words (:func:`updatable`, :func:`can_update`); without it the
+    #: seed offers no new values. What a seed says of itself, never which operators may act: each operator decides
+    #: from the seed whether it applies, so a state operator added later applies to imported seeds too
+    updatable: bool = True
     rubric: Rubric | None = None  # the benchmark's judging rubric, carried on the reference
     #: memories a right response must not come from although they look like evidence (LoCoMo's adversarial
     #: evidence, LongMemEval's abstention turns): added to the reference's invalidated ids
@@ -402,16 +399,9 @@ class Builder:
                 fresh = [v for v in pool if not mentions_word([corpus], v)]
                 k = rng_key % len(fresh) if fresh else 0
                 pool = tuple((fresh[k:] + fresh[:k])[:3])
-        if p.memory_ops is not None:
-            ops = p.memory_ops
-        elif p.answer is None:
-            ops = ("unrelated_edit",)
-        else:
-            ops = None  # every memory-state operator
-        if ops is not None and "update" not in ops:
-            pool = ()  # values only an update writes
-        return MutationDescriptor(replacement_targets=replacement, absent_targets=absent, memory_ops=ops,
-                                  value_pool=pool)
+        if p.answer is None or not p.updatable:
+            pool = ()  # no value to replace, or none written in the evidence's own words
+        return MutationDescriptor(replacement_targets=replacement, absent_targets=absent, value_pool=pool)
 
 
 @dataclass
@@ -490,23 +480,15 @@ JUDGEMENT = re.compile(r"^(?:(?:most\s+)?likely|probably|possibly|maybe|definite
                         r"true|false)\b", re.I)
 
 
-def state_ops_for(answer: str, evidence_texts: Sequence[str], latest: str | None) -> tuple[str, ...] | None:
-    """The memory-state operators that can carry out their move on an answer: an update where it is written
-    verbatim in an evidence memory (it rewrites the latest that writes it) or is a date its latest evidence tells
-    by one relative time ("yesterday": the update dates it), a delete and the unrelated edit always (a delete
-    finds every memory carrying the answer, in its words or in others': :func:`ufuzz.operators.delete.carriers`);
-    None when all of them can (every state operator)."""
+def can_update(answer: str, evidence_texts: Sequence[str], latest: str | None) -> bool:
+    """Whether a new value of an answer can be written in its evidence's own words: it is written verbatim in an
+    evidence memory (an update rewrites the latest that writes it) or is a date its latest evidence tells by one
+    relative time ("yesterday": the update dates it) — never a yes/no judgement."""
     a = answer.strip()
-    if not a:
-        return ("unrelated_edit",)
-    if JUDGEMENT.match(a):
-        return ("delete", "unrelated_edit")
+    if not a or JUDGEMENT.match(a):
+        return False
     written = [t for t in evidence_texts if mentions_word([t], a)]
-    # an update rewrites the latest evidence turn that writes the value, or, for a date told as "yesterday",
-    # the relative time of the latest evidence turn
-    if written or (latest is not None and rewrite_time(latest, a) is not None):
-        return None
-    return ("delete", "unrelated_edit")
+    return bool(written) or (latest is not None and rewrite_time(latest, a) is not None)
 
 
 def answer_form(answer: str, evidence_texts: Sequence[str]) -> str:

@@ -51,10 +51,10 @@ from ufuzz.seeds.importers._common import (
     each_record,
     finish,
     latest_text,
-    memory_ops_for,
     need,
     read_records,
     snippets,
+    updatable,
 )
 from ufuzz.seeds.importers.fields import Extractor, establish_fields, mentions_word, value_type_of
 
@@ -220,12 +220,12 @@ def _question(b: Builder, uid: str, s: int, j: int, q: Any, memories: list[Memor
         if has_history:
             facts.append(Fact(fields.entity, fields.attribute, f"[value stated in {olds[0]}]", tuple(olds), False,
                               UNSTATED, max(ts_of[o] for o in olds)))
-    ops = None
+    ok = True
     if not abstain:
         assert answer is not None
         if not mentions_word([m.text for m in memories if m.id in set(evidence)], answer):
             b.warnings["abstractive_answer"] += 1  # not stated verbatim: only an LLM judge can match it
-        ops = memory_ops_for(answer, latest_text(memories, evidence))
+        ok = updatable(answer, latest_text(memories, evidence))
     return Pending(qid=f"halumem:{uid}:s{s}:q{j}", text=q["question"], fields=fields,
                    answer=None if abstain else answer, supporting=tuple(evidence) if not abstain else (),
-                   facts=tuple(facts), expect_invalidated=tuple(olds) if has_history else None, memory_ops=ops)
+                   facts=tuple(facts), expect_invalidated=tuple(olds) if has_history else None, updatable=ok)

@@ -58,13 +58,13 @@ from ufuzz.seeds.importers._common import (
     RecordError,
     answer_form,
     answer_text,
+    can_update,
     each_record,
     finish,
     latest_text,
     need,
     read_records,
     snippets,
-    state_ops_for,
 )
 from ufuzz.seeds.importers.fields import (
     Extractor,
@@ -297,7 +297,7 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
             # the benchmark's own marks stay evidence (a retriever finding one has found what it marks), and so do
             # turns that state the answer
             support = tuple(evidence) + tuple(marked) + near
-            ops = _memory_ops(answer, memories, list(support))
+            ok = _updatable(answer, memories, list(support))
             if near:  # the benchmark marks one turn where others say the same: they support it too
                 b.warnings["supporting_neighbours"] += len(near)
             if marked:
@@ -307,7 +307,7 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
             taken.add((fields.entity, fields.attribute))
             pending.append(Pending(qid=qid, text=item["question"], fields=fields, answer=answer,
                                    supporting=support, facts=(fact,), answer_form=form, metadata=meta,
-                                   memory_ops=ops, rubric=_rubric(cat, abstain=False)))
+                                   updatable=ok, rubric=_rubric(cat, abstain=False)))
             continue
         other_answer = answer_text(item.get("adversarial_answer"))
         if other_answer is not None and NON_ANSWER.fullmatch(other_answer.strip()):
@@ -563,10 +563,10 @@ def _written_whole(answer: str, texts: list[str]) -> bool:
     return bool(want) and any(f" {want} " in f" {words(t)} " for t in texts)
 
 
-def _memory_ops(answer: str, memories: list[Memory], evidence: list[str]) -> tuple[str, ...] | None:
-    """See :func:`state_ops_for`: what the update, delete and unrelated edit can carry out on this answer."""
+def _updatable(answer: str, memories: list[Memory], evidence: list[str]) -> bool:
+    """See :func:`can_update`: whether a new value of this answer can be written in its evidence's words."""
     texts = [m.text for m in memories if m.id in set(evidence)]
-    return state_ops_for(answer, texts, latest_text(memories, evidence))
+    return can_update(answer, texts, latest_text(memories, evidence))
 
 
 def _swap_target(question: str, entity: str, attribute: str, speakers: list[str], said_by: dict[str, list[str]],

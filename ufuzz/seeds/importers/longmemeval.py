@@ -39,13 +39,13 @@ from ufuzz.seeds.importers._common import (
     RecordError,
     answer_form,
     answer_text,
+    can_update,
     each_record,
     finish,
     latest_text,
     need,
     read_records,
     snippets,
-    state_ops_for,
 )
 from ufuzz.seeds.importers.fields import (
     Extractor,
@@ -202,31 +202,27 @@ def _record(b: Builder, rec: Any, extractor: Extractor | None) -> None:
             asked_valid = True
         facts.append(Fact(fields.entity, fields.attribute, answer, tuple(supporting), valid=asked_valid,
                           value_type=value_type_of(answer), valid_from=max(ts_of[m] for m in supporting)))
-    form, ops, decoys = None, None, ()
+    form, ok, decoys = None, True, ()
     text_of = {m.id: m.text for m in memories}
     if answerable:
         form = answer_form(answer, [text_of[m] for m in supporting])
-        ops = _memory_ops(answer, memories, supporting, has_history)
+        ok = _updatable(answer, memories, supporting)
     else:  # the turns the benchmark marks for an abstention question look like evidence and are not
         decoys = tuple(has_answer)
     pending = Pending(qid=qkey, text=question, fields=fields, answer=answer if answerable else None,
                       supporting=tuple(supporting), facts=tuple(facts), expect_invalidated=expect_inv,
-                      answer_form=form, memory_ops=ops, decoys=decoys, metadata={"question_type": qtype},
+                      answer_form=form, updatable=ok, decoys=decoys, metadata={"question_type": qtype},
                       rubric=benchmark_rubric("longmemeval", qtype, abstain=not answerable),
                       asked_at=None if qdate is None else qdate.isoformat())
     b.add_checkpoint(f"lme-cp:{qid}", memories, [pending], entities=[Entity("user", "user"),
                                                                       Entity("assistant", "assistant")])
 
 
-def _memory_ops(answer: str, memories: list[Memory], supporting: list[str],
-                has_history: bool) -> tuple[str, ...] | None:
-    """See :func:`state_ops_for`; with an update history no delete (its earlier values are not stated, so
-    their carriers cannot be found)."""
+def _updatable(answer: str, memories: list[Memory], supporting: list[str]) -> bool:
+    """See :func:`can_update`. (With an update history a delete finds no carriers of the earlier values, which are
+    not stated: :func:`ufuzz.operators.delete.carriers` says so, and the delete offers nothing.)"""
     texts = [m.text for m in memories if m.id in set(supporting)]
-    ops = state_ops_for(answer, texts, latest_text(memories, supporting))
-    if has_history:
-        ops = tuple(o for o in (ops or ("delete", "update", "unrelated_edit")) if o != "delete")
-    return ops
+    return can_update(answer, texts, latest_text(memories, supporting))
 
 
 def _completed(b: Builder, memories: list[Memory], supporting: list[str], groups: list[list[str]],

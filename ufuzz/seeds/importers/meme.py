@@ -70,10 +70,10 @@ from ufuzz.seeds.importers._common import (
     each_record,
     finish,
     latest_text,
-    memory_ops_for,
     need,
     parse_timestamp,
     read_records,
+    updatable,
 )
 from ufuzz.seeds.importers.fields import Extractor, value_type_of
 
@@ -461,8 +461,8 @@ def _question(b: Builder, ep: _Episode, phase: str, j: int, q: Any, prov: Proven
     ref = prov.reference_for(f"meme:{ep.eid}:{phase}:{j}", fields)
     extra = {"cascade": tuple(sorted(f"{SUBJECT}/{slot_label(s)}" for s in upstream.get(slot, ()))),
              "cascade_dependents": tuple(sorted(f"{SUBJECT}/{slot_label(s)}" for s in dependents.get(slot, ())))}
-    ops = None
+    ok = True
     if answer is not None and active is not None:
-        ops = memory_ops_for(answer, latest_text(memories, active.evidence))
+        ok = updatable(answer, latest_text(memories, active.evidence))
     return Pending(qid=f"meme:{ep.eid}:{phase}:{j}", text=q["question"].strip(), fields=fields, answer=answer,
-                   supporting=ref.supporting if answer is not None else (), extra_targets=extra, memory_ops=ops)
+                   supporting=ref.supporting if answer is not None else (), extra_targets=extra, updatable=ok)

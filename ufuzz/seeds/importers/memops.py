@@ -14,7 +14,7 @@ target ("Entity.attribute" or {entity, attribute}), old_value, new_value, eviden
 (null = abstain), judge_rubric {must_include, must_not_include}, target?}``.
 
 Mapping: confirmed add/update operations build each target's fact history (an update supersedes the
-earlier value, so its seeds carry update obligations: ``memory_ops`` allows ``update`` and
+earlier value, so its seeds carry update obligations: new values in the descriptor's ``value_pool`` and
 provenance keeps the history); a confirmed delete supersedes the value without a successor (the
 question then abstains, the deleted value's memory is ``invalidated``). Tentative and retracted values are
 *recency traps*: they are listed in the descriptor under the additive key
@@ -41,10 +41,10 @@ from ufuzz.seeds.importers._common import (
     each_record,
     finish,
     latest_text,
-    memory_ops_for,
     need,
     read_records,
     snippets,
+    updatable,
 )
 from ufuzz.seeds.importers.fields import Extractor, establish_fields, value_type_of
 
@@ -196,10 +196,10 @@ def _episode(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> N
             b.warnings["rubric_value_unmapped"] += 1
         ref = prov.reference_for(qid, fields)
         active = prov.active(*k)
-        ops = memory_ops_for(active.value, latest_text(memories, active.evidence)) if active else None
+        ok = updatable(active.value, latest_text(memories, active.evidence)) if active else True
         pending.append(Pending(qid=f"memops:{eid}:{qid}", text=q["question"], fields=fields, answer=answer,
                                supporting=ref.supporting if answer is not None else (),
-                               extra_targets={"recency_trap": tuple(traps.get(k, []))}, memory_ops=ops,
+                               extra_targets={"recency_trap": tuple(traps.get(k, []))}, updatable=ok,
                                rubric=Rubric(tuple(must), tuple(must_not)) or None))
     b.add_checkpoint(f"memops-cp:{eid}", memories, pending, entities=[Entity(n, "person") for n in names],
                      base_facts=base)
