@@ -35,8 +35,7 @@ class EveryAnswer(Signal):
 '''
 
 
-@pytest.fixture
-def with_signal(tmp_path, monkeypatch):
+def _install(tmp_path, monkeypatch) -> None:
     """The module above installed as an entry point of group ``ufuzz.signals``."""
     (tmp_path / "ufuzz_test_every_answer.py").write_text(_EVERY_ANSWER)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -44,6 +43,11 @@ def with_signal(tmp_path, monkeypatch):
     monkeypatch.setattr(plugins, "entry_point_specs", lambda group: {
         **real(group), **({"every_answer": "ufuzz_test_every_answer:EveryAnswer"} if group == "ufuzz.signals" else {})})
     signals.registered.cache_clear()  # the signals are looked up once per process
+
+
+@pytest.fixture
+def with_signal(tmp_path, monkeypatch):
+    _install(tmp_path, monkeypatch)
     yield
     signals.registered.cache_clear()
 
@@ -86,6 +90,25 @@ def test_a_campaign_reads_records_and_keeps_for_a_signal_added_as_one_module(wit
     # the embedded backend retrieves for every question: every mutant within depth is kept, for this signal alone
     depth = {m.case_id: m.depth for m in c.store.mutants(c.campaign_id)}
     assert all(r.retained for r in rows if depth[r.case_id] < c.config.max_depth)
+
+
+def test_a_campaign_run_before_a_signal_was_added_is_not_resumed_as_if_it_had_it(tmp_path, monkeypatch):
+    """A snapshot holds the signals' own state: resumed under another set of signals, the campaign would go on as none
+    that ever ran. The resume is refused before the campaign opens, naming both sets."""
+    from ufuzz.engine.campaign import Campaign, CampaignConfig
+    from ufuzz.engine.journal import ResumeError
+
+    out = tmp_path / "run"
+    Campaign(CampaignConfig(backend="embedded", budget=30, seed=3, out=str(out))).run()
+    _install(tmp_path, monkeypatch)
+    try:
+        with pytest.raises(ResumeError, match=r"ran with the feedback signals coverage, .*divergence, and this ufuzz "
+                                              r"has .*every_answer"):
+            Campaign.resume(out, budget=60)
+    finally:
+        monkeypatch.undo()  # the signal uninstalled again
+        signals.registered.cache_clear()
+    assert Campaign.resume(out, budget=60).run()["executions"] == 60  # with the signals it ran with: goes on
 
 
 def test_an_entry_point_that_is_not_the_signal_it_names_is_refused(with_signal, monkeypatch):

@@ -289,6 +289,78 @@ def test_the_script_reads_no_such_memory_as_the_adapter_does():
     assert [_not_found_by(f, v) for f, v in cases] == [True, False, False, True, False, True, False, False]
 
 
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
+                     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "id"]), kids,
+                                                                              max_size=3), max_leaves=12)
+_STEPS = st.lists(st.sampled_from([".a", ".b", ".id", "[*]", ".*", "[0]", "[1]", "[-1]", "['a']"]), max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_STEPS, st.one_of(st.lists(_JSON, max_size=3), st.dictionaries(st.sampled_from(["a", "b", "id"]), _JSON,
+                                                                        max_size=3)))
+def test_the_script_walks_a_json_path_as_the_adapters_library_reads_it(steps, doc):
+    """The script reads a response by the adapter's own walk of a path's steps (embedded), with the steps worked out
+    by the library the adapter parses paths with: whatever the document, it reaches what that library reaches."""
+    from ufuzz.backends.adapters.http import JsonPath
+    from ufuzz.reports.reproducer import adapter_source
+
+    ns: dict = {}
+    exec(compile(adapter_source(), "<ufuzz adapter>", "exec"), ns)
+    jp = JsonPath.parse("$" + "".join(steps))
+    assert jp.steps is not None  # names, indexes and wildcards are plain steps
+    assert ns["_walk"](jp.steps, doc) == jp.compiled.findall(doc)
+
+
+def test_a_reproducer_refuses_a_path_it_cannot_walk_and_honours_error_when(tmp_path):
+    """A path with a filter is not walked by the script (it says so and names ``ufuzz replay``); an answer with a value
+    at ``error_when`` is a failed request, as it is to the adapter."""
+    from ufuzz.backends.adapters.http import parse_config
+    from ufuzz.model import Memory, Reference
+    from ufuzz.reports.reproducer import http_reproducer
+
+    raw = {"base_url": "http://127.0.0.1:9", "error_when": "$.error",
+           "add": {"path": "/m", "body": {"text": "{text}"}},
+           "get": {"path": "/m/{id}", "text": "$.text"},
+           "list": {"path": "/m", "ids": "$.items[?@.live].id", "texts": "$.items[*].text"},
+           "search": {"path": "/s", "body": {"q": "{query}"}, "ids": "$.hits[*].id"}}
+    config = parse_config(raw)
+    ref = Reference(query_id="q", answer="x", supporting=("m1",))
+    script = tmp_path / "repro.py"
+    script.write_text(http_reproducer(config, key="k", operator="paraphrase", kind="missing_evidence",
+                                      stage="selection", memories=(Memory("m1", "x", "2024-01-01T00:00:00"),),
+                                      parent=None, mutant=("q?", (), ref), k=5))
+    ns: dict = {"__name__": "repro"}
+    exec(compile(script.read_text(), str(script), "exec"), ns)
+    assert ns["find"]("$.hits[*].id", {"hits": [{"id": "a"}, {"id": "b"}]}) == ["a", "b"]
+    with pytest.raises(SystemExit, match="ufuzz replay"):
+        ns["find"]("$.items[?@.live].id", {"items": []})
+    import http.server
+    import threading
+
+    class Errs(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the stdlib's name
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = b'{"error": "quota", "hits": []}' if self.path == "/s" else b'{"hits": [{"id": "a"}]}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Errs)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        product = ns["Product"](f"http://127.0.0.1:{server.server_address[1]}", True)
+        with pytest.raises(ns["RequestFailed"], match=r"answered an error at HTTP 200 \(\$\.error is set\)"):
+            product.call("search", {"query": "q?", "k": 5, "namespace": "n"})
+        assert product.call("add", {"text": "x", "namespace": "n"}) == (200, {"hits": [{"id": "a"}]})
+    finally:
+        server.shutdown()
+
+
 def test_a_corpus_record_gets_a_reproducer_too(product, tmp_path):
     """From a committed baseline corpus (a team's CI has the corpus, not the campaign)."""
     _srv, camp = product

@@ -14,6 +14,7 @@ the frozen dataclasses of :mod:`ufuzz.model` stay what the rest of ufuzz works w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
@@ -140,3 +141,20 @@ def first_error(exc: ValidationError, prefix: str = "") -> tuple[str, str]:
     if prefix:
         path = f"{prefix}.{path}" if path and not path.startswith("[") else f"{prefix}{path}"
     return path, _message(err)
+
+
+def validate_record(model: type[BaseModel], rec: dict[str, Any], fail: Callable[[str, str | None], Exception],
+                    checked: tuple[type[Exception], ...] = ()) -> Any:
+    """``rec`` as a ``model`` (and through the model's own ``check()``, when it has one): what every versioned file
+    ufuzz reads does with each line. Any problem is raised as ``fail(message, field)`` — the first validation error in
+    words, or an error of ``checked`` that ``check()`` raised (its ``field`` attribute naming the field)."""
+    try:
+        validated = model.model_validate(rec)
+        if hasattr(validated, "check"):
+            validated.check()
+    except ValidationError as exc:
+        field, message = first_error(exc)
+        raise fail(message, field) from None
+    except checked as exc:
+        raise fail(str(exc), getattr(exc, "field", None)) from None
+    return validated

@@ -1,14 +1,17 @@
-"""File and memory helpers for adapters whose states are database files (Graphiti on Kuzu).
+"""File and memory helpers for adapters whose states are database files or directories (Graphiti on Kuzu; mem0 and
+MemOS over a local vector store).
 
-A state fork copies a database file. Where the file system can share extents (btrfs, XFS, bcachefs: the
-``FICLONE`` ioctl) the copy is a reflink and writes nothing; elsewhere (ext4, tmpfs) it is a *sparse* copy
-that skips all-zero blocks — about half of a Kuzu file — so those blocks are neither written nor stored.
+A state fork copies a database file (:func:`clone_file`) or a state directory (:func:`copy_state_dir`, SQLite files by
+online backup). Where the file system can share extents (btrfs, XFS, bcachefs: the ``FICLONE`` ioctl) a file's copy
+is a reflink and writes nothing; elsewhere (ext4, tmpfs) it is a *sparse* copy that skips all-zero blocks — about
+half of a Kuzu file — so those blocks are neither written nor stored.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +96,33 @@ def remove_linked_dirs(folder: Path) -> None:
             if target.is_dir():
                 shutil.rmtree(target, ignore_errors=True)
             p.unlink(missing_ok=True)
+
+
+def copy_state_dir(src: Path, dst: Path) -> None:
+    """Copy a state directory: SQLite files by online backup (a consistent snapshot), others plainly; lock, journal
+    and WAL files are left behind."""
+    for root, _dirs, files in os.walk(src):
+        rel = Path(root).relative_to(src)
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            if name == ".lock" or name.endswith(("-journal", "-wal", "-shm")):
+                continue
+            s, d = Path(root) / name, dst / rel / name
+            if _is_sqlite(s):
+                source = sqlite3.connect(f"file:{s}?mode=ro", uri=True)
+                target = sqlite3.connect(d)
+                try:
+                    source.backup(target)
+                finally:
+                    target.close()
+                    source.close()
+            else:
+                shutil.copy2(s, d)
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False

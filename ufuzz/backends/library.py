@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -102,33 +101,3 @@ class LibraryBackend(MemoryBackend):
         with self._lock:
             for handle in list(self._states):
                 self._release(handle)
-
-
-def copy_state_dir(src: Path, dst: Path) -> None:
-    """Copy a state directory: SQLite files by online backup (a consistent snapshot), others plainly; lock, journal
-    and WAL files are left behind."""
-    for root, _dirs, files in os.walk(src):
-        rel = Path(root).relative_to(src)
-        (dst / rel).mkdir(parents=True, exist_ok=True)
-        for name in files:
-            if name == ".lock" or name.endswith(("-journal", "-wal", "-shm")):
-                continue
-            s, d = Path(root) / name, dst / rel / name
-            if _is_sqlite(s):
-                source = sqlite3.connect(f"file:{s}?mode=ro", uri=True)
-                target = sqlite3.connect(d)
-                try:
-                    source.backup(target)
-                finally:
-                    target.close()
-                    source.close()
-            else:
-                shutil.copy2(s, d)
-
-
-def _is_sqlite(path: Path) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(16) == b"SQLite format 3\x00"
-    except OSError:
-        return False

@@ -49,9 +49,9 @@ from ufuzz.cli import (  # noqa: E402
     strategies,
 )
 from ufuzz.cli.errors import INTERRUPTED  # noqa: E402
-from ufuzz.cli.options import load_config_file, parse_opts  # noqa: E402
+from ufuzz.cli.options import parse_opts  # noqa: E402
 
-__all__ = ["main", "parse_opts", "load_config_file"]
+__all__ = ["main", "parse_opts"]
 
 
 def _term_interrupts() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ufuzz.cli.errors import BadInput, Unavailable
-from ufuzz.cli.options import parse_opts
+from ufuzz.cli.options import backend_options
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP"}
 
@@ -68,9 +68,7 @@ def check(name: str, opts: tuple[str, ...], config_file: str | None, isolation: 
     from ufuzz.backends import conformance, registry
     from ufuzz.backends.protocol import BackendError, BackendUnavailable
 
-    options = parse_opts(opts)
-    if config_file:
-        options.setdefault("config", config_file)
+    options = backend_options(opts, config_file)
     try:
         cls = registry.load(name)
     except KeyError as exc:

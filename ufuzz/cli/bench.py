@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ufuzz.cli.errors import BadInput, Unavailable
-from ufuzz.cli.options import BUDGET, parse_opts
+from ufuzz.cli.options import BUDGET, backend_options
 
 
 @click.command()
@@ -65,9 +65,7 @@ def bench(backend: str, budget: int | None, runs: int, strategies: str, seeds: s
     budget = budget or 2000
     if seeds is not None and not Path(seeds).is_file():
         raise click.BadParameter(f"no such file: {seeds}", param_hint="'--seeds'")
-    options = parse_opts(opts)
-    if config_file:
-        options.setdefault("config", config_file)
+    options = backend_options(opts, config_file)
     campaign = {"retrieval": retrieval, "search": search, "llm_base_url": llm_base_url, "llm_model": llm_model,
                 "llm_api_key_env": llm_api_key_env,
                 "llm_uses": tuple(u.strip() for u in llm_uses.split(",") if u.strip())}

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ufuzz.cli.errors import Unavailable, read_error, read_errors
-from ufuzz.cli.options import check_output_file, parse_opts
+from ufuzz.cli.options import backend_options, check_output_file, parse_opts
 
 
 @click.group()
@@ -64,14 +64,7 @@ def corpus_upgrade(campaign_dir: str, db: str | None) -> None:
 
 
 def _check_options(opts: tuple[str, ...], config_file: str | None) -> dict:
-    options = parse_opts(opts)
-    if config_file:
-        if not Path(config_file).is_file():
-            why = (f"{config_file} is a directory, not a TOML file" if Path(config_file).is_dir()
-                   else f"no such file: {config_file}")
-            raise click.BadParameter(why, param_hint="'--config'")
-        options["config"] = str(Path(config_file).resolve())
-    return options
+    return backend_options(opts, config_file, resolve=True)
 
 
 def _fail(code: int, message: str) -> None:

@@ -61,18 +61,24 @@ def parse_opts(values: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-def load_config_file(path: str) -> dict[str, Any]:
-    import tomllib
-
-    p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise click.BadParameter(f"no such file: {path}", param_hint="'--config'") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise click.BadParameter(f"{path}: {exc}", param_hint="'--config'") from None
-    return data
+def backend_options(opts: tuple[str, ...], config_file: str | None, *, resolve: bool = False) -> dict[str, Any]:
+    """The backend options of ``--opt`` and ``--config``, as every command that starts a backend reads them: the
+    config file must be a file (a clear usage error otherwise, before anything starts), given once (``--config`` and
+    a different ``--opt config=`` are refused); ``resolve``: stored as an absolute path (a corpus check or minimise
+    run from elsewhere later)."""
+    options = parse_opts(opts)
+    if not config_file:
+        return options
+    p = Path(config_file)
+    if not p.is_file():
+        raise click.BadParameter(f"{config_file} is a directory, not a TOML file" if p.is_dir()
+                                 else f"no such file: {config_file}", param_hint="'--config'")
+    given = options.get("config")
+    if given is not None and Path(str(given)).resolve() != p.resolve():
+        raise click.BadParameter(f"two config files: --config {config_file} and --opt config={given}; give one",
+                                 param_hint="'--config'")
+    options["config"] = str(p.resolve()) if resolve else (given if given is not None else config_file)
+    return options
 
 
 def output_file_problem(path: str | Path) -> str | None:

@@ -25,7 +25,7 @@ from typing import Any
 import click
 
 from ufuzz.cli.errors import BadInput, Unavailable
-from ufuzz.cli.options import BUDGET, COUNT, SEED, Finite, parse_opts
+from ufuzz.cli.options import BUDGET, COUNT, SEED, Finite, backend_options, parse_opts
 from ufuzz.engine.ending import EXIT_CODES, INTERNAL_ERROR
 from ufuzz.engine.parallel.batching import DEFAULT_BATCH, MAX_BATCH, SERIAL_BATCH
 
@@ -186,13 +186,7 @@ def run(ctx: click.Context, backend: str, seeds: str | None, budget: int, rng_se
         _resume(ctx, resume_dir, db=db, opts=opts, budget=budget, quiet=quiet, progress_every=progress_every,
                 max_consecutive_errors=max_consecutive_errors, preflight=preflight, ray_address=ray_address)
         return
-    options = parse_opts(opts)
-    if config_file:
-        if not Path(config_file).is_file():
-            why = (f"{config_file} is a directory, not a TOML file" if Path(config_file).is_dir()
-                   else f"no such file: {config_file}")
-            raise click.BadParameter(why, param_hint="'--config'")
-        options.setdefault("config", config_file)
+    options = backend_options(opts, config_file)
     if strategy not in strategy_names():
         raise click.BadParameter(f"unknown strategy {strategy!r}; one of: {', '.join(strategy_names())}",
                                  param_hint="'--strategy'")

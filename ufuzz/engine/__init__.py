@@ -16,5 +16,6 @@
   :mod:`~ufuzz.engine.budget`, :mod:`~ufuzz.engine.ending` and :mod:`~ufuzz.engine.summarise`,
   :mod:`~ufuzz.engine.dirlock`, :mod:`~ufuzz.engine.preflight`, :mod:`~ufuzz.engine.llmuse`
 
-Verdicts are not made here: :mod:`ufuzz.oracles` decides failures, and the scheduler never sees them.
+Verdicts are not made here: :mod:`ufuzz.oracles.verdict` decides failures (the read-back and the probes only find
+what it judges), and the scheduler never sees them.
 """

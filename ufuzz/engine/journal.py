@@ -21,9 +21,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ufuzz.engine import dirlock, ending
+from ufuzz.engine import dirlock, ending, signals
 from ufuzz.engine.config import CampaignConfig, resolve_seeds
-from ufuzz.engine.snapshot import FORMAT, SnapshotError, dump, format_of, load
+from ufuzz.engine.snapshot import FORMAT, SnapshotError, dump, format_of, load, signals_of
 from ufuzz.engine.state import CampaignState, Progress
 from ufuzz.model import FuzzCase, SeedSuite
 
@@ -86,6 +86,11 @@ def reopen(out: Path, db: str | None, budget: int | None, backend_options: dict[
             raise ResumeError(f"campaign {cid}: its resume snapshot has format {found}, and this ufuzz resumes "
                               f"format {FORMAT} only (it was written by another version of ufuzz: resume it with "
                               "that version, or run the campaign again)")
+        ran = signals_of(snap.data) if snap is not None else None
+        if ran is not None and ran != ",".join(signals.names()):
+            raise ResumeError(f"campaign {cid} ran with the feedback signals {ran.replace(',', ', ')}, and this ufuzz "
+                              f"has {', '.join(signals.names())} (a signal was added or removed since): resume it "
+                              "where it was run, or run the campaign again")
         done = snap.seq if snap is not None else 0
         if budget is not None:
             if budget <= done:
@@ -174,7 +179,9 @@ class Journal:
         search.parents = self.executor.snapshot()
         findings.step, findings.oracle, findings.counts = search.step, self.oracle.snapshot(), self.failures.counts()
         seeds = _seed_names(search.cases.seeds())
-        return dump({"search": search}, seeds), dump({"findings": findings}, seeds)
+        # the signals' names first (read back without unpickling by a resume: signals_of)
+        ran = ",".join(s.name for s in search.feedback.signals)
+        return dump({"signals": ran, "search": search}, seeds), dump({"findings": findings}, seeds)
 
     def restore(self, state: CampaignState, suite: SeedSuite, budget: int) -> int | None:
         """Go back to the last snapshot: ``state`` becomes it, the executor's and oracle's parts are restored

@@ -27,7 +27,7 @@ from typing import Any
 #: state's bounded maps are :class:`ufuzz._util.lru.LRU` (a format-8 snapshot names the module it moved from)
 FORMAT = 9
 
-__all__ = ["FORMAT", "SnapshotError", "dump", "format_of", "load"]
+__all__ = ["FORMAT", "SnapshotError", "dump", "format_of", "load", "signals_of"]
 
 
 class SnapshotError(RuntimeError):
@@ -103,6 +103,21 @@ def load(data: bytes, known: dict[str, Any] | None = None) -> dict[str, Any]:
 def format_of(data: bytes) -> int | None:
     """The format ``data`` was written in, read from its first bytes without unpickling anything (a resume
     refuses another format before it opens the campaign); None when that cannot be read."""
+    found = _head(data, "format")
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
+
+
+def signals_of(data: bytes) -> str | None:
+    """The feedback signals the campaign ran with (their names, comma-separated), when the snapshot says (an engine
+    snapshot does), read like :func:`format_of`: a resume refuses a campaign whose signals this ufuzz does not have
+    the same of, before it opens it."""
+    found = _head(data, "signals")
+    return found if isinstance(found, str) else None
+
+
+def _head(data: bytes, key: str) -> Any:
+    """The value right after the first ``key`` among the first bytes of a snapshot (a top-level key of the state
+    :func:`dump` wrote, a number or a string), without unpickling anything; None when it cannot be read there."""
     import io
     import pickletools
 
@@ -111,8 +126,8 @@ def format_of(data: bytes) -> int | None:
         named = False
         for _, arg, _ in pickletools.genops(io.BytesIO(head)):
             if named and arg is not None:  # the value after the key (a memo op between them has no argument)
-                return arg if isinstance(arg, int) and not isinstance(arg, bool) else None
-            named = named or arg == "format"
+                return arg
+            named = named or arg == key
     except Exception:  # noqa: BLE001 - damaged or cut short: unknown
         return None
     return None

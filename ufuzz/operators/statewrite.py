@@ -1,4 +1,5 @@
-"""Helpers shared by the memory-state operators: later timestamps and value substitution in memory text."""
+"""Helpers shared by the memory-state operators: later timestamps, value substitution in memory text, and a write
+through the backend's own add or update with the provenance told of what it wrote."""
 
 from __future__ import annotations
 
@@ -6,13 +7,16 @@ import re
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+from ufuzz.backends.protocol import OpResult
+from ufuzz.model import Memory, Provenance
 from ufuzz.model.memory import utc_time
 from ufuzz.model.provenance import DATED
 from ufuzz.operators.base import Rejected, StateView
 from ufuzz.seeds.importers.fields import RELATIVE_TIME, rewrite_time, text_class, value_forms
 
 __all__ = ["later_timestamp", "latest_evidence", "mentions_value", "natural_key", "own_voice", "rewritable_evidence",
-           "rewrite_value", "speaker_of", "substitute", "uncarried_evidence", "value_forms", "written_in_evidence"]
+           "rewrite_value", "speaker_of", "substitute", "uncarried_evidence", "value_forms", "write_add", "write_update",
+           "written_in_evidence"]
 
 
 def later_timestamp(view: StateView, *, before: str | None, days: int = 1) -> str:
@@ -185,3 +189,29 @@ def rewrite_value(text: str, fact, value: str) -> str | None:
     if new is None and fact.value_type in DATED:
         new = rewrite_time(text, value)
     return new
+
+
+def write_add(view: StateView, prov: Provenance, mem: Memory, what: str = "add") -> tuple[OpResult, Provenance]:
+    """``mem`` added through the backend's own add, and ``prov`` knowing the text of every memory the add wrote (a
+    system may store it under ids of its own). A refusal rejects the mutant, naming ``what`` was refused."""
+    res = view.add(mem)
+    if not res.ok:
+        raise Rejected(f"backend refused {what}: {res.detail}")
+    for wid in res.written or (mem.id,):
+        prov = prov.with_memory(wid, mem.text)
+    return res, prov
+
+
+def write_update(view: StateView, prov: Provenance, old_id: str, new: Memory, entity: str, attribute: str,
+                 value: str) -> tuple[OpResult, Provenance]:
+    """``new`` written over ``old_id`` through the backend's own update, and ``prov`` told of it: ``value`` the new
+    value of ``entity``'s ``attribute`` from ``new``'s time on, on the memories the update wrote (with their text),
+    the ones it removed gone. A refusal rejects the mutant."""
+    res = view.update(old_id, new)
+    if not res.ok:
+        raise Rejected(f"backend refused update: {res.detail}")
+    written = res.written or (new.id,)
+    prov = prov.with_update(entity, attribute, value, written, new.timestamp, removed_ids=res.removed)
+    for wid in written:
+        prov = prov.with_memory(wid, new.text)
+    return res, prov

@@ -22,7 +22,7 @@ import random
 
 from ufuzz.model import FuzzCase, Memory, Reference, StateOp
 from ufuzz.operators.base import Mutation, Rejected, StateView, Verdict
-from ufuzz.operators.statewrite import later_timestamp, substitute
+from ufuzz.operators.statewrite import later_timestamp, substitute, write_add, write_update
 from ufuzz.operators.unrelated_edit import NEUTRAL, UnrelatedEdit
 
 #: adds of one burst at most (a long conversation's checkpoint holds hundreds of memories)
@@ -82,13 +82,7 @@ class StressEdit(UnrelatedEdit):
         text = substitute(dict(case.provenance.memory_texts)[mid], fact.value, value)
         ts = later_timestamp(view, before=case.query.asked_at)
         mem = Memory(id=f"{mid}~e{tag}", text=text, timestamp=ts, metadata={"ufuzz_op": "stress_update"})
-        res = view.update(mid, mem)
-        if not res.ok:
-            raise Rejected(f"backend refused update: {res.detail}")
-        written = res.written or (mem.id,)
-        prov = case.provenance.with_update(fact.entity, fact.attribute, value, written, ts, removed_ids=res.removed)
-        for wid in written:
-            prov = prov.with_memory(wid, text)
+        res, prov = write_update(view, case.provenance, mid, mem, fact.entity, fact.attribute, value)
         return Mutation(query=case.query, provenance=prov, reference=parent_ref, ops=(StateOp("update", mid, mem),),
                         results=(res,), detail=f"{which} {mid}: {fact.entity}.{fact.attribute} -> {value}")
 
@@ -104,11 +98,7 @@ class StressEdit(UnrelatedEdit):
             mem = Memory(id=f"{case.checkpoint_id}~b{tag}-{i}", text=text,
                          timestamp=later_timestamp(view, before=case.query.asked_at),
                          metadata={"ufuzz_op": "stress_add"})
-            res = view.add(mem)
-            if not res.ok:
-                raise Rejected(f"backend refused add {i + 1} of {n}: {res.detail}")
-            for wid in res.written or (mem.id,):
-                prov = prov.with_memory(wid, text)
+            res, prov = write_add(view, prov, mem, f"add {i + 1} of {n}")
             ops.append(StateOp("add", None, mem))
             results.append(res)
         return Mutation(query=case.query, provenance=prov, reference=parent_ref, ops=tuple(ops),

@@ -23,6 +23,8 @@ from ufuzz.operators.statewrite import (
     mentions_value,
     natural_key,
     substitute,
+    write_add,
+    write_update,
 )
 from ufuzz.seeds.importers.fields import text_class, value_pool
 from ufuzz.seeds.speakers import ANNOTATION_TYPES, key_terms, shared_terms
@@ -142,16 +144,10 @@ class UnrelatedEdit(Operator):
             raise Rejected("unrelated edit needs a state")
         tag = f"{case.depth + 1}{rng.randrange(1 << 16):04x}"
         if target == "add":
-            text = rng.choice(NEUTRAL)
-            mem = Memory(id=f"{case.checkpoint_id}~a{tag}", text=text,
+            mem = Memory(id=f"{case.checkpoint_id}~a{tag}", text=rng.choice(NEUTRAL),
                          timestamp=later_timestamp(view, before=case.query.asked_at),
                          metadata={"ufuzz_op": "unrelated_add"})
-            res = view.add(mem)
-            if not res.ok:
-                raise Rejected(f"backend refused add: {res.detail}")
-            prov = case.provenance
-            for wid in res.written or (mem.id,):
-                prov = prov.with_memory(wid, text)
+            res, prov = write_add(view, case.provenance, mem)
             ops, detail = (StateOp("add", None, mem),), f"added {mem.id}"
         elif target == "update":
             cands = self._update_candidates(case)
@@ -162,14 +158,7 @@ class UnrelatedEdit(Operator):
             text = substitute(dict(case.provenance.memory_texts)[mid], fact.value, value)
             ts = later_timestamp(view, before=case.query.asked_at)
             mem = Memory(id=f"{mid}~e{tag}", text=text, timestamp=ts, metadata={"ufuzz_op": "unrelated_update"})
-            res = view.update(mid, mem)
-            if not res.ok:
-                raise Rejected(f"backend refused update: {res.detail}")
-            written = res.written or (mem.id,)
-            prov = case.provenance.with_update(fact.entity, fact.attribute, value, written, ts,
-                                               removed_ids=res.removed)
-            for wid in written:
-                prov = prov.with_memory(wid, text)
+            res, prov = write_update(view, case.provenance, mid, mem, fact.entity, fact.attribute, value)
             ops, detail = (StateOp("update", mid, mem),), f"{fact.entity}.{fact.attribute} -> {value}"
         elif target == "near":
             cands = list(self._iter_near(case))
@@ -179,12 +168,7 @@ class UnrelatedEdit(Operator):
             mem = Memory(id=f"{src}~n{tag}", text=text,
                          timestamp=later_timestamp(view, before=case.query.asked_at),
                          metadata={"ufuzz_op": "unrelated_near", "of": src})
-            res = view.add(mem)
-            if not res.ok:
-                raise Rejected(f"backend refused add: {res.detail}")
-            prov = case.provenance
-            for wid in res.written or (mem.id,):
-                prov = prov.with_memory(wid, text)
+            res, prov = write_add(view, case.provenance, mem)
             ops, detail = (StateOp("add", None, mem),), f"restated {src} as {mem.id}"
         elif target == "delete":
             cands = self._unrelated_memories(case)

@@ -24,6 +24,7 @@ from ufuzz.operators.statewrite import (
     rewritable_evidence,
     rewrite_value,
     uncarried_evidence,
+    write_update,
     written_in_evidence,
 )
 from ufuzz.seeds.importers.fields import date_of, in_time, no_new_answer, told_days
@@ -93,13 +94,7 @@ class Update(Operator):
             raise Rejected(f"the new date {value!r} is later than the memory telling it ({ts})")
         new_id = f"{old_id}~u{case.depth + 1}{rng.randrange(1 << 16):04x}"
         new = Memory(id=new_id, text=new_text, timestamp=ts, metadata={"ufuzz_op": "update", "of": old_id})
-        res = view.update(old_id, new)
-        if not res.ok:
-            raise Rejected(f"backend refused update: {res.detail}")
-        written = res.written or (new_id,)
-        prov = case.provenance.with_update(f.entity, f.attribute, value, written, ts, removed_ids=res.removed)
-        for wid in written:
-            prov = prov.with_memory(wid, new_text)
+        res, prov = write_update(view, case.provenance, old_id, new, f.entity, f.attribute, value)
         try:
             ref = prov.reference_for(case.query.id, f)
         except UndefinedReference as exc:

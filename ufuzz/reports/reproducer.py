@@ -54,14 +54,18 @@ def verdict_source() -> list[str]:
 
 
 def adapter_source() -> str:
-    """The HTTP adapter's own code the script embeds: the request times (:func:`ufuzz.backends.adapters.http.adapter._times` and the
-    ISO parser it uses), so that the reproducer sends the times the campaign sent, and the reading of "no such
-    memory" in an answer (:func:`ufuzz.backends.adapters.http.adapter._not_found_by`), so that it reads a get as the campaign did."""
+    """The HTTP adapter's own code the script embeds, so that it cannot drift from what the campaign sent and read:
+    the request templates filled in (:func:`ufuzz.backends.adapters.http.adapter._render`), the request times
+    (``_times`` and the ISO parser it uses), the reading of "no such memory" in an answer (``_not_found_by``) and
+    the walk of a JSON path's plain steps (:func:`ufuzz.backends.adapters.http.paths._walk`; the steps themselves
+    are worked out here, by the library the adapter parses paths with)."""
     from ufuzz.backends.adapters.http import adapter as http
+    from ufuzz.backends.adapters.http import paths
 
-    return "\n\n".join(["from __future__ import annotations\nfrom datetime import datetime, timezone",
-                         inspect.getsource(utc_time), inspect.getsource(http._times),
-                         inspect.getsource(http._not_found_by)])
+    return "\n\n".join(["from __future__ import annotations\nimport string\nimport urllib.parse\n"
+                         "from datetime import datetime, timezone",
+                         inspect.getsource(utc_time), inspect.getsource(http._render), inspect.getsource(http._times),
+                         inspect.getsource(http._not_found_by), inspect.getsource(paths._walk)])
 
 
 _SCRIPT = r'''#!/usr/bin/env python3
@@ -80,11 +84,9 @@ longer reproduces, 1 when it still does.
 import argparse
 import json
 import os
-import string
 import sys
 import types
 import urllib.error
-import urllib.parse
 import urllib.request
 import uuid
 
@@ -106,54 +108,23 @@ def load_verdict():
     return mod
 
 
-def render(template, values, quote=False):
-    if isinstance(template, str):
-        parsed = list(string.Formatter().parse(template))
-        if len(parsed) == 1 and parsed[0][0] == "" and parsed[0][1] and not quote:
-            return values[parsed[0][1]]
-        out = []
-        for lit, name, _spec, _conv in parsed:
-            out.append(lit)
-            if name is not None:
-                v = "" if values.get(name) is None else str(values[name])
-                out.append(urllib.parse.quote(v, safe="") if quote else v)
-        return "".join(out)
-    if isinstance(template, dict):
-        return {{render(k, values): render(v, values) for k, v in template.items()}}
-    if isinstance(template, list):
-        return [render(v, values) for v in template]
-    return template
-
-
-# the adapter's own code: a memory's time for the request (ISO-8601 as recorded, epoch seconds and
-# milliseconds), and whether an answer's value at [get] not_found_when says "no such memory"
+# the adapter's own code: the request templates filled in, a memory's time for the request (ISO-8601 as recorded,
+# epoch seconds and milliseconds), whether an answer's value at [get] not_found_when says "no such memory", and the
+# walk of a JSON path's steps
 ADAPTER_SOURCE = {adapter_src}
 _ADAPTER = {{}}
 exec(compile(ADAPTER_SOURCE, "<ufuzz adapter>", "exec"), _ADAPTER)
-times, not_found_by = _ADAPTER["_times"], _ADAPTER["_not_found_by"]
+render, times, not_found_by, walk = (_ADAPTER["_render"], _ADAPTER["_times"], _ADAPTER["_not_found_by"],
+                                     _ADAPTER["_walk"])
 
 
 def find(path, doc):
-    """The values a `$.a[*].b`-style JSON path reaches."""
-    import re
-    seg = re.compile(r"""\.([A-Za-z_][A-Za-z0-9_\-]*)|\[(?:(-?\d+)|(\*)|'([^']*)'|"([^"]*)")\]""")
-    vals, pos = [doc], 1
-    while pos < len(path):
-        m = seg.match(path, pos)
-        if m is None:
-            sys.exit(f"JSON path {{path!r}} uses syntax this script does not read; run `ufuzz replay` instead")
-        name, idx, star = m.group(1) or m.group(4) or m.group(5), m.group(2), m.group(3)
-        nxt = []
-        for v in vals:
-            if star:
-                nxt.extend(v if isinstance(v, list) else list(v.values()) if isinstance(v, dict) else [])
-            elif idx is not None:
-                if isinstance(v, list) and -len(v) <= int(idx) < len(v):
-                    nxt.append(v[int(idx)])
-            elif isinstance(v, dict) and name in v:
-                nxt.append(v[name])
-        vals, pos = nxt, m.end()
-    return vals
+    """The values a JSON path of the product's configuration reaches, walked as the adapter walks it."""
+    steps = PRODUCT["paths"].get(path)
+    if steps is None:
+        sys.exit(f"JSON path {{path!r}} uses syntax this script does not read (descendants, slices, filters); run "
+                 "`ufuzz replay` instead")
+    return walk(steps, doc)
 
 
 class RequestFailed(Exception):
@@ -212,9 +183,13 @@ class Product:
         if status >= 400 and status not in ok:
             raise RequestFailed(f"{{spec['method']}} {{url}} returned HTTP {{status}}: {{text[:300]}}")
         try:
-            return status, (json.loads(raw) if raw.strip() else None)
+            doc = json.loads(raw) if raw.strip() else None
         except ValueError:
             raise RequestFailed(f"{{spec['method']}} {{url}} returned a body that is not JSON: {{text[:300]}}")
+        if PRODUCT["error_when"] and any(v is not None for v in find(PRODUCT["error_when"], doc)):
+            raise RequestFailed(f"{{spec['method']}} {{url}} answered an error at HTTP {{status}} "
+                                f"({{PRODUCT['error_when']}} is set): {{text[:300]}}")
+        return status, doc
 
     def build(self, label, ops):
         ns = f"{{PRODUCT['prefix']}}repro-{{uuid.uuid4().hex[:8]}}-{{label}}"
@@ -493,7 +468,10 @@ def http_reproducer(config: Any, *, key: str, operator: str, kind: str, stage: s
                "auth_scheme": config.auth_scheme, "prefix": config.ns_prefix, "ops": ops, "not_found": not_found,
                "not_found_when": get.not_found_when.text if get and get.not_found_when else None,
                "not_found_values": list(get.not_found_values) if get and get.not_found_values is not None else None,
-               "update_policy": config.ops["update"].policy if "update" in config.ops else None}
+               "update_policy": config.ops["update"].policy if "update" in config.ops else None,
+               "error_when": config.error_when.text if config.error_when else None,
+               # each JSON path's plain steps, worked out by the parser the adapter uses (None: not plain)
+               "paths": {jp.text: jp.steps for jp in _json_paths(config)}}
     case = {"key": key, "operator": operator, "kind": kind, "stage": stage, "k": k,
             "memories": [m.to_dict() for m in memories], "parent": _side(*parent) if parent else None,
             "mutant": _side(*mutant)}
@@ -502,6 +480,13 @@ def http_reproducer(config: Any, *, key: str, operator: str, kind: str, stage: s
                           auth_hint=auth, product_data=repr(product), case_data=repr(case),
                           judging_data=repr(judging_facts(config, judging)), verdict_src=repr(verdict_source()),
                           adapter_src=repr(adapter_source()))
+
+
+def _json_paths(config: Any) -> list[Any]:
+    """Every JSON path of a product configuration (the script walks them by their steps)."""
+    out = [jp for o in config.ops.values() for jp in o.paths.values()]
+    out += [o.not_found_when for o in config.ops.values() if o.not_found_when is not None]
+    return out + ([config.error_when] if config.error_when is not None else [])
 
 
 def record_reproducer(config: Any, record: Any, checkpoint: Any, k: int, *, judging: Any = None,

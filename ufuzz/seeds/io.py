@@ -26,10 +26,8 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from ufuzz._util.jsonl import LineError, iter_json_lines
-from ufuzz._util.strict import first_error
+from ufuzz._util.strict import validate_record
 from ufuzz.model import SCHEMA_VERSION, SeedSuite
 from ufuzz.seeds import schema
 
@@ -50,16 +48,8 @@ def _record(kind: str, rec: dict[str, Any], path: Path, line: int) -> Any:
     if kind == "header" and "schema" in rec and rec["schema"] != SCHEMA_VERSION:
         raise SeedFileError(path, line, f"unsupported schema version {rec['schema']!r}; this ufuzz reads "
                             f"version {SCHEMA_VERSION}", "schema")
-    try:
-        model = schema.RECORDS[kind].model_validate(rec)
-        if hasattr(model, "check"):
-            model.check()
-    except ValidationError as exc:
-        field, message = first_error(exc)
-        raise SeedFileError(path, line, message, field) from None
-    except schema.RecordError as exc:
-        raise SeedFileError(path, line, str(exc), exc.field) from None
-    return model
+    return validate_record(schema.RECORDS[kind], rec, lambda message, field: SeedFileError(path, line, message, field),
+                           (schema.RecordError,))
 
 
 def load_suite(path: str | Path, *, memory_ops: Collection[str] | None = None) -> SeedSuite:

@@ -48,10 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
-
 from ufuzz._util.jsonl import LineError, iter_json_lines
-from ufuzz._util.strict import first_error
+from ufuzz._util.strict import validate_record
 from ufuzz.llm.prompts import llm_record
 from ufuzz.model import (
     Checkpoint,
@@ -429,16 +427,8 @@ def write_corpus(path: str | Path, header: dict[str, Any], checkpoints: Iterable
 def _model(kind: str, rec: dict[str, Any], path: Path, line: int) -> Any:
     """The validated model of one line (:mod:`ufuzz.triage.corpusformat`); a CorpusFileError naming the field
     otherwise."""
-    try:
-        model = fmt.RECORDS[kind].model_validate(rec)
-        if hasattr(model, "check"):
-            model.check()
-    except ValidationError as exc:
-        field, message = first_error(exc)
-        raise CorpusFileError(path, line, message, field) from None
-    except RecordError as exc:
-        raise CorpusFileError(path, line, str(exc), exc.field) from None
-    return model
+    return validate_record(fmt.RECORDS[kind], rec, lambda message, field: CorpusFileError(path, line, message, field),
+                           (RecordError,))
 
 
 def _check_hash(rec: dict[str, Any], path: Path, line: int, hashed: bool) -> None:

@@ -57,6 +57,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ufuzz.backends.llmclient import llm_options
 from ufuzz.backends.options import Option, Requires
 from ufuzz.backends.packages import modules_found, pkg_version
 from ufuzz.backends.protocol import (
@@ -229,13 +230,7 @@ class AMemBackend(MemoryBackend):
     extra = "amem"
     isolate = True  # native library: run in a recyclable worker process
     options_spec = (
-        Option("llm_base_url", url=True, help="OpenAI-compatible endpoint: A-Mem's note analysis and evolution "
-                                              "on (off without it)"),
-        Option("llm_model", help="model name at llm_base_url"),
-        Option("llm_api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key"),
-        Option("llm_timeout", float, default=60.0, min=0, exclusive_min=True, help="seconds per LLM call"),
-        Option("llm_cache", path=True, nullable=True, help="the LLM call cache file (default: ufuzz's own, $UFUZZ_CACHE_DIR "
-                                                "or ~/.cache/ufuzz)"),
+        *llm_options("OpenAI-compatible endpoint: A-Mem's note analysis and evolution on (off without it)"),
         Option("cache", choices=("on", "off"), default="off",
                help="A-Mem's LRU note cache (on hides the type round-trip quirk for notes it wrote)"),
     )

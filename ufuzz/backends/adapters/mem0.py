@@ -76,7 +76,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ufuzz.backends.library import LibraryBackend, copy_state_dir
+from ufuzz.backends.files import copy_state_dir
+from ufuzz.backends.library import LibraryBackend
+from ufuzz.backends.llmclient import llm_options
 from ufuzz.backends.options import Option, Requires
 from ufuzz.backends.packages import modules_found, pkg_version
 from ufuzz.backends.protocol import (
@@ -203,13 +205,8 @@ class Mem0Backend(LibraryBackend):
         Option("share_embedder", bool, default=True, help="one MiniLM embedder for every state of the process"),
         Option("write_mode", choices=WRITE_MODES, default="raw",
                help="raw: add(infer=False), no LLM; infer: add(infer=True), mem0's LLM extraction"),
-        Option("llm_base_url", url=True, help="OpenAI-compatible endpoint for mem0's LLM (write_mode=infer; "
-                                              "never called with raw writes)"),
-        Option("llm_model", help="model name at llm_base_url"),
-        Option("llm_api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key"),
-        Option("llm_cache", path=True, nullable=True, help="the LLM call cache file of write_mode=infer (default: ufuzz's "
-                                                "own, $UFUZZ_CACHE_DIR or ~/.cache/ufuzz)"),
-        Option("llm_timeout", float, default=60.0, min=0.001, help="seconds one extraction call may take"),
+        *llm_options("OpenAI-compatible endpoint for mem0's LLM (write_mode=infer; never called with raw writes)",
+                     "write_mode=infer"),
     )
     option_rules = (Requires("write_mode", ("llm_base_url", "llm_model"), "infer"),)
 

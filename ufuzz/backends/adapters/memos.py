@@ -102,7 +102,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ufuzz.backends.library import LibraryBackend, copy_state_dir
+from ufuzz.backends.files import copy_state_dir
+from ufuzz.backends.library import LibraryBackend
+from ufuzz.backends.llmclient import llm_options
 from ufuzz.backends.options import Option, Requires
 from ufuzz.backends.packages import modules_found, pkg_version
 from ufuzz.backends.protocol import (
@@ -233,12 +235,7 @@ class MemosBackend(LibraryBackend):
                help="direct: each memory is one item, no LLM; extract: MemOS's LLM extraction"),
         Option("storage", choices=("memory", "disk"), default="memory",
                help="embedded Qdrant in memory, or on disk under the working directory"),
-        Option("llm_base_url", url=True, help="OpenAI-compatible endpoint for MemOS's extractor LLM"),
-        Option("llm_model", help="model name at llm_base_url"),
-        Option("llm_api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key"),
-        Option("llm_cache", path=True, nullable=True, help="the LLM call cache file of write_mode=extract (default: "
-                                                            "ufuzz's own, $UFUZZ_CACHE_DIR or ~/.cache/ufuzz)"),
-        Option("llm_timeout", float, default=60.0, min=0.001, help="seconds one LLM call may take"),
+        *llm_options("OpenAI-compatible endpoint for MemOS's extractor LLM", "write_mode=extract"),
         Option("abstain_threshold", float, help="score below which the opt-in top-evidence reader abstains"),
     )
     option_rules = (Requires("write_mode", ("llm_base_url", "llm_model"), "extract",

@@ -1,11 +1,12 @@
-"""Lanes: where a parallel campaign's executions run (``--workers N``; ``--ray-address`` for Ray actors).
+"""Process lanes and the pool that feeds every kind of lane (``--workers N``; ``--ray-address`` for Ray actors).
 
-A lane is a process with a backend instance of its own (:class:`LaneCore`): it runs *jobs* — a parent's
-execution (a job of its own, with a verdict on whether the parent can be tested at all), a state operator's
-mutation on a fork of the parent's state (made with the same per-step random generator as anywhere), a mutant's
-execution — and gives back what happened. It never sees the corpus, the oracle's verdicts, failures or the
+A lane holds a backend instance of its own and runs *jobs* through :class:`LaneCore` (here in a child process,
+:class:`ProcessLane`; in this process, :mod:`ufuzz.engine.parallel.lane`; as threads or Ray actors, the modules
+beside this one) — a parent's execution (a job of its own, with a verdict on whether the parent can be tested at
+all), a state operator's mutation on a fork of the parent's state (made with the same per-step random generator as
+anywhere), a mutant's execution — and gives back what happened. It never sees the corpus, the oracle's verdicts, failures or the
 scheduler: those stay in the campaign, which applies the results in task order
-(:meth:`ufuzz.engine.campaign.Campaign._batch_loop`).
+(:mod:`ufuzz.engine.step`).
 
 The campaign's :class:`LanePool` feeds the lanes from one queue: a free lane takes the next job, preferring one
 whose state it holds, then one whose root seed hashes to it (:func:`home_lane`). Which lane runs a job may depend

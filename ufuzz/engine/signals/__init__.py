@@ -40,7 +40,7 @@ def names() -> list[str]:
 def active(off: Collection[str] = ()) -> list[Signal]:
     """One fresh instance of every signal, in their order — those named in ``off`` (an ablation) too: they are
     still observed, so that what they measure is counted on the same footing as in a full campaign (the distinct
-    responses ``ufuzz bench`` reports where retrieval is hidden), and guide nothing (:class:`FeedbackState`)."""
+    responses ``ufuzz bench`` reports where retrieval is hidden), and guide nothing (:class:`ufuzz.engine.feedback.FeedbackState`)."""
     found = registered()
     unknown = set(off) - set(found)
     if unknown:

@@ -22,6 +22,7 @@ from ufuzz.backends.adapters.graphiti.clients import ThroughClient, make_clients
 from ufuzz.backends.adapters.graphiti.driver import driver_class
 from ufuzz.backends.adapters.graphiti.storage import remove_root, state_root
 from ufuzz.backends.files import clone_file, resident_mb, trim_heap
+from ufuzz.backends.llmclient import llm_options
 from ufuzz.backends.options import Option, Requires
 from ufuzz.backends.protocol import (
     BackendError,
@@ -130,12 +131,7 @@ class GraphitiBackend(MemoryBackend):
                help="resident MB past which the least recently used databases are closed (0: never)"),
         Option("buffer_pool_mb", int, default=64, min=1, help="Kuzu buffer pool of each state's database"),
         Option("max_db_mb", int, default=1024, min=1, help="Kuzu size limit of each state's database"),
-        Option("llm_base_url", url=True, help="OpenAI-compatible endpoint for write_mode=episode"),
-        Option("llm_model", help="model name at llm_base_url"),
-        Option("llm_api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key"),
-        Option("llm_cache", path=True, nullable=True, help="the LLM call cache file of write_mode=episode (default: ufuzz's "
-                                                "own, $UFUZZ_CACHE_DIR or ~/.cache/ufuzz)"),
-        Option("llm_timeout", float, default=60.0, min=0.001, help="seconds one LLM call may take"),
+        *llm_options("OpenAI-compatible endpoint for write_mode=episode", "write_mode=episode"),
     )
     option_rules = (Requires("write_mode", ("llm_base_url", "llm_model"), "episode"),)
 
