@@ -30,7 +30,7 @@ import json, os, signal, sys
 from ufuzz.backends import registry
 from ufuzz.corpus import store as S, window as W
 from ufuzz.engine import campaign as C, ending as E, executor as X, journal as J, step as ST
-from ufuzz.engine.parallel import lanes as L
+from ufuzz.engine.parallel import core as L
 mode, out, seeds, budget, seed, spec = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), \
     json.loads(sys.argv[6])
 windows = [0]

@@ -10,7 +10,8 @@ import threading
 import pytest
 
 from ufuzz.engine.parallel.lane import InProcessLane, Lane, LaneDied
-from ufuzz.engine.parallel.lanes import LanePool, ProcessLane
+from ufuzz.engine.parallel.pool import LanePool
+from ufuzz.engine.parallel.process import ProcessLane
 from ufuzz.engine.parallel.raylanes import RayLane
 from ufuzz.engine.parallel.threadlanes import ProcessSlot, SlotProcess, ThreadLane
 

@@ -24,7 +24,7 @@ from tests.support.faulty_backends import SegfaultingBackend
 from ufuzz.backends import registry
 from ufuzz.engine.campaign import Campaign, CampaignConfig
 from ufuzz.engine.parallel.batching import DEFAULT_BATCH, SERIAL_BATCH
-from ufuzz.engine.parallel.lanes import home_lane
+from ufuzz.engine.parallel.pool import home_lane
 
 ROOT = Path(__file__).resolve().parents[2]
 BUDGET = 160

@@ -1,3 +1,3 @@
 """Small internal utilities the other packages share, below every layer: reading versioned JSONL files
-(:mod:`~ufuzz._util.jsonl`), a bounded LRU mapping (:mod:`~ufuzz._util.lru`) and strict validation at the file-format
-boundary (:mod:`~ufuzz._util.strict`). Not a public API."""
+(:mod:`~ufuzz._util.jsonl`), a bounded LRU mapping (:mod:`~ufuzz._util.lru`), strict validation at the file-format
+boundary (:mod:`~ufuzz._util.strict`) and where this ufuzz is (:mod:`~ufuzz._util.where`). Not a public API."""

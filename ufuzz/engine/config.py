@@ -92,7 +92,7 @@ class CampaignConfig:
     window_records: int = 256
     window_seconds: float = 1.0
     snapshot_seconds: float = 0.0  # at least this long between snapshots (0: every window unless slow)
-    # Parallel runs (ufuzz.engine.parallel.lanes): N > 1 runs each batch's tasks in N lanes, each with a backend of its own,
+    # Parallel runs (ufuzz.engine.parallel): N > 1 runs each batch's tasks in N lanes, each with a backend of its own,
     # and applies the results in task order — with the same batch, the campaign of one lane. ray_address runs the
     # lanes as Ray actors ("local": a cluster this process starts; "auto", "host:port", "ray://host:port").
     workers: int = 1

@@ -14,7 +14,7 @@ __all__ = ["llm_client", "llm_facts", "llm_summary"]
 def llm_client(config: Any) -> Any:
     """The LLM client of every configured LLM use, or None without any (held to its share of the rate limits:
     the campaign's process lanes each have a client of their own)."""
-    from ufuzz.engine.parallel.lanes import llm_share
+    from ufuzz.engine.parallel.core import llm_share
 
     return client_for(config, share=llm_share(config))
 

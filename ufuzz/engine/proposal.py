@@ -2,7 +2,7 @@
 
 This is the part of a step that needs no corpus, oracle verdict or scheduler — only the operator, the parent, its
 reference and (for a state operator) a fork of the parent's state — so it runs wherever that state is: in the
-campaign's own process, or in a lane (:mod:`ufuzz.engine.parallel.lanes`) that owns a backend instance of its own. The
+campaign's own process, or in a lane (:mod:`ufuzz.engine.parallel.core`) that owns a backend instance of its own. The
 random generator is ``random.Random(f"{seed}:{counter}")`` wherever it runs, so a mutant does not depend on
 where it was made.
 """

@@ -117,7 +117,7 @@ class Session:
                     or getattr(self._adapter_class(config, type(self.backend)), "build_checks_listing", False))
 
     def _start_lanes(self, config: Any, suite: Any, out: Path, given: type) -> Any:
-        from ufuzz.engine.parallel.lanes import LaneSpec
+        from ufuzz.engine.parallel.core import LaneSpec
         from ufuzz.engine.parallel.lanesetup import start_lanes
 
         spec = LaneSpec.of(config, self._adapter_class(config, given), suite.checkpoints)

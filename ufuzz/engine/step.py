@@ -73,7 +73,7 @@ class Steps:
         No more tasks than the budget has executions left beyond the batch in flight (each task spends at least
         one): near the end, tasks that could not be applied would still pay for their calls. (Whatever the lanes,
         so that they never change the schedule.)"""
-        from ufuzz.engine.parallel.lanes import LaneJob
+        from ufuzz.engine.parallel.core import LaneJob
 
         s = self.search
         size = min(size, self.budget.left(s.progress, len(s.inflight.tasks) if s.inflight else 0))

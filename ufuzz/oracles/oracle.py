@@ -58,7 +58,7 @@ def could_fail(mutant: FuzzCase, reference: Reference, responds: bool, context: 
     """Whether some check of ``mutant`` with ``reference`` can fail under ``context`` (a verdict context: is
     retrieval visible, the backend's relevance threshold): some check of a level judged here says it could
     (:meth:`~ufuzz.oracles.checks.base.Check.could_fail`). A pure function, so that a lane that made a state
-    mutant (:mod:`ufuzz.engine.parallel.lanes`) decides as the campaign would whether executing it is worth the call.
+    mutant (:mod:`ufuzz.engine.parallel.core`) decides as the campaign would whether executing it is worth the call.
     An abstaining reference without a threshold or a responder is judged only on whether a deleted memory is
     retrieved. ``on_parent_state``: the mutation wrote nothing (a new question on its parent's state) — then the
     parent's execution checked those deletions already on that very state, and a new question tests little; a

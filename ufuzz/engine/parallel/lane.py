@@ -1,12 +1,12 @@
 """The lane interface: where a campaign's jobs run, written once for every kind of lane.
 
-A lane holds a :class:`ufuzz.engine.parallel.lanes.LaneCore` (a backend, an executor, the state operators) somewhere —
+A lane holds a :class:`ufuzz.engine.parallel.core.LaneCore` (a backend, an executor, the state operators) somewhere —
 in the campaign's own thread (:class:`InProcessLane`: the campaign of ``--workers 1``), in a thread of its
 process (:class:`ufuzz.engine.parallel.threadlanes.ThreadLane`, ``--max-concurrency``), in a child interpreter
-(:class:`ufuzz.engine.parallel.lanes.ProcessLane`, ``--workers``) or in a Ray actor
+(:class:`ufuzz.engine.parallel.process.ProcessLane`, ``--workers``) or in a Ray actor
 (:class:`ufuzz.engine.parallel.raylanes.RayLane`) — and answers one request at a time: :meth:`Lane.submit` sends it,
 :meth:`Lane.result` gives its answer back (or raises :class:`LaneDied`), and the class's :meth:`Lane.wait`
-tells which of several lanes have an answer in. The :class:`ufuzz.engine.parallel.lanes.LanePool` drives every kind
+tells which of several lanes have an answer in. The :class:`ufuzz.engine.parallel.pool.LanePool` drives every kind
 through this interface alone, so a campaign is the same whatever its lanes are.
 """
 
@@ -35,7 +35,7 @@ class Lane(Protocol):
         """Wait until the lane has started; :class:`LaneDied` when it could not."""
 
     def submit(self, method: str, *args: Any) -> None:
-        """Send a request (a :class:`~ufuzz.engine.parallel.lanes.LaneCore` method and its arguments); a lane that is
+        """Send a request (a :class:`~ufuzz.engine.parallel.core.LaneCore` method and its arguments); a lane that is
         down is started first. Never raises: a failure is :meth:`result`'s to raise."""
 
     def result(self) -> Any:

@@ -6,12 +6,12 @@ settings                               lanes
 =====================================  ==========================================================================
 ``--workers 1``                        one :class:`~ufuzz.engine.parallel.lane.InProcessLane` over the campaign's backend
 ``--max-concurrency M``                M :class:`~ufuzz.engine.parallel.threadlanes.ThreadLane` over the campaign's backend
-``--workers N``                        N :class:`~ufuzz.engine.parallel.lanes.ProcessLane`, a backend each
+``--workers N``                        N :class:`~ufuzz.engine.parallel.process.ProcessLane`, a backend each
 ``--workers N --max-concurrency M``    N processes of M thread lanes (:func:`~ufuzz.engine.parallel.threadlanes.slot_lanes`)
 ``--ray-address A --workers N``        N :class:`~ufuzz.engine.parallel.raylanes.RayLane` actors, a backend each
 =====================================  ==========================================================================
 
-Every kind runs the same jobs (:class:`ufuzz.engine.parallel.lanes.LaneCore`) from the same pool, and the batches are
+Every kind runs the same jobs (:class:`ufuzz.engine.parallel.core.LaneCore`) from the same pool, and the batches are
 ``--batch`` tasks whatever the lanes (:mod:`ufuzz.engine.parallel.batching`), so the same seed and batch give the same
 campaign with any of them.
 """
@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.backends.protocol import BackendUnavailable
+from ufuzz.engine.parallel.core import LaneCore, LaneSpec
 from ufuzz.engine.parallel.lane import InProcessLane, Lane, LaneDied
-from ufuzz.engine.parallel.lanes import LaneCore, LanePool, LaneSpec, ProcessLane
+from ufuzz.engine.parallel.pool import LanePool
+from ufuzz.engine.parallel.process import ProcessLane
 
 __all__ = ["lane_count", "start_lanes"]
 

@@ -1,6 +1,6 @@
 """Lanes as Ray actors: a campaign across machines (``--ray-address``).
 
-Each lane is an actor holding a :class:`ufuzz.engine.parallel.lanes.LaneCore` (one backend instance), placed by Ray with
+Each lane is an actor holding a :class:`ufuzz.engine.parallel.core.LaneCore` (one backend instance), placed by Ray with
 one CPU each and spread over the cluster's nodes. The campaign drives them exactly as it drives local lanes —
 the same batches, the same queue of jobs, results applied in task order — so a Ray run gives the
 same campaign and the same failures as one machine with the same seed and ``--batch``.
@@ -27,8 +27,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ufuzz._util.where import package_root
+from ufuzz.engine.parallel.core import LaneCore, LaneSpec
 from ufuzz.engine.parallel.lane import LaneBase, LaneDied
-from ufuzz.engine.parallel.lanes import START_TIMEOUT, LaneCore, LaneSpec
+from ufuzz.engine.parallel.process import START_TIMEOUT
 from ufuzz.engine.startup import StartError
 
 __all__ = ["LaneActor", "RayConnection", "RayLane", "check_address", "connect"]
@@ -100,7 +102,7 @@ def connect(address: str, workers: int) -> RayConnection:
     if not ray.is_initialized():
         if address != "local":
             _reachable(address)
-        pkg_root = str(Path(__file__).resolve().parents[2])
+        pkg_root = str(package_root())
         path = os.pathsep.join([pkg_root, *filter(None, [os.environ.get("PYTHONPATH")])])
         env = {"env_vars": {"PYTHONPATH": path}}
         try:

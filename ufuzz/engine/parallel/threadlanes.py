@@ -2,9 +2,9 @@
 (``--max-concurrency N``).
 
 Real campaigns wait — on a remote LLM answering and judging, on a memory product over HTTP — far more than they
-compute. A :class:`ThreadLane` runs a :class:`ufuzz.engine.parallel.lanes.LaneCore` in a thread: its own executor and
+compute. A :class:`ThreadLane` runs a :class:`ufuzz.engine.parallel.core.LaneCore` in a thread: its own executor and
 states, over the *one* backend and the *one* LLM client of the campaign, so N lanes cost N threads, not N
-interpreters each loading a backend (and torch). The :class:`~ufuzz.engine.parallel.lanes.LanePool` drives them exactly
+interpreters each loading a backend (and torch). The :class:`~ufuzz.engine.parallel.pool.LanePool` drives them exactly
 as it drives process lanes — the same batches, the same queue, results applied in task order — so the same seed
 and ``--batch`` give the same campaign whatever the lanes and the timing.
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ufuzz.engine.parallel.lane import LaneBase, LaneDied, answer
-from ufuzz.engine.parallel.lanes import ProcessLane
+from ufuzz.engine.parallel.process import ProcessLane
 
 __all__ = ["ProcessSlot", "SerialBackend", "SlotProcess", "ThreadLane", "serve_slots", "shareable", "slot_lanes"]
 
@@ -202,7 +202,7 @@ def serve_slots(conn: Any, spec: Any, workdir: Path) -> None:
     (slot, "ok" | "err", value); None closes them all (answered ("ok", None), as a lane's close is)."""
     from ufuzz.backends import registry
     from ufuzz.engine.executor import SharedStates
-    from ufuzz.engine.parallel.lanes import LaneCore, LLMMeter, _import, llm_share
+    from ufuzz.engine.parallel.core import LaneCore, LLMMeter, _import, llm_share
     from ufuzz.llm.client import client_for
     from ufuzz.oracles.judging import Judging
 
@@ -274,7 +274,7 @@ def serve_slots(conn: Any, spec: Any, workdir: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Child main of a :class:`SlotProcess` (``python -m ufuzz.engine.parallel.threadlanes FD``)."""
-    from ufuzz.engine.parallel.lanes import child_setup
+    from ufuzz.engine.parallel.process import child_setup
 
     conn, spec, workdir = child_setup(argv)
     serve_slots(conn, spec, workdir)

@@ -1,0 +1,222 @@
+"""The campaign's lanes fed from one queue (:class:`LanePool`): a free lane takes the next job, preferring one whose
+state it holds, then one whose root seed hashes to it (:func:`home_lane`). Which lane runs a job may depend on timing;
+on a deterministic backend its result does not, so neither does the campaign. A task's job waits for its parent's
+job and is skipped when that parent failed or cannot be tested.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from ufuzz._util.lru import LRU
+from ufuzz.engine.parallel.core import LaneJob, LaneResult
+from ufuzz.engine.parallel.lane import Lane, LaneDied
+from ufuzz.model import FuzzCase
+
+#: the lanes' dispatch window per lane: tasks a pool hands out ahead so that jobs of unequal length (a state
+#: mutant's writes beside a query mutant's one call) even out; only how fast, never what a campaign does
+TASKS_PER_LANE = 4
+
+
+#: parent jobs' outcomes a pool remembers (their tasks come in the same or the next batch)
+GATES = 4096
+
+
+# -- a seed's lane ------------------------------------------------------------------------------------------
+def home_lane(seed_id: str, lanes: int) -> int:
+    """The lane a root seed's jobs prefer (a stable hash, the same in every process and run), so that a lane
+    tends to keep working on the states it has built."""
+    return zlib.crc32(seed_id.encode("utf-8")) % lanes
+
+
+
+# -- the lanes of a campaign -----------------------------------------------------------------------------------
+class LanePool:
+    """A campaign's lanes, fed from one queue of jobs: :meth:`submit` queues a batch's jobs, :meth:`collect`
+    gives their results back in job order once all are in; meanwhile the lanes go on with later batches' jobs.
+
+    A free lane is handed the next job — among the first queued ones, preferably one whose parent's state that
+    lane already holds (building a state is the dearest call of many backends), then one whose state no other
+    lane holds and whose root seed hashes to it (:func:`home_lane`), then one on a checkpoint's state (each lane
+    builds one once), else the first — so that jobs of unequal length (a state mutant's writes, a query
+    mutant's single call) keep every lane busy. Which lane runs a job may thus depend on timing;
+    what a job gives back does not (on a deterministic backend), and the campaign applies results in job order.
+    The campaign's decisions about forks a lane holds (:meth:`decide`) travel with that lane's next request."""
+
+    def __init__(self, lanes: Sequence[Lane], observer: Callable[..., None] | None = None) -> None:
+        self.lanes: list[Lane] = list(lanes)
+        self.observer = observer
+        self.lost = 0  # jobs lost to lanes that died
+        self._queue: list[int] = []  # tickets not sent yet, in order
+        self._jobs: dict[int, LaneJob] = {}
+        self._done: dict[int, tuple[int, LaneResult]] = {}
+        self._busy: dict[int, int] = {}  # lane -> the ticket it runs
+        self._tickets = 0
+        self._keep: list[list[FuzzCase]] = [[] for _ in self.lanes]
+        self._drop: list[list[str]] = [[] for _ in self.lanes]
+        self._held: list[set[str]] = [set() for _ in self.lanes]  # state keys each lane was given work on
+        # parent jobs' outcomes by (state key, query): None while running; False holds back (skips) their tasks
+        self._gate: LRU[tuple[str, str], bool | None] = LRU(GATES)
+        # parent jobs queued or running, by (state key, query): what _waiting asks, kept as counts (scanning the
+        # queue for each job made feeding many lanes quadratic in the jobs queued)
+        self._open_parents: Counter[tuple[str, str]] = Counter()
+
+    def __len__(self) -> int:
+        return len(self.lanes)
+
+    def start(self) -> None:
+        """Start every lane (at once); the first that cannot start ends the campaign's start."""
+        try:
+            for lane in self.lanes:
+                lane.start()
+            for lane in self.lanes:
+                lane.ready()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- the campaign's side ---------------------------------------------------------------------------------
+    def submit(self, jobs: Sequence[LaneJob], *, first: bool = False) -> list[int]:
+        """Queue ``jobs`` (at the front with ``first``); their tickets, for :meth:`collect`."""
+        tickets = list(range(self._tickets, self._tickets + len(jobs)))
+        self._tickets += len(jobs)
+        self._jobs.update(zip(tickets, jobs, strict=True))
+        for job in jobs:
+            if job.task is None:
+                self._open_parents[(job.parent.state_key, job.parent.query.text)] += 1
+            if job.task is None and job.reference is not None:
+                self._gate[(job.parent.state_key, job.parent.query.text)] = None
+        self._queue = tickets + self._queue if first else self._queue + tickets
+        self._feed()
+        return tickets
+
+    def collect(self, tickets: Sequence[int]) -> list[tuple[int, LaneResult]]:
+        """(lane, result) of each ticket, in order, waiting for the ones not in yet (the lanes go on meanwhile
+        with the jobs queued after them). A lane that fails loses its job (``LaneResult.lost``)."""
+        while any(t not in self._done for t in tickets):
+            self._pump()
+        out = []
+        for t in tickets:
+            out.append(self._done.pop(t))
+            del self._jobs[t]
+        return out
+
+    def run(self, jobs: Sequence[LaneJob]) -> list[tuple[int, LaneResult]]:
+        return self.collect(self.submit(jobs))
+
+    def execute(self, case: FuzzCase) -> LaneResult:
+        """``case`` executed now, ahead of the queued jobs (the oracle asks for a seed's execution, or a control's):
+        the whole job's result — its backend faults (a probe's, a release's) and LLM use with the execution, for the
+        campaign to record as any job's (``Steps.run_now``)."""
+        (_, res), = self.run_first(LaneJob(0, None, case, run_parent=True))
+        return res
+
+    def run_first(self, job: LaneJob) -> list[tuple[int, LaneResult]]:
+        return self.collect(self.submit([job], first=True))
+
+    def decide(self, lane: int, case: FuzzCase, keep: bool) -> None:
+        """The mutant ``case``, whose fork ``lane`` holds, stays as a parent (its fork there becomes its state)
+        or not (the fork is released)."""
+        if keep:
+            self._keep[lane].append(case)
+            self._held[lane].add(case.state_key)
+        else:
+            self._drop[lane].append(case.id)
+
+    # -- feeding the lanes -----------------------------------------------------------------------------------
+    def _feed(self) -> None:
+        for t in [t for t in self._queue if self._blocked(t) is False]:  # their parent is no use: skipped
+            self._queue.remove(t)
+            self._done[t] = (-1, LaneResult(skipped=True))
+        for lane in range(len(self.lanes)):
+            if lane not in self._busy and any(self._blocked(t) is None for t in self._queue):
+                self._send(lane)
+
+    def _blocked(self, t: int) -> bool | None:
+        """None: the job may run; True: its parent's job is not in yet; False: it is, and no use (skip it)."""
+        after = self._jobs[t].after
+        if after is None or after not in self._gate:
+            return None
+        ok = self._gate.get(after)
+        return True if ok is None and self._waiting(after) else (None if ok or ok is None else False)
+
+    def _waiting(self, key: tuple[str, str]) -> bool:
+        """Whether a parent job for ``key`` is queued or running."""
+        return self._open_parents[key] > 0
+
+    def _pick(self, lane: int) -> int:
+        runnable = [t for t in self._queue if self._blocked(t) is None]
+        window = runnable[:max(1, TASKS_PER_LANE * len(self.lanes))]
+        held = self._held[lane]
+        for t in window:
+            if self._jobs[t].parent.state_key in held:
+                return t
+        held_elsewhere = set().union(*(h for i, h in enumerate(self._held) if i != lane))
+        for t in window:  # a state no lane holds yet: its root seed's lane, then a checkpoint's (built once a lane)
+            parent = self._jobs[t].parent
+            if parent.state_key not in held_elsewhere and home_lane(parent.seed_id, len(self.lanes)) == lane:
+                return t
+        for t in window:
+            if not self._jobs[t].parent.ops:
+                return t
+        return window[0]  # a mutated state another lane holds: rebuilt here from its recipe
+
+    def _send(self, lane: int) -> None:
+        t = self._pick(lane)
+        self._queue.remove(t)
+        job = self._jobs[t]
+        self._held[lane].add(job.parent.state_key)
+        keep, drop = self._keep[lane], self._drop[lane]
+        self._keep[lane], self._drop[lane] = [], []
+        self.lanes[lane].submit("run", [job], keep, drop)
+        self._busy[lane] = t
+
+    def _pump(self) -> None:
+        """Wait for at least one busy lane's answer, take every answer in, and feed the lanes that are free."""
+        busy = list(self._busy)
+        if not busy:
+            raise RuntimeError("no job is running and none is queued")  # collect() waits only for sent tickets
+        for lane in self._ready(busy):
+            t = self._busy.pop(lane)
+            try:
+                res = self.lanes[lane].result()[0]
+            except LaneDied as exc:
+                self._died(lane, str(exc))
+                res = LaneResult(lost=str(exc))
+                self.lost += 1
+            self._done[t] = (lane, res)
+            job = self._jobs[t]
+            if job.task is None:
+                key = (job.parent.state_key, job.parent.query.text)
+                self._open_parents[key] -= 1
+                if self._open_parents[key] <= 0:
+                    del self._open_parents[key]
+            if job.task is None and job.reference is not None:
+                ok = res.lost is None and res.parent_ex is not None and res.parent_ex.error is None
+                self._gate[(job.parent.state_key, job.parent.query.text)] = ok and res.testable is not False
+        self._feed()
+
+    def _ready(self, lanes: list[int]) -> list[int]:
+        """Some of ``lanes`` whose answer is in (waits until at least one is)."""
+        while True:
+            ready = type(self.lanes[lanes[0]]).wait([self.lanes[i] for i in lanes], 1.0)
+            if ready:
+                return [i for i in lanes if any(self.lanes[i] is r for r in ready)]
+
+    def _died(self, lane: int, message: str) -> None:
+        self._keep[lane], self._drop[lane] = [], []
+        self._held[lane] = set()
+        if self.observer is not None:
+            try:
+                self.observer("lane_died", lane=lane, message=message)
+            except Exception:  # noqa: BLE001 - an observer must not break the campaign
+                pass
+
+    def close(self) -> None:
+        for lane in self.lanes:
+            try:
+                lane.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
