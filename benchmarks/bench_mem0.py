@@ -25,7 +25,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ufuzz.backends.adapters.mem0 import Mem0Backend, _copy_state_dir  # noqa: E402
+from ufuzz.backends.adapters.mem0 import Mem0Backend  # noqa: E402
+from ufuzz.backends.files import copy_state_dir  # noqa: E402
 from ufuzz.model import Checkpoint, Memory  # noqa: E402
 
 PEOPLE = ["Lena", "Omar", "Pip", "Ines", "Tomas", "Yara", "Bo", "Kasia"]
@@ -75,7 +76,7 @@ def main() -> None:
                 if len(b.list(f)) != n:
                     raise SystemExit(f"fork of {n} memories lists {len(b.list(f))}")
                 dst = Path(tmp) / f"copy-{n}-{len(rows['copy'])}"
-                dt, _ = timed(lambda s=s, dst=dst: _copy_state_dir(b._states[s].path, dst))
+                dt, _ = timed(lambda s=s, dst=dst: copy_state_dir(b._states[s].path, dst))
                 rows["copy"].append(dt)
                 dt, mem = timed(lambda dst=dst: b._open(dst))
                 rows["open"].append(dt)

@@ -311,16 +311,21 @@ def test_the_script_walks_a_json_path_as_the_adapters_library_reads_it(steps, do
     assert ns["_walk"](jp.steps, doc) == jp.compiled.findall(doc)
 
 
-def test_a_reproducer_refuses_a_path_it_cannot_walk_and_honours_error_when(tmp_path):
-    """A path with a filter is not walked by the script (it says so and names ``ufuzz replay``); an answer with a value
-    at ``error_when`` is a failed request, as it is to the adapter."""
+def test_a_reproducer_reads_answers_in_the_adapters_order(tmp_path):
+    """A path with a filter is not walked by the script (it says so and names ``ufuzz replay``). Answers are read in
+    the adapter's order: a not-found status is "no such memory" whatever its body; an answer at HTTP 200 that
+    ``not_found_when`` reads as "no such memory" is that, though it has a value at ``error_when`` (a JSON-RPC error
+    reply); any other answer with a value at ``error_when`` is a failed request."""
+    import http.server
+    import threading
+
     from ufuzz.backends.adapters.http import parse_config
     from ufuzz.model import Memory, Reference
     from ufuzz.reports.reproducer import http_reproducer
 
     raw = {"base_url": "http://127.0.0.1:9", "error_when": "$.error",
            "add": {"path": "/m", "body": {"text": "{text}"}},
-           "get": {"path": "/m/{id}", "text": "$.text"},
+           "get": {"path": "/m/{id}", "text": "$.text", "not_found_when": "$.error.code", "not_found_values": [-32004]},
            "list": {"path": "/m", "ids": "$.items[?@.live].id", "texts": "$.items[*].text"},
            "search": {"path": "/s", "body": {"q": "{query}"}, "ids": "$.hits[*].id"}}
     config = parse_config(raw)
@@ -334,29 +339,40 @@ def test_a_reproducer_refuses_a_path_it_cannot_walk_and_honours_error_when(tmp_p
     assert ns["find"]("$.hits[*].id", {"hits": [{"id": "a"}, {"id": "b"}]}) == ["a", "b"]
     with pytest.raises(SystemExit, match="ufuzz replay"):
         ns["find"]("$.items[?@.live].id", {"items": []})
-    import http.server
-    import threading
 
-    class Errs(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - the stdlib's name
+    answers = {"/s": (200, b'{"error": {"code": -32000, "message": "quota"}}'), "/m": (200, b'{"hits": []}'),
+               "/m/p1": (200, b'{"text": "x"}'), "/m/p404": (404, b'{"error": "memory not found"}'),
+               "/m/p200": (200, b'{"error": {"code": -32004, "message": "no such memory"}}'),
+               "/m/p500": (200, b'{"error": {"code": -32603, "message": "internal"}}')}
+
+    class Answers(http.server.BaseHTTPRequestHandler):
+        def _answer(self):
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = b'{"error": "quota", "hits": []}' if self.path == "/s" else b'{"hits": [{"id": "a"}]}'
-            self.send_response(200)
+            status, body = answers[self.path]
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
+        do_GET = do_POST = _answer  # noqa: N815 - the stdlib's names
+
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Errs)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answers)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         product = ns["Product"](f"http://127.0.0.1:{server.server_address[1]}", True)
         with pytest.raises(ns["RequestFailed"], match=r"answered an error at HTTP 200 \(\$\.error is set\)"):
             product.call("search", {"query": "q?", "k": 5, "namespace": "n"})
-        assert product.call("add", {"text": "x", "namespace": "n"}) == (200, {"hits": [{"id": "a"}]})
+        assert product.call("add", {"text": "x", "namespace": "n"}) == (200, {"hits": []})
+        ids = {"m1": "p1", "m404": "p404", "m200": "p200", "m500": "p500"}
+        assert product.get("n", ids, "m1") == (200, {"text": "x"})
+        assert product.get("n", ids, "m404") == (404, None)  # its body unread, as the adapter reads it
+        assert product.get("n", ids, "m200") == (200, None)  # "no such memory" at HTTP 200, not an error
+        with pytest.raises(ns["RequestFailed"], match="answered an error"):
+            product.get("n", ids, "m500")
     finally:
         server.shutdown()
 

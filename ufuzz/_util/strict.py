@@ -19,7 +19,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
-__all__ = ["StrictModel", "OpenModel", "Text", "IdText", "ID_PATTERN", "first_error", "field_path", "json_type"]
+__all__ = ["StrictModel", "OpenModel", "Text", "IdText", "ID_PATTERN", "first_error", "field_path", "json_type",
+           "validate_record"]
 
 
 class StrictModel(BaseModel):

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ufuzz._util.where import package_root
+from ufuzz._util.where import child_env
 from ufuzz.backends.files import remove_linked_dirs, trim_heap
 from ufuzz.backends.protocol import (
     BackendError,
@@ -236,9 +236,7 @@ class WorkerBackend(MemoryBackend):
         gen_dir = self._gen_dir(self._gen)
         shutil.rmtree(gen_dir, ignore_errors=True)
         gen_dir.mkdir(parents=True)
-        env = dict(os.environ)
-        pkg_root = str(package_root())
-        env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
+        env = child_env()
         with self.log_path.open("ab") as log:
             proc = subprocess.Popen([sys.executable, "-m", "ufuzz.backends.worker", str(child.fileno())],
                                     pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=log,

@@ -24,7 +24,9 @@ from typing import Any
 #: for a question the memory cannot support count as its operator's effect (a format-6 campaign's rates were
 #: counted without them); 8: the feedback state holds its signals as modules (:mod:`ufuzz.engine.signals`) and the
 #: scheduler takes energy, effect and instability (a format-7 snapshot holds the classes they replaced); 9: the
-#: state's bounded maps are :class:`ufuzz._util.lru.LRU` (a format-8 snapshot names the module it moved from)
+#: modules moved — the state's bounded maps are :class:`ufuzz._util.lru.LRU`, the in-flight batch's lane jobs
+#: :class:`ufuzz.engine.parallel.core.LaneJob` (a format-8 snapshot names the modules they moved from) — and the
+#: engine's half names the feedback signals it ran with (:func:`signals_of`)
 FORMAT = 9
 
 __all__ = ["FORMAT", "SnapshotError", "dump", "format_of", "load", "signals_of"]

@@ -8,7 +8,6 @@ after an eviction.
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import shutil
 import signal
 import subprocess
@@ -20,7 +19,7 @@ from multiprocessing import connection as mp_connection
 from pathlib import Path
 from typing import Any
 
-from ufuzz._util.where import package_root
+from ufuzz._util.where import child_env
 from ufuzz.backends.worker import end_child, exit_text, serve
 from ufuzz.engine.parallel.core import LaneCore, LaneSpec
 from ufuzz.engine.parallel.lane import LaneBase, LaneDied
@@ -100,9 +99,7 @@ class ProcessLane(LaneBase):
         self.workdir.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.workdir / "backend", ignore_errors=True)  # a dead lane's states are gone
         parent, child = mp.Pipe()
-        env = dict(os.environ)
-        pkg_root = str(package_root())
-        env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
+        env = child_env()
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen([sys.executable, "-m", self.child_module, str(child.fileno())],
                                           pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=log,

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ufuzz._util.where import package_root
+from ufuzz._util.where import child_pythonpath
 from ufuzz.engine.parallel.core import LaneCore, LaneSpec
 from ufuzz.engine.parallel.lane import LaneBase, LaneDied
 from ufuzz.engine.parallel.process import START_TIMEOUT
@@ -102,9 +102,7 @@ def connect(address: str, workers: int) -> RayConnection:
     if not ray.is_initialized():
         if address != "local":
             _reachable(address)
-        pkg_root = str(package_root())
-        path = os.pathsep.join([pkg_root, *filter(None, [os.environ.get("PYTHONPATH")])])
-        env = {"env_vars": {"PYTHONPATH": path}}
+        env = {"env_vars": {"PYTHONPATH": child_pythonpath()}}
         try:
             if address == "local":
                 ray.init(num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False,
