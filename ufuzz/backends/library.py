@@ -1,10 +1,10 @@
 """The part every adapter of an in-process memory library over a local vector store shares (mem0, MemOS): its
 states are directories under the working directory, registered in a :class:`~ufuzz.backends.states.StateTable`
-behind one lock (an adapter's fork copies one: :func:`ufuzz.backends.files.copy_state_dir`); a checkpoint with a memory id
-twice is refused; a library fault is a :class:`~ufuzz.backends.protocol.BackendError` naming the operation; a
-released state closes what the library holds open (Qdrant local's directory lock) before its directory goes; the
-packaged MiniLM is the library's embedder and ufuzz's LLM client (cache first) its LLM. Written once here so that a
-fix to one of these reaches every such adapter."""
+behind one lock (an adapter's fork copies one: :func:`ufuzz.backends.files.copy_state_dir`); a checkpoint with a
+memory id twice is refused; a library fault is a :class:`~ufuzz.backends.protocol.BackendError` naming the
+operation; a released state closes what the library holds open (Qdrant local's directory lock) before its directory
+goes; the packaged MiniLM is the library's embedder and ufuzz's LLM client (cache first) its LLM. Written once here
+so that a fix to one of these reaches every such adapter."""
 
 from __future__ import annotations
 

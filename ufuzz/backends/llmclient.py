@@ -2,9 +2,9 @@
 ``extract``): the one way an adapter's library reaches a model.
 
 Every adapter with an LLM mode declares the same options (:func:`llm_options`: ``llm_base_url``, ``llm_model``,
-``llm_api_key_env``, ``llm_cache``, ``llm_timeout``) and hands its library a thin shim over this client, so each prompt goes through the
-``openai`` client to the configured endpoint, cache first: a replay or a corpus check of the campaign sends the
-prompts it sent and gets the same answers without a new request.
+``llm_api_key_env``, ``llm_cache``, ``llm_timeout``) and hands its library a thin shim over this client, so each
+prompt goes through the ``openai`` client to the configured endpoint, cache first: a replay or a corpus check of the
+campaign sends the prompts it sent and gets the same answers without a new request.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Targets: ``all`` (every memory carrying any value of the queried entity–attribute) or ``active`` (only the
 current value's carriers, leaving superseded history behind); none for a question the state has no answer to (its
-fields are not answerable: the reference abstains before and after, so there is nothing to test). A value's carriers are its evidence and every
-other memory that writes it. A value not written in its own evidence (an abstractive answer: "Two cats and a
+fields are not answerable: the reference abstains before and after, so there is nothing to test). A value's
+carriers are its evidence and every other memory that writes it. A value not written in its own evidence (an abstractive answer: "Two cats and a
 dog", a date a turn tells as "yesterday", a yes) is carried by what says it in other words: every memory holding
 half the key words of the value or of one of its list items, or — for a date, a number, a yes or no — half the
 key words of the claim its attribute names (:func:`key_carriers`); a delete removes them all, so that more is

@@ -145,8 +145,8 @@ class Product:
 
     def call(self, op, values, ok=(), gone=None):
         """(status, parsed JSON) of one operation, read in the adapter's order: a status >= 400 not in ``ok`` raises
-        RequestFailed, one in ``ok`` is returned with its body unread; an answer ``gone`` says is "no such memory" is
-        returned as it is; any other answer with a value at ``error_when`` is a failed request."""
+        RequestFailed, one in ``ok`` is returned with its body unread (None); an answer ``gone`` says is "no such
+        memory" is returned as None too; any other answer with a value at ``error_when`` is a failed request."""
         spec = PRODUCT["ops"][op]
         path = render(spec["path"], values, quote=True)
         url = self.base_url + path
@@ -191,7 +191,7 @@ class Product:
         except ValueError:
             raise RequestFailed(f"{{spec['method']}} {{url}} returned a body that is not JSON: {{text[:300]}}")
         if gone is not None and gone(doc):
-            return status, doc
+            return status, None
         if PRODUCT["error_when"] and any(v is not None for v in find(PRODUCT["error_when"], doc)):
             raise RequestFailed(f"{{spec['method']}} {{url}} answered an error at HTTP {{status}} "
                                 f"({{PRODUCT['error_when']}} is set): {{text[:300]}}")
@@ -277,11 +277,9 @@ class Product:
             return None, None
         when = PRODUCT.get("not_found_when")
         gone = (lambda doc: not_found_by(find(when, doc), PRODUCT.get("not_found_values"))) if when else None
-        status, doc = self.call("get", {{"namespace": ns, "id": ids[uid], "uid": uid}},
-                                ok=tuple(PRODUCT["not_found"]), gone=gone)
-        if status in PRODUCT["not_found"] or (gone is not None and gone(doc)):
-            return status, None  # no such memory: a not-found status, or "no such memory" in an answer at HTTP 200
-        return status, doc
+        # no such memory (None): a not-found status, or "no such memory" in an answer at HTTP 200
+        return self.call("get", {{"namespace": ns, "id": ids[uid], "uid": uid}}, ok=tuple(PRODUCT["not_found"]),
+                         gone=gone)
 
     def drop(self, ns):
         if "drop" in PRODUCT["ops"]:
@@ -467,6 +465,7 @@ def http_reproducer(config: Any, *, key: str, operator: str, kind: str, stage: s
     """The script's source. ``config`` is a :class:`ufuzz.backends.adapters.http.ProductConfig`; ``parent`` and
     ``mutant`` are (query text, full op recipe, reference) — ``parent`` None for a seed's baseline failure, judged
     alone; ``judging`` how the campaign judged."""
+    walkable = config.error_when is not None and config.error_when.steps is not None
     ops = {n: {"method": o.method, "path": o.path, "body": o.body,
                **{p: ("!" if p in o.negated else "") + jp.text for p, jp in o.paths.items()}}
            for n, o in config.ops.items()}
@@ -479,9 +478,8 @@ def http_reproducer(config: Any, *, key: str, operator: str, kind: str, stage: s
                "not_found_values": list(get.not_found_values) if get and get.not_found_values is not None else None,
                "update_policy": config.ops["update"].policy if "update" in config.ops else None,
                # an error answered at HTTP 200, where the script can walk the path (it says so where it cannot)
-               "error_when": config.error_when.text if config.error_when and config.error_when.steps is not None else None,
-               "error_when_unread": config.error_when.text if config.error_when and config.error_when.steps is None
-               else None,
+               "error_when": config.error_when.text if walkable else None,
+               "error_when_unread": config.error_when.text if config.error_when is not None and not walkable else None,
                # each JSON path's plain steps, worked out by the parser the adapter uses (None: not plain)
                "paths": {jp.text: jp.steps for jp in _json_paths(config)}}
     case = {"key": key, "operator": operator, "kind": kind, "stage": stage, "k": k,

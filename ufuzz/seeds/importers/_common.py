@@ -480,15 +480,20 @@ JUDGEMENT = re.compile(r"^(?:(?:most\s+)?likely|probably|possibly|maybe|definite
                         r"true|false)\b", re.I)
 
 
-def can_update(answer: str, evidence_texts: Sequence[str], latest: str | None) -> bool:
-    """Whether a new value of an answer can be written in its evidence's own words: it is written verbatim in an
-    evidence memory (an update rewrites the latest that writes it) or is a date its latest evidence tells by one
-    relative time ("yesterday": the update dates it) — never a yes/no judgement."""
+def can_update(answer: str, memories: Sequence[Memory], evidence: Sequence[str]) -> bool:
+    """Whether a new value of an answer can be written in the words of its evidence (the memories ``evidence`` names):
+    it is written verbatim in an evidence memory (an update rewrites the latest that writes it) or is a date the latest
+    evidence tells by one relative time ("yesterday": the update dates it) — never a yes/no judgement. (With an update
+    history a delete finds no carriers of the earlier values where they are not stated:
+    :func:`ufuzz.operators.delete.carriers` says so, and the delete offers nothing.)"""
     a = answer.strip()
     if not a or JUDGEMENT.match(a):
         return False
-    written = [t for t in evidence_texts if mentions_word([t], a)]
-    return bool(written) or (latest is not None and rewrite_time(latest, a) is not None)
+    ids = set(evidence)
+    if any(mentions_word([m.text], a) for m in memories if m.id in ids):
+        return True
+    latest = latest_text(memories, evidence)
+    return latest is not None and rewrite_time(latest, a) is not None
 
 
 def answer_form(answer: str, evidence_texts: Sequence[str]) -> str:

@@ -61,7 +61,6 @@ from ufuzz.seeds.importers._common import (
     can_update,
     each_record,
     finish,
-    latest_text,
     need,
     read_records,
     snippets,
@@ -297,7 +296,7 @@ def _sample(b: Builder, index: int, rec: Any, extractor: Extractor | None) -> No
             # the benchmark's own marks stay evidence (a retriever finding one has found what it marks), and so do
             # turns that state the answer
             support = tuple(evidence) + tuple(marked) + near
-            ok = _updatable(answer, memories, list(support))
+            ok = can_update(answer, memories, support)
             if near:  # the benchmark marks one turn where others say the same: they support it too
                 b.warnings["supporting_neighbours"] += len(near)
             if marked:
@@ -562,11 +561,6 @@ def _written_whole(answer: str, texts: list[str]) -> bool:
     want = words(answer)
     return bool(want) and any(f" {want} " in f" {words(t)} " for t in texts)
 
-
-def _updatable(answer: str, memories: list[Memory], evidence: list[str]) -> bool:
-    """See :func:`can_update`: whether a new value of this answer can be written in its evidence's words."""
-    texts = [m.text for m in memories if m.id in set(evidence)]
-    return can_update(answer, texts, latest_text(memories, evidence))
 
 
 def _swap_target(question: str, entity: str, attribute: str, speakers: list[str], said_by: dict[str, list[str]],

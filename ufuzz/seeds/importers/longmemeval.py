@@ -42,7 +42,6 @@ from ufuzz.seeds.importers._common import (
     can_update,
     each_record,
     finish,
-    latest_text,
     need,
     read_records,
     snippets,
@@ -206,7 +205,7 @@ def _record(b: Builder, rec: Any, extractor: Extractor | None) -> None:
     text_of = {m.id: m.text for m in memories}
     if answerable:
         form = answer_form(answer, [text_of[m] for m in supporting])
-        ok = _updatable(answer, memories, supporting)
+        ok = can_update(answer, memories, supporting)
     else:  # the turns the benchmark marks for an abstention question look like evidence and are not
         decoys = tuple(has_answer)
     pending = Pending(qid=qkey, text=question, fields=fields, answer=answer if answerable else None,
@@ -217,12 +216,6 @@ def _record(b: Builder, rec: Any, extractor: Extractor | None) -> None:
     b.add_checkpoint(f"lme-cp:{qid}", memories, [pending], entities=[Entity("user", "user"),
                                                                       Entity("assistant", "assistant")])
 
-
-def _updatable(answer: str, memories: list[Memory], supporting: list[str]) -> bool:
-    """See :func:`can_update`. (With an update history a delete finds no carriers of the earlier values, which are
-    not stated: :func:`ufuzz.operators.delete.carriers` says so, and the delete offers nothing.)"""
-    texts = [m.text for m in memories if m.id in set(supporting)]
-    return can_update(answer, texts, latest_text(memories, supporting))
 
 
 def _completed(b: Builder, memories: list[Memory], supporting: list[str], groups: list[list[str]],
