@@ -34,8 +34,12 @@ def test_list_by_key_is_the_systems_failures_in_discovery_order(camp, data):
     mine = [f for f in data.failures if f.origin == "mutant" and f.counts]
     assert [r["key"] for r in rows] == [f.failure_key for f in mine]
     assert all(r["cause"] == f.cause_key for r, f in zip(rows, mine))
-    text = invoke("failures", "list", camp).output
+    text = invoke("failures", "list", camp, "--by", "key").output
     assert text.splitlines()[-1] == f"{len(rows)} unique failures, {len({r['cause'] for r in rows})} causes"
+    # a person reads causes first: the table's default is one row per cause, each with an example to show
+    table = invoke("failures", "list", camp).output.splitlines()
+    assert table[-1] == f"{len({r['cause'] for r in rows})} causes, {len(rows)} unique failures"
+    assert table[0].split()[:2] == ["cause", "operator"] and len(table) == len({r["cause"] for r in rows}) + 3
     every = json.loads(invoke("failures", "list", camp, "--json", "--all").output)
     assert len(every) == len(data.failures) >= len(rows)
     assert {r["origin"] for r in every} - {"mutant"} <= {"baseline", "reader"}

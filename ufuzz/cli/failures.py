@@ -30,29 +30,32 @@ def failures() -> None:
 @failures.command("list")
 @click.argument("campaign_dir", type=click.Path(file_okay=False))
 @click.option("--db", default=None, help="SQLAlchemy URL if the corpus is not the campaign dir's SQLite file.")
-@click.option("--by", type=click.Choice(["key", "cause", "class"]), default="key", show_default=True,
-              help="One row per unique failure, per cause (one bug, however many failures show it) or per "
-                   "behaviour class (one behaviour of the system, however many facts show it).")
+@click.option("--by", type=click.Choice(["cause", "key", "class"]), default=None,
+              help="One row per cause (one bug, however many failures show it: the unit a developer fixes; the "
+                   "table's default), per unique failure (key: every rewording and value apart; --json's default, "
+                   "each record naming its cause) or per behaviour class (one behaviour of the system, however "
+                   "many facts show it).")
 @click.option("--operator", default=None, help="Only this operator's failures.")
 @click.option("--kind", default=None, help="Only this failure kind (e.g. deleted_evidence_retrieved).")
 @click.option("--stage", "--level", "stage", default=None, help="Only this level (selection, response, ...).")
 @click.option("--all", "include_all", is_flag=True,
               help="Also the seeds' baseline failures and the opt-in reader's (not the system's mutant failures).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def failures_list(campaign_dir: str, db: str | None, by: str, operator: str | None, kind: str | None,
+def failures_list(campaign_dir: str, db: str | None, by: str | None, operator: str | None, kind: str | None,
                   stage: str | None, include_all: bool, as_json: bool) -> None:
-    """List the unique failures of a campaign in discovery order, or its causes (most failures first)."""
+    """List a campaign's causes (most unique failures first, each with an example failure to ``show``), or its
+    unique failures in discovery order (``--by key``), or its behaviour classes."""
     from ufuzz.reports.failures import baseline_of, failure_rows, group_by_cause, group_by_class, render_list
 
     data = _load(campaign_dir, db)
     _known_filters(data, operator, kind, stage)
     rows = failure_rows(data, operator=operator, kind=kind, stage=stage, include_all=include_all,
                         baseline=baseline_of(campaign_dir))
-    if as_json:
-        grouped = {"cause": group_by_cause, "class": group_by_class}.get(by)
+    if as_json:  # records of unique failures unless grouped: what scripts reading it have always had
+        grouped = {"cause": group_by_cause, "class": group_by_class}.get(by or "key")
         click.echo(json.dumps(grouped(rows) if grouped else rows, indent=2, default=str))
-    else:
-        click.echo(render_list(rows, by))
+    else:  # a person reads causes first: one bug, however many rewordings and values show it
+        click.echo(render_list(rows, by or "cause"))
 
 
 def _known_filters(data, operator: str | None, kind: str | None, stage: str | None) -> None:

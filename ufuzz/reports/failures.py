@@ -100,7 +100,7 @@ def group_by_cause(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         g = groups.setdefault(r["cause"], {"cause": r["cause"], "operator": r["operator"], "kind": r["kind"],
                                            "stage": r["stage"], "unique": 0, "occurrences": 0, "keys": [],
                                            "seeds": [], "offending": sorted({normalise_id(i) for i in r["offending"]}),
-                                           "example": r["key"], "first_seq": r["first_seq"]})
+                                           "example": r["key"], "query": r["query"], "first_seq": r["first_seq"]})
         g["unique"] += 1
         g["occurrences"] += r["occurrences"]
         g["keys"].append(r["key"])
@@ -125,7 +125,7 @@ def group_by_class(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         g = groups.setdefault(r["class"], {"class": r["class"], "title": r["class_title"], "causes": [],
                                            "unique": 0, "occurrences": 0, "operators": [], "seeds": [],
-                                           "example": r["key"], "first_seq": r["first_seq"]})
+                                           "example": r["key"], "query": r["query"], "first_seq": r["first_seq"]})
         g["unique"] += 1
         g["occurrences"] += r["occurrences"]
         for name, value in (("causes", r["cause"]), ("operators", r["operator"] or "-"), ("seeds", r["seed"])):
@@ -147,7 +147,7 @@ def _short(text: Any, n: int) -> str:
     return t if len(t) <= n else t[: n - 1] + "…"
 
 
-def render_list(rows: list[dict[str, Any]], by: str = "key") -> str:
+def render_list(rows: list[dict[str, Any]], by: str = "cause") -> str:
     """The plain-text table of ``ufuzz failures list``."""
     marks = any(r["baseline"] for r in rows)
     mark = (lambda g: [",".join(g.get("baseline") or ["-"])]) if marks else (lambda g: [])
@@ -164,10 +164,10 @@ def render_list(rows: list[dict[str, Any]], by: str = "key") -> str:
     if by == "cause":
         groups = group_by_cause(rows)
         body = [(g["cause"][:12], g["operator"] or "-", g["stage"], g["kind"], str(g["unique"]), str(g["occurrences"]),
-                 str(len(g["seeds"])), g["example"][:12], *mark(g), _short(",".join(g["offending"]), 30))
-                for g in groups]
+                 str(len(g["seeds"])), g["example"][:12], *mark(g), _short(",".join(g["offending"]), 24),
+                 _short(g["query"], 50)) for g in groups]
         lines = _table(("cause", "operator", "level", "kind", "unique", "seen", "seeds", "example", *marked,
-                        "offending"), body)
+                        "offending", "query"), body)
         lines.append(f"{len(groups)} causes, {len(rows)} unique failures")
         return "\n".join(lines)
     body = [(r["key"][:12], r["cause"][:8], r["operator"] or "-", r["stage"], r["kind"], str(r["occurrences"]),
