@@ -180,7 +180,7 @@ def test_evidence_says_where_the_supporting_memories_stood(data, camp):
         if v["origin"] == "mutant" and v["kind"] == "stale_ranked_above_valid" and v["evidence"]["mutant"]["rank"]:
             seen_stale = True
             assert v["evidence"]["mutant"]["offending_by"] >= 0
-            assert f"below the offending {v['evidence']['mutant']['offending']}" in \
+            assert f"the offending {v['evidence']['mutant']['offending']}" in \
                 invoke("failures", "show", camp, v["key"][:12]).output
         if v["origin"] == "mutant" and v["kind"] == "missing_evidence" and v["evidence"]["parent"]:
             seen_missing = True
@@ -206,6 +206,22 @@ def test_evidence_never_reads_as_lost_where_there_was_none_to_find():
     assert "backend failed" in _evidence_words(_evidence_at(error))
     assert "nothing retrieved" in _evidence_words(_evidence_at(hidden))
     assert _evidence_at({"id": None}) is None
+
+
+def test_a_tie_with_the_offending_memory_says_why_it_fails():
+    """A superseded version 0.0002 above its replacement reads as a tie, and says why a tie fails (recency must
+    decide it); a clear lead reads as a margin."""
+    from ufuzz.reports.failures import _evidence_at, _evidence_words
+
+    def case(stale: float) -> dict:
+        top = [{"rank": 1, "id": "old", "score": stale, "marks": ["offending"]},
+               {"rank": 2, "id": "new", "score": 0.6342, "marks": ["supporting"]},
+               {"rank": 3, "id": "x", "score": 0.5, "marks": []}]
+        return {"id": "x1", "reference": {"supporting": ["new"]}, "execution": {"top": top}}
+
+    tied = _evidence_words(_evidence_at(case(0.6344)))
+    assert "tied with the offending old (0.0002 above" in tied and "newer" in tied
+    assert _evidence_words(_evidence_at(case(0.65))).endswith("0.016 below the offending old")
 
 
 def test_memories_an_update_wrote_are_not_marked_unknown(data, camp):

@@ -369,8 +369,17 @@ def _evidence_words(e: dict[str, Any] | None) -> str:
         return f"supporting memories not among the {e['retrieved']} retrieved"
     words = f"rank {e['rank']} of {e['retrieved']} ({e['score']:.3f}, {e['lead']:+.3f} over the last)"
     if e["offending"] is not None:
-        words += f", {e['offending_by']:.3f} below the offending {e['offending']}"
+        by = e["offending_by"]
+        if abs(by) <= TIE * max(1.0, abs(e["score"])):  # say why a tie fails: it is where recency has to decide
+            words += (f", tied with the offending {e['offending']} ({by:.4f} above; a tie is where the newer or "
+                      "still-valid memory should come first, and it came after)")
+        else:
+            words += f", {by:.3f} below the offending {e['offending']}"
     return words
+
+
+#: scores within a thousandth of the scale (1, a cosine's, or the score itself) are shown as a tie
+TIE = 1e-3
 
 
 def _ref_line(ref: dict[str, Any] | None) -> str:
