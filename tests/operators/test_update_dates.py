@@ -227,3 +227,51 @@ def test_a_date_update_leaves_no_evidence_stale_that_does_not_tell_the_date(tmp_
 ])
 def test_an_answer_naming_another_weekday_than_its_evidence_contradicts_it(answer, turn, conflict):
     assert weekday_conflict(answer, [turn]) is conflict
+
+
+def test_the_relative_time_rewritten_is_the_one_that_tells_the_date():
+    """Hand audit (LoCoMo): a turn with two relative times dates its event by the one that can mean the answer
+    ("last week", not "three years ago", for the week before 9 June); a turn whose one relative time means another
+    date ("next month", told on 3 April, for "April 2023") tells that date of another event, and is not rewritten."""
+    from ufuzz.seeds.importers.fields import rewrite_time, time_of
+
+    told = "2023-06-09T19:55:00"
+    text = "Caroline: I wanted to tell you about my school event last week. I started transitioning three years ago."
+    assert time_of(text, "The week before 9 June 2023", told).group(0) == "last week"
+    assert rewrite_time(text, "28 May 2023", "The week before 9 June 2023", told) == text.replace(
+        "last week", "on 28 May 2023")
+    assert rewrite_time(text, "28 May 2023") is None  # without the old date: which one cannot be told
+    both = "Ana: I ran last week and swam this week."
+    assert time_of(both, "The week before 9 June 2023", told) is None  # either can mean it
+    expanding = "Jon: I'm expanding my studio's social media and hosting a dance competition next month."
+    assert rewrite_time(expanding, "31 March 2023", "April, 2023", "2023-04-03T13:26:12") is None
+    assert rewrite_time(expanding, "30 April 2023", "May, 2023", "2023-04-03T13:26:12") == expanding.replace(
+        "next month", "on 30 April 2023")
+
+
+@pytest.mark.parametrize(("text", "rewritten"), [
+    ("Gina: Last week was wild, I got noticed by fashion editors.", None),
+    ("Gina: I've been going to the gym since last week.", None),
+    ("Gina: Earlier this month I opened my store.", None),
+    ("Gina: I met last year's winner.", None),
+    ("Melanie: That roadtrip this past weekend was insane!", "Melanie: That roadtrip on 30 June 2023 was insane!"),
+    ("Jon: I went there last week and it was great.", "Jon: I went there on 30 June 2023 and it was great."),
+])
+def test_a_date_is_written_only_where_it_reads_as_a_sentence(text, rewritten):
+    """A relative time used as a noun (a sentence's subject, a possessive) or governed by a preposition or an adverb
+    cannot become "on <day>": the rewrite would be a garbled sentence, which no validator may pass."""
+    from ufuzz.seeds.importers.fields import rewrite_time
+
+    assert rewrite_time(text, "30 June 2023") == rewritten
+
+
+def test_a_month_holding_its_telling_day_moves_to_a_day_of_the_gap_before_it():
+    """"Started hitting the gym this month", told on 16 March after a talk on 8 February: no other month lies between
+    the two talks, but the days of February after the earlier talk do — nearest first, none in March, none after the
+    telling day, none before the earlier talk."""
+    days = (date(2023, 2, 8), date(2023, 3, 16), date(2023, 3, 23))
+    got = gap_days("March, 2023", days, "2023-03-16T14:35:00", "When did Jon start to go to the gym?",
+                   until=date(2023, 7, 23))
+    assert got[:3] == ["28 February 2023", "27 February 2023", "26 February 2023"]
+    assert all(date(2023, 2, 8) <= date_of(v) <= date(2023, 2, 28) for v in got)
+    assert gap_days("2022", days, "2023-03-16T14:35:00", "When did he?", until=date(2023, 7, 23)) == []

@@ -176,7 +176,8 @@ def rewritable_evidence(prov, fact, view: StateView | None) -> str | None:
         return None
     # the one evidence memory telling the event by one relative time (two: which one dates it cannot be told)
     telling = own_voice(prov, fact, [m for m in fact.evidence if RELATIVE_TIME.search(texts.get(m, "")) is not None
-                                     and rewrite_time(texts.get(m, ""), fact.value) is not None], texts)
+                                     and rewrite_time(texts.get(m, ""), fact.value, fact.value, fact.valid_from)
+                                     is not None], texts)
     return telling[0] if len(telling) == 1 else None
 
 
@@ -187,7 +188,7 @@ def rewrite_value(text: str, fact, value: str) -> str | None:
         return None  # a common word written twice may be two words ("shoes for running … been running longer")
     new = substitute(text, fact.value, value)
     if new is None and fact.value_type in DATED:
-        new = rewrite_time(text, value)
+        new = rewrite_time(text, value, fact.value, fact.valid_from)
     return new
 
 

@@ -492,8 +492,9 @@ def can_update(answer: str, memories: Sequence[Memory], evidence: Sequence[str])
     ids = set(evidence)
     if any(mentions_word([m.text], a) for m in memories if m.id in ids):
         return True
-    latest = latest_text(memories, evidence)
-    return latest is not None and rewrite_time(latest, a) is not None
+    chosen = [m for m in memories if m.id in ids]
+    latest = max(chosen, key=lambda m: (m.timestamp, m.id)) if chosen else None
+    return latest is not None and rewrite_time(latest.text, a, a, latest.timestamp) is not None
 
 
 def answer_form(answer: str, evidence_texts: Sequence[str]) -> str:

@@ -801,11 +801,13 @@ def in_gap(old: str, new: str, told_days: Sequence[date], told_at: str | None, q
 
 def gap_days(old: str, told_days: Sequence[date], told_at: str | None, question: str, *,
              until: date) -> list[str]:
-    """Days an update of the day (or the week) ``old`` may write (:func:`in_gap`), not after ``until``, nearest to
-    ``old`` first: a correction by a day or a week, where a shift by a fixed number of days would cross a telling
-    day."""
+    """Days an update of the day, the week or the month ``old`` may write (:func:`in_gap`), not after ``until``,
+    nearest to ``old`` first: a correction by a day or a week, where a shift by a fixed number of days would cross a
+    telling day. A month told as "this month" holds its telling day, so no other month fits between two talks; a
+    day of the gap before it does (started at the gym "this month", told on 16 March after a talk on 8 February:
+    "on 28 February 2023"). A year moves by years only."""
     gap, period = _gap(old, told_days, told_at, question), _period(old)
-    if gap is None or period is None or (period[1] - period[0]).days > 13:  # a month or a year moves by months
+    if gap is None or period is None or (period[1] - period[0]).days > 31:
         return []
     lo = max(gap[0], period[0] - timedelta(days=60))
     hi = min(gap[1], until, period[1] + timedelta(days=60))
@@ -930,17 +932,100 @@ def weekday_conflict(answer: str, texts: Sequence[str]) -> bool:
     return bool(named and told) and not named & told
 
 
-def rewrite_time(text: str, value: str) -> str | None:
-    """``text`` with its one relative time ("yesterday") replaced by the dated ``value`` ("on 10 May 2023",
-    "in May 2023", "in 2023"), a capital kept at the start of a sentence; None when ``text`` tells no relative
-    time or several (which one the date is cannot be told), or ``value`` is no date or year."""
+#: words a relative time cannot follow once it is written "on <day>" or "in <month>": a preposition or an adverb
+#: that governs it ("since last week", "by next month", "earlier this year")
+_GOVERNED = re.compile(r"(?i)\b(?:since|until|till|from|by|for|of|over|during|before|after|through|throughout|"
+                       r"within|earlier|later|early|late|as of|up to|all|the|whole|entire)\s+$")
+#: a relative time used as a noun: a possessive ("last year's trip"), or a sentence's subject ("Last week was wild";
+#: not "that roadtrip this past weekend was insane", where the trip is)
+_POSSESSIVE = re.compile(r"(?i)['’]s\b")
+_SUBJECT = re.compile(r"(?i)\s*(?:was|were|is|has|had|will|went|flew|felt|seemed)\b")
+_STARTS = re.compile(r"(?:^|[.!?:;]\s*|\b(?:and|but|so)\s+)$")
+
+
+def relative_period(phrase: str, told: date) -> tuple[date, date] | None:
+    """The days a relative time (one :data:`RELATIVE_TIME` match) told on the day ``told`` may mean, read
+    generously ("last week" is any of the 13 days before, "two months ago" the month before or after as well): what a
+    dated answer computed from it must overlap. None for a phrase too vague to bound ("the other day" stays in the
+    past fortnight; a season within the year around)."""
+    low = " ".join(phrase.lower().split())
+    one = timedelta(days=1)
+    if low in ("today", "tonight", "this morning"):
+        return told, told
+    if low in ("yesterday", "last night"):
+        return told - one, told
+    if low == "the other day":
+        return told - timedelta(days=14), told - one
+    m = re.fullmatch(r"(last|this|next|this past) (\w+)\.?", low)
+    if m is not None:
+        rel, unit = m.group(1), m.group(2)
+        back = rel in ("last", "this past")
+        if unit == "month":
+            first = told.replace(day=1)
+            if back:
+                first = (first - one).replace(day=1)
+            elif rel == "next":
+                first = (first + timedelta(days=32)).replace(day=1)
+            return first, (first + timedelta(days=32)).replace(day=1) - one
+        if unit == "year":
+            year = told.year - back + (rel == "next")
+            return date(year, 1, 1), date(year, 12, 31)
+        if unit in ("summer", "winter", "spring", "fall", "autumn"):
+            return (told - timedelta(days=400), told) if back else \
+                (told - timedelta(days=183), told + timedelta(days=400))
+        # a week, a weekend, a weekday
+        if back:
+            return told - timedelta(days=13), told - one
+        if rel == "next":
+            return told + one, told + timedelta(days=13)
+        return told - timedelta(days=6), told + timedelta(days=6)
+    m = re.fullmatch(r"(a|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of|few) (\w+?)s? ago", low)
+    if m is None:
+        return None
+    n = {"a": 1, "a few": 3, "few": 3, "a couple of": 2}.get(m.group(1)) or _NUM_WORDS.get(m.group(1), 1)
+    span = {"day": 1, "week": 7, "weekend": 7, "month": 30, "year": 365}.get(m.group(2), 30)
+    few = m.group(1) in ("a few", "few")
+    return (told - timedelta(days=span * (n + 1 + 2 * few)), told - timedelta(days=max(1, span * (n - 1))))
+
+
+def time_of(text: str, old: str | None = None, told_at: str | None = None) -> re.Match[str] | None:
+    """The relative time of ``text`` that tells the date ``old``, told at ``told_at`` (ISO): its one relative time,
+    or among several the one alone that can mean ``old`` (:func:`relative_period`: "my school event last week …
+    since I started transitioning three years ago", told on 9 June, for "The week before 9 June 2023"). None where
+    none can, or more than one can (which one the date is cannot be told): a benchmark's date computed from another
+    time of the same turn is not one an update may rewrite (hand audit: "I'm expanding … and hosting a competition
+    next month", told on 3 April, answered "April 2023" for the expansion — rewriting "next month" would move the
+    competition). Without ``old`` or a telling time, only a text with one relative time."""
+    found = list(RELATIVE_TIME.finditer(text))
+    try:
+        told = datetime.fromisoformat(told_at).date() if told_at else None
+    except ValueError:
+        told = None
+    period = _period(old) if old else None
+    if told is None or period is None:
+        return found[0] if len(found) == 1 else None
+    fits = [m for m in found if _can_mean(relative_period(m.group(0), told), period)]
+    return fits[0] if len(fits) == 1 else None
+
+
+def _can_mean(meant: tuple[date, date] | None, period: tuple[date, date]) -> bool:
+    return meant is None or (meant[0] <= period[1] and period[0] <= meant[1])  # a vague phrase: it may
+
+
+def rewrite_time(text: str, value: str, old: str | None = None, told_at: str | None = None) -> str | None:
+    """``text`` with the relative time that tells ``old`` (:func:`time_of`; "yesterday") replaced by the dated
+    ``value`` ("on 10 May 2023", "in May 2023", "in 2023"), a capital kept at the start of a sentence; None when
+    no one relative time tells it, ``value`` is no date or year, or the date would not read as a sentence there
+    ("Last week was wild" is no "On 30 June 2023 was wild")."""
     kind = value_type_of(value)
     if kind not in DATED:
         return None
-    found = list(RELATIVE_TIME.finditer(text))
-    if len(found) != 1:
+    m = time_of(text, old, told_at)
+    if m is None:
         return None
-    m = found[0]
+    if _GOVERNED.search(text[:m.start()]) or _POSSESSIVE.match(text[m.end():]) or \
+            (_SUBJECT.match(text[m.end():]) and _STARTS.search(text[:m.start()])):
+        return None  # "On 30 June was wild", "since on 3 May", "in May's meeting": no sentence
     day = re.match(r"\d{1,2}\s", value) or re.search(r"[A-Za-z]+\.?\s+\d{1,2},", value) or \
         re.fullmatch(r"\d{4}-\d\d-\d\d", value)
     phrase = value[:1].lower() + value[1:] if kind == "relative_date" else f"{'on' if day else 'in'} {value}"
