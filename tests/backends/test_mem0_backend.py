@@ -226,6 +226,29 @@ def test_mem0_faults_become_backend_errors(backend):
         backend.add(s, Memory("m9", "Omar plays chess.", "2024-02-02T10:00:00"))
 
 
+def test_a_build_cut_short_leaves_no_state_behind(backend):
+    """A build stopped halfway — a fault, or a Ctrl-C, which no adapter turns into a BackendError — releases
+    what it made (as MemOS's does): its directory and its open store."""
+    calls = []
+    real = backend._add
+
+    def add(st, m, op):
+        calls.append(m.id)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real(st, m, op)
+
+    backend._add = add
+    states = backend.workdir / "states"
+    before = set(os.listdir(states)) if states.exists() else set()
+    with pytest.raises(KeyboardInterrupt):
+        backend.build(tiny_checkpoint())
+    assert len(calls) == 2 and len(backend._states) == 0
+    assert (set(os.listdir(states)) if states.exists() else set()) == before
+    backend._add = real
+    assert backend.retrieve(backend.build(tiny_checkpoint()), "Where does Lena live?", 3)
+
+
 def test_configured_endpoint_key_is_used_but_never_shown(tmp_path, monkeypatch, caplog):
     secret = "sk-test-not-a-real-key-41c7"
     monkeypatch.setenv("UFUZZ_MEM0_TEST_KEY", secret)

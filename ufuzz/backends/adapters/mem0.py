@@ -383,7 +383,7 @@ class Mem0Backend(LibraryBackend):
             try:
                 for m in checkpoint.memories:
                     self._add(st, m, op="build")
-            except BackendError:
+            except BaseException:  # a fault, or a Ctrl-C mid-build: no half-built state is left behind
                 self._release(handle)
                 raise
             return handle
