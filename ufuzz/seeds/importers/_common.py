@@ -388,9 +388,9 @@ class Builder:
                 fit = dict.fromkeys(v for v in (*pool, *near) if (date_of(v) or end) <= end
                                     and in_asked_period(v, p.text) and v not in existing
                                     and in_time(prov, active, v, p.text, days))
-                # a day strictly between two talks before one on a talk's day (hand audit: a visit moved onto the day
-                # of the last talk holds only if it followed that talk)
-                pool = tuple(sorted(fit, key=lambda v: date_of(v) in days))[:3]
+                # (a day of a talk is none of them: in_time refuses it — a visit moved onto the day of the last talk
+                # holds only if it followed that talk)
+                pool = tuple(fit)[:3]
             if active.value_type == "text" and pool and accumulates(active.value, p.text):
                 pool = ()  # another pet is one more pet, not a new value of "what pet does she have"
             if active.value_type == "text" and pool:

@@ -763,8 +763,8 @@ def _against(period: tuple[date, date], day: date) -> str | None:
 
 def _gap(old: str, told_days: Sequence[date], told_at: str | None, question: str) -> tuple[date, date] | None:
     """The telling days around the date ``old`` (the days the conversation was told on, ``told_days``): where a
-    correction of it may fall without crossing one (on one is no crossing: a thing done "since we last talked" may
-    be done later that day). A period that holds a telling day places the correction on the side of it where the
+    correction of it may fall without crossing one (:func:`in_gap` also keeps a new day off the talks' own days).
+    A period that holds a telling day places the correction on the side of it where the
     fact was first told (``told_at``): a week holding the last talk moves only later, where no talk missed it; the
     telling day itself by the ``question``'s tense. None where ``old`` is no date or cannot be placed."""
     period = _period(old)
@@ -786,15 +786,19 @@ def _gap(old: str, told_days: Sequence[date], told_at: str | None, question: str
 
 
 def in_gap(old: str, new: str, told_days: Sequence[date], told_at: str | None, question: str = "") -> bool:
-    """Whether the date ``new`` names other days than ``old``, wholly between the same two telling days, bounds
-    included (every day the conversation was told on, ``told_days``): a correction that crosses one contradicts
-    the conversation (hand audit: a park visit told "since we last spoke" moved to before the last talk; a pottery
-    workshop moved to before the day she signed up for pottery, told in an earlier session). True without telling
-    days."""
+    """Whether the date ``new`` names other days than ``old``, wholly between the same two telling days (every
+    day the conversation was told on, ``told_days``), and is no day of a talk itself: a correction that crosses one
+    contradicts the conversation (hand audit: a park visit told "since we last spoke" moved to before the last talk;
+    a pottery workshop moved to before the day she signed up for pottery, told in an earlier session), and one onto
+    the day of a talk holds only if the event followed that talk (three audits in a row read "So much since we
+    talked!" moved onto the last talk's day as doubtful). A week or a month may hold a talk's day. True without
+    telling days."""
     if not told_days:
         return True
     gap, was, period = _gap(old, told_days, told_at, question), _period(old), _period(new)
     if gap is None or period is None or not (gap[0] <= period[0] and period[1] <= gap[1]):
+        return False
+    if period[0] == period[1] and period[0] in set(told_days):
         return False
     return period[1] < was[0] or was[1] < period[0]  # other days than the old date's
 
@@ -813,7 +817,8 @@ def gap_days(old: str, told_days: Sequence[date], told_at: str | None, question:
     hi = min(gap[1], until, period[1] + timedelta(days=60))
     days = [lo + timedelta(days=n) for n in range((hi - lo).days + 1)]
     told = datetime.fromisoformat(told_at).date() if told_at is not None else None
-    days = [d for d in days if not period[0] <= d <= period[1] and d != told]  # the telling day: neither side
+    talks = set(told_days)  # the telling day (neither side) and every other talk's day (:func:`in_gap`)
+    days = [d for d in days if not period[0] <= d <= period[1] and d != told and d not in talks]
     days.sort(key=lambda d: (min(abs((d - period[0]).days), abs((d - period[1]).days)), d))
     return [_day(d) for d in days]
 
