@@ -183,8 +183,14 @@ def updatable(value: str, latest_evidence_text: str | None) -> bool:
 
 def latest_text(memories: Sequence[Memory], ids: Sequence[str]) -> str | None:
     """Text of the latest (by timestamp) of the memories ``ids`` — the one an update rewrites."""
+    latest = latest_memory(memories, ids)
+    return latest.text if latest is not None else None
+
+
+def latest_memory(memories: Sequence[Memory], ids: Sequence[str]) -> Memory | None:
+    """The latest (by timestamp) of the memories ``ids``; None when none of them is among ``memories``."""
     chosen = [m for m in memories if m.id in set(ids)]
-    return max(chosen, key=lambda m: (m.timestamp, m.id)).text if chosen else None
+    return max(chosen, key=lambda m: (m.timestamp, m.id)) if chosen else None
 
 
 def answer_text(value: Any) -> str | None:
@@ -483,7 +489,8 @@ JUDGEMENT = re.compile(r"^(?:(?:most\s+)?likely|probably|possibly|maybe|definite
 def can_update(answer: str, memories: Sequence[Memory], evidence: Sequence[str]) -> bool:
     """Whether a new value of an answer can be written in the words of its evidence (the memories ``evidence`` names):
     it is written verbatim in an evidence memory (an update rewrites the latest that writes it) or is a date the latest
-    evidence tells by one relative time ("yesterday": the update dates it) — never a yes/no judgement. (With an update
+    evidence tells by a relative time that means it, told on that memory's day ("yesterday": the update dates it;
+    :func:`~ufuzz.seeds.importers.fields.time_of`) — never a yes/no judgement. (With an update
     history a delete finds no carriers of the earlier values where they are not stated:
     :func:`ufuzz.operators.delete.carriers` says so, and the delete offers nothing.)"""
     a = answer.strip()
@@ -492,8 +499,7 @@ def can_update(answer: str, memories: Sequence[Memory], evidence: Sequence[str])
     ids = set(evidence)
     if any(mentions_word([m.text], a) for m in memories if m.id in ids):
         return True
-    chosen = [m for m in memories if m.id in ids]
-    latest = max(chosen, key=lambda m: (m.timestamp, m.id)) if chosen else None
+    latest = latest_memory(memories, evidence)
     return latest is not None and rewrite_time(latest.text, a, a, latest.timestamp) is not None
 
 

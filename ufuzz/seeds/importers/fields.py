@@ -950,9 +950,9 @@ _STARTS = re.compile(r"(?:^|[.!?:;]\s*|\b(?:and|but|so)\s+)$")
 
 def relative_period(phrase: str, told: date) -> tuple[date, date] | None:
     """The days a relative time (one :data:`RELATIVE_TIME` match) told on the day ``told`` may mean, read
-    generously ("last week" is any of the 13 days before, "two months ago" the month before or after as well): what a
-    dated answer computed from it must overlap. None for a phrase too vague to bound ("the other day" stays in the
-    past fortnight; a season within the year around)."""
+    generously ("last week" is any of the 13 days before, "two months ago" the month before or after as well; "the
+    other day" the past fortnight, a season the year around): what a dated answer computed from it must overlap.
+    None for a phrase it does not know."""
     low = " ".join(phrase.lower().split())
     one = timedelta(days=1)
     if low in ("today", "tonight", "this morning"):
