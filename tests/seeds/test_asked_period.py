@@ -85,18 +85,11 @@ def test_the_locomo_importer_moves_a_date_between_the_talks_around_it(tmp_path):
     """Told on 11 May as "two days ago", the last talk on 8 May: the update may write 10 May — not 8 May, the day of
     that talk (it holds only if the visit followed the talk: three hand audits read such corrections as doubtful),
     and never a day before the last talk, which the fixed shifts of a day date (a week, ten days, …) all are."""
-    import json
+    from tests.support.locomo_kit import conversation, import_locomo
 
-    from ufuzz.seeds.importers import import_file
-
-    conv = {"speaker_a": "Ana", "speaker_b": "Ben", "session_1_date_time": "1:00 pm on 8 May, 2023",
-            "session_2_date_time": "2:00 pm on 11 May, 2023",
-            "session_1": [{"speaker": "Ana", "dia_id": "D1:1", "text": "Hi Ben!"},
-                          {"speaker": "Ben", "dia_id": "D1:2", "text": "Hi Ana!"}],
-            "session_2": [{"speaker": "Ana", "dia_id": "D2:1", "text": "Since we last talked I went to the zoo two days ago!"},
-                          {"speaker": "Ben", "dia_id": "D2:2", "text": "Fun! Which animals?"}]}
+    conv = conversation(("1:00 pm on 8 May, 2023", [("Ana", "Hi Ben!"), ("Ben", "Hi Ana!")]),
+                        ("2:00 pm on 11 May, 2023", [("Ana", "Since we last talked I went to the zoo two days ago!"),
+                                                     ("Ben", "Fun! Which animals?")]))
     qa = [{"question": "When did Ana go to the zoo?", "answer": "9 May 2023", "evidence": ["D2:1"], "category": 2}]
-    path = tmp_path / "conv.json"
-    path.write_text(json.dumps([{"sample_id": "c1", "conversation": conv, "qa": qa}]))
-    [seed] = import_file("locomo", path).suite.seeds
+    [seed] = import_locomo(tmp_path, conv, qa).suite.seeds
     assert seed.descriptor.value_pool == ("10 May 2023",)

@@ -250,21 +250,15 @@ def test_a_span_between_marked_turns_is_no_seed_and_one_told_in_a_turn_is(tmp_pa
     """Hand audit: "How long did it take for Jon to open his studio?" is marked on the turn he started and the one he
     opened — either alone is no answer, so "any marked turn in the top-k" cannot judge it (dropped, counted, as a
     count over turns is); "How long has Ana had her friends?" told in one turn stays."""
-    import json
+    from tests.support.locomo_kit import conversation, import_locomo
 
-    from ufuzz.seeds.importers import import_file
-
-    conv = {"speaker_a": "Ana", "speaker_b": "Ben", "session_1_date_time": "1:00 pm on 8 January, 2023",
-            "session_2_date_time": "2:00 pm on 11 July, 2023",
-            "session_1": [{"speaker": "Ana", "dia_id": "D1:1", "text": "I just started planning my own pottery studio!"},
-                          {"speaker": "Ana", "dia_id": "D1:2", "text": "My friends, I've had them for 4 years now."}],
-            "session_2": [{"speaker": "Ana", "dia_id": "D2:1", "text": "My pottery studio opened today!"},
-                          {"speaker": "Ben", "dia_id": "D2:2", "text": "Congrats on the studio!"}]}
+    conv = conversation(("1:00 pm on 8 January, 2023", [("Ana", "I just started planning my own pottery studio!"),
+                                                        ("Ana", "My friends, I've had them for 4 years now.")]),
+                        ("2:00 pm on 11 July, 2023", [("Ana", "My pottery studio opened today!"),
+                                                      ("Ben", "Congrats on the studio!")]))
     qa = [{"question": "How long did it take for Ana to open her pottery studio?", "answer": "six months",
            "evidence": ["D1:1", "D2:1"], "category": 2},
           {"question": "How long has Ana had her friends?", "answer": "4 years", "evidence": ["D1:2"], "category": 1}]
-    path = tmp_path / "conv.json"
-    path.write_text(json.dumps([{"sample_id": "c1", "conversation": conv, "qa": qa}]))
-    got = import_file("locomo", path)
+    got = import_locomo(tmp_path, conv, qa)
     assert [s.query.text for s in got.suite.seeds] == ["How long has Ana had her friends?"]
     assert got.dropped["span_over_turns"] == 1
