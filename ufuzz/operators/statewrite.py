@@ -175,8 +175,8 @@ def rewritable_evidence(prov, fact, view: StateView | None) -> str | None:
     if fact.value_type not in DATED:
         return None
     # the one evidence memory telling the event by one relative time (two: which one dates it cannot be told)
-    telling = own_voice(prov, fact, [m for m in fact.evidence if RELATIVE_TIME.search(texts.get(m, "")) is not None
-                                     and rewrite_time(texts.get(m, ""), fact.value, fact.value, fact.valid_from)
+    telling = own_voice(prov, fact, [m for m in fact.evidence
+                                     if rewrite_time(texts.get(m, ""), fact.value, fact.value, fact.valid_from)
                                      is not None], texts)
     return telling[0] if len(telling) == 1 else None
 

@@ -360,6 +360,10 @@ _NOTHING_TO_PLACE = {"no_execution": "no recorded execution", "error": "the back
                      "memory (it abstains)"}
 
 
+#: scores within a thousandth of the scale (1, a cosine's, or the score itself) are shown as a tie
+TIE = 1e-3
+
+
 def _evidence_words(e: dict[str, Any] | None) -> str:
     if e is None:
         return "-"
@@ -376,10 +380,6 @@ def _evidence_words(e: dict[str, Any] | None) -> str:
         else:
             words += f", {by:.3f} below the offending {e['offending']}"
     return words
-
-
-#: scores within a thousandth of the scale (1, a cosine's, or the score itself) are shown as a tie
-TIE = 1e-3
 
 
 def _ref_line(ref: dict[str, Any] | None) -> str:

@@ -816,9 +816,7 @@ def gap_days(old: str, told_days: Sequence[date], told_at: str | None, question:
     lo = max(gap[0], period[0] - timedelta(days=60))
     hi = min(gap[1], until, period[1] + timedelta(days=60))
     days = [lo + timedelta(days=n) for n in range((hi - lo).days + 1)]
-    told = datetime.fromisoformat(told_at).date() if told_at is not None else None
-    talks = set(told_days)  # the telling day (neither side) and every other talk's day (:func:`in_gap`)
-    days = [d for d in days if not period[0] <= d <= period[1] and d != told and d not in talks]
+    days = [d for d in days if in_gap(old, _day(d), told_days, told_at, question)]  # the one rule
     days.sort(key=lambda d: (min(abs((d - period[0]).days), abs((d - period[1]).days)), d))
     return [_day(d) for d in days]
 
