@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ufuzz.model import Execution, SeedSuite
+from ufuzz.model import Execution, Memory, SeedSuite
 from ufuzz.oracles.expectations import selection
 from ufuzz.seeds.importers import import_file
-from ufuzz.seeds.importers.locomo import asked_speaker, speculative, states, subject_speaker
+from ufuzz.seeds.importers.locomo import asked_speaker, speculative, states, stating_turns, subject_speaker
 
 _TURNS = [
     # session 1
@@ -119,6 +119,25 @@ def test_a_turn_elsewhere_stating_the_answer_supports_it(tmp_path):
     # a turn about food (it shares "move" but the rule needs the question's key terms, all of them here: one)
     assert "D2:1" in ref.supporting and "D2:2" not in ref.supporting
     assert _passes(ref, ["D2:1"])
+
+
+def test_a_phrase_the_marked_turn_does_not_write_is_supported_where_the_person_writes_it():
+    # hand audit: "What is Caroline's identity?" ("Transgender woman") is marked on a turn that does not write it;
+    # her turn that does supports it, though it shares no key term of the question; the other speaker's does not,
+    # and neither does a one-word answer written elsewhere, nor any turn once a marked one writes the phrase
+    def turn(mid: str, who: str, text: str) -> Memory:
+        return Memory(mid, f"{who}: {text}", "2023-05-08T13:56:00", {"speaker": who})
+
+    turns = [turn("D1:5", "Cara", "The transgender stories were so inspiring!"),
+             turn("D9:2", "Cara", "It shows my own journey as a transgender woman."),
+             turn("D9:3", "Mel", "As a transgender woman's friend I am proud of you."),
+             turn("D9:4", "Cara", "I moved from Sweden when I was ten.")]
+    speakers = ["Cara", "Mel"]
+    assert stating_turns("Transgender woman", "What is Cara's identity?", "Cara", turns, speakers,
+                         ["D1:5"]) == ("D9:2",)
+    assert stating_turns("Transgender woman", "What is Cara's identity?", "Cara", turns, speakers,
+                         ["D9:2"]) == ()
+    assert stating_turns("Sweden", "What is Cara's home country?", "Cara", turns, speakers, ["D1:5"]) == ()
 
 
 def test_neighbouring_support_carries_the_answer(tmp_path):

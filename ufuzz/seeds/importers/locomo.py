@@ -425,6 +425,11 @@ def stating_turns(answer: str, question: str, entity: str, memories: list[Memory
         return ()
     marked = set(evidence)
     need = min(len(rest), max(2, math.ceil(len(rest) / 2)))  # "Glad to hear it" is no attitude to a festival
+    if len(own) >= 2 and not _written_whole(a, [m.text for m in memories if m.id in marked]):
+        # the benchmark marked turns that do not write the answer ("What is Caroline's identity?" marked on "The
+        # transgender stories were so inspiring!"): a phrase of two key terms or more, written whole by the person
+        # asked about, is that answer wherever it is ("my own journey as a transgender woman")
+        need = 0
     return tuple(m.id for m in memories
                  if m.id not in marked and m.metadata.get("speaker") == entity and mentions_word([m.text], a)
                  and not asks(m.text) and shared_terms(m.text, rest) >= need)
