@@ -110,6 +110,12 @@ def test_a_past_event_stays_past_and_a_plan_stays_a_plan(tmp_path):
     trip = "When was Jon in Rome?"
     assert same_side("July 2023", "May 2023", when, trip) and not same_side("July 2023", "August 2023", when, trip)
     assert not same_side("July 2023", "May 2023", when) and not same_side("July 2023", "August 2023", when)
+    # a present perfect asks the past ("When Gina has lost her job at Door Dash?", LoCoMo; "When has he been to
+    # Rome?"); "have to" and "have a" ask nothing of it
+    for past in ("When Gina has lost her job at Door Dash?", "When has Jon been to Rome?"):
+        assert same_side("July 2023", "May 2023", when, past) and not same_side("July 2023", "August 2023", when, past)
+    for neither in ("When does Jon have to leave Rome?", "When does Jon have a trip to Rome?"):
+        assert not same_side("July 2023", "May 2023", when, neither)
 
 
 _DAY = st.dates(min_value=date(2020, 1, 1), max_value=date(2026, 12, 31))

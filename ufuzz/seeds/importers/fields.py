@@ -693,7 +693,14 @@ def _last_day(value: str, first):
     return first
 
 
-_PAST_ASKED = re.compile(r"(?i)\b(?:did|was|were|had)\b")
+#: a past participle ("lost", "started", "been"), for a present perfect
+_PARTICIPLE = (r"(?:\w+ed|been|seen|taken|given|written|known|shown|grown|flown|driven|eaten|spoken|chosen|broken|"
+               r"fallen|gotten|lost|made|got|met|left|bought|found|done|gone|won|begun|had|heard|told|sold|kept|"
+               r"felt|brought|taught|thought|built|spent|sent|read|run|become|come)")
+#: the past asked: "did", "was" …, or a present perfect ("When Gina has lost her job", "When has Jon been to
+#: Rome?"), not "has to" nor "have a dog"
+_PAST_ASKED = re.compile(r"(?i)\b(?:did|was|were|had)\b|\b(?:has|have)\s+(?:just\s+|already\s+|recently\s+)?"
+                         + _PARTICIPLE + r"\b|^\W*when\s+(?:has|have)\s+\w+(?:\s+\w+)?\s+" + _PARTICIPLE + r"\b")
 _FUTURE_ASKED = re.compile(r"(?i)\b(?:will|going to|planning|plans?|planned|is|are)\b")
 
 
