@@ -47,6 +47,7 @@ from __future__ import annotations
 import random
 from collections import Counter, deque
 from dataclasses import dataclass, replace
+from itertools import islice
 
 import numpy as np
 
@@ -175,10 +176,13 @@ class _Visit:
 
 
 class Scheduler:
+    _scan = 0  # (a scheduler pickled before it had one)
+
     def __init__(self, rng: random.Random, config: SchedulerConfig | None = None) -> None:
         self.rng = rng
         self.config = config or SchedulerConfig()
         self._queue: deque[_Pending] = deque()
+        self._scan = 0  # every obligation of the queue before this one is done or in flight (_next_pending)
         self._pool: list[PoolEntry] = []
         # each pool entry's pick weight, energy / (1 + picks), kept up to date as entries change (0: not pickable —
         # no moves left, or retired), so a pick sums one array instead of rebuilding the pool: a long campaign's
@@ -288,6 +292,7 @@ class Scheduler:
         if not self.config.obligation_first:
             self.rng.shuffle(order)
         self._queue = deque(order)
+        self._scan = 0
         self._pending_by_seed = []
 
     def _seal_spread(self) -> None:
@@ -458,12 +463,17 @@ class Scheduler:
 
     def _next_pending(self) -> _Pending | None:
         """The first obligation of the queue still open and not in flight; those that are done are dropped
-        from the front of the queue."""
+        from the front of the queue. The search starts where the last one ended (``_scan``): an obligation before
+        it was done — and stays done — or in flight, until a report takes it out of flight (a batch of 128 tasks
+        in flight made every draw walk past them all)."""
         while self._queue and self._done(self._queue[0]):
             self._queue.popleft()
-        for p in self._queue:
+            self._scan = max(0, self._scan - 1)
+        for i, p in enumerate(islice(self._queue, self._scan, None), self._scan):
             if not self._done(p) and not self._inflight[p.obligation.key]:
+                self._scan = i
                 return p
+        self._scan = len(self._queue)
         return None
 
     def _done(self, p: _Pending) -> bool:
@@ -557,6 +567,7 @@ class Scheduler:
             self._inflight[task.obligation.key] -= 1
             if not self._inflight[task.obligation.key]:
                 del self._inflight[task.obligation.key]
+                self._scan = 0  # it may be open again, wherever it is in the queue
         if outcome.valid and outcome.instability is not None:
             self._div_sum[task.obligation.seed_id] += outcome.instability
             self._div_n[task.obligation.seed_id] += 1

@@ -57,6 +57,7 @@ class LanePool:
         self._keep: list[list[FuzzCase]] = [[] for _ in self.lanes]
         self._drop: list[list[str]] = [[] for _ in self.lanes]
         self._held: list[set[str]] = [set() for _ in self.lanes]  # state keys each lane was given work on
+        self._holders: Counter[str] = Counter()  # how many lanes hold each state key (see _hold)
         # parent jobs' outcomes by (state key, query): None while running; False holds back (skips) their tasks
         self._gate: LRU[tuple[str, str], bool | None] = LRU(GATES)
         # parent jobs queued or running, by (state key, query): what _waiting asks, kept as counts (scanning the
@@ -121,7 +122,7 @@ class LanePool:
         or not (the fork is released)."""
         if keep:
             self._keep[lane].append(case)
-            self._held[lane].add(case.state_key)
+            self._hold(lane, case.state_key)
         else:
             self._drop[lane].append(case.id)
 
@@ -130,9 +131,18 @@ class LanePool:
         for t in [t for t in self._queue if self._blocked(t) is False]:  # their parent is no use: skipped
             self._queue.remove(t)
             self._done[t] = (-1, LaneResult(skipped=True))
-        for lane in range(len(self.lanes)):
-            if lane not in self._busy and any(self._blocked(t) is None for t in self._queue):
-                self._send(lane)
+        free = [lane for lane in range(len(self.lanes)) if lane not in self._busy]
+        if not free:
+            return
+        # what may run is read once: sending a job changes no parent's gate (a free lane per scan of the queue made
+        # feeding many lanes quadratic in the jobs queued)
+        runnable = [t for t in self._queue if self._blocked(t) is None]
+        for lane in free:
+            if not runnable:
+                break
+            t = self._pick(lane, runnable)
+            runnable.remove(t)
+            self._send(lane, t)
 
     def _blocked(self, t: int) -> bool | None:
         """None: the job may run; True: its parent's job is not in yet; False: it is, and no use (skip it)."""
@@ -146,28 +156,31 @@ class LanePool:
         """Whether a parent job for ``key`` is queued or running."""
         return self._open_parents[key] > 0
 
-    def _pick(self, lane: int) -> int:
-        runnable = [t for t in self._queue if self._blocked(t) is None]
+    def _pick(self, lane: int, runnable: list[int]) -> int:
         window = runnable[:max(1, TASKS_PER_LANE * len(self.lanes))]
         held = self._held[lane]
         for t in window:
             if self._jobs[t].parent.state_key in held:
                 return t
-        held_elsewhere = set().union(*(h for i, h in enumerate(self._held) if i != lane))
         for t in window:  # a state no lane holds yet: its root seed's lane, then a checkpoint's (built once a lane)
-            parent = self._jobs[t].parent
-            if parent.state_key not in held_elsewhere and home_lane(parent.seed_id, len(self.lanes)) == lane:
+            parent = self._jobs[t].parent  # (not this lane's: the loop above would have taken it)
+            if not self._holders[parent.state_key] and home_lane(parent.seed_id, len(self.lanes)) == lane:
                 return t
         for t in window:
             if not self._jobs[t].parent.ops:
                 return t
         return window[0]  # a mutated state another lane holds: rebuilt here from its recipe
 
-    def _send(self, lane: int) -> None:
-        t = self._pick(lane)
+    def _hold(self, lane: int, key: str) -> None:
+        """``lane`` holds the state ``key`` from now on (counted once per lane in ``_holders``)."""
+        if key not in self._held[lane]:
+            self._held[lane].add(key)
+            self._holders[key] += 1
+
+    def _send(self, lane: int, t: int) -> None:
         self._queue.remove(t)
         job = self._jobs[t]
-        self._held[lane].add(job.parent.state_key)
+        self._hold(lane, job.parent.state_key)
         keep, drop = self._keep[lane], self._drop[lane]
         self._keep[lane], self._drop[lane] = [], []
         self.lanes[lane].submit("run", [job], keep, drop)
@@ -207,6 +220,7 @@ class LanePool:
 
     def _died(self, lane: int, message: str) -> None:
         self._keep[lane], self._drop[lane] = [], []
+        self._holders.subtract(self._held[lane])
         self._held[lane] = set()
         if self.observer is not None:
             try:
