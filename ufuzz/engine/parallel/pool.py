@@ -128,15 +128,17 @@ class LanePool:
 
     # -- feeding the lanes -----------------------------------------------------------------------------------
     def _feed(self) -> None:
-        for t in [t for t in self._queue if self._blocked(t) is False]:  # their parent is no use: skipped
-            self._queue.remove(t)
-            self._done[t] = (-1, LaneResult(skipped=True))
+        # each queued job's gate read once: sending a job changes none (a scan of the queue per free lane made feeding
+        # many lanes quadratic in the jobs queued)
+        gates = [(t, self._blocked(t)) for t in self._queue]
+        if any(g is False for _, g in gates):  # their parent is no use: skipped
+            for t, _ in (x for x in gates if x[1] is False):
+                self._done[t] = (-1, LaneResult(skipped=True))
+            self._queue = [t for t, g in gates if g is not False]
         free = [lane for lane in range(len(self.lanes)) if lane not in self._busy]
         if not free:
             return
-        # what may run is read once: sending a job changes no parent's gate (a free lane per scan of the queue made
-        # feeding many lanes quadratic in the jobs queued)
-        runnable = [t for t in self._queue if self._blocked(t) is None]
+        runnable = [t for t, g in gates if g is None]
         for lane in free:
             if not runnable:
                 break
