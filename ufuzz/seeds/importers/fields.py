@@ -693,8 +693,8 @@ def _last_day(value: str, first):
     return first
 
 
-#: a past participle ("lost", "started", "been"), for a present perfect
-_PARTICIPLE = (r"(?:\w+ed|been|seen|taken|given|written|known|shown|grown|flown|driven|eaten|spoken|chosen|broken|"
+#: a past participle ("lost", "started", "been"; not "red"), for a present perfect
+_PARTICIPLE = (r"(?:\w{2,}ed|been|seen|taken|given|written|known|shown|grown|flown|driven|eaten|spoken|chosen|broken|"
                r"fallen|gotten|lost|made|got|met|left|bought|found|done|gone|won|begun|had|heard|told|sold|kept|"
                r"felt|brought|taught|thought|built|spent|sent|read|run|become|come)")
 #: the past asked: "did", "was" …, or a present perfect ("When Gina has lost her job", "When has Jon been to
