@@ -454,3 +454,36 @@ def test_follow_ups_in_batches_are_owed_on_the_seeds_own_mutants_and_within_its_
     if size == 1 or not spread:
         assert not s.late
 
+
+
+class _Naive(Scheduler):
+    """A scheduler whose every search for the first open obligation is checked against a walk of the whole queue."""
+
+    def _next_pending(self):
+        got = super()._next_pending()
+        naive = next((p for p in self._queue if not self._done(p) and not self._inflight[p.obligation.key]), None)
+        assert got is naive, "the resumed search missed an open obligation the queue holds before it"
+        return got
+
+
+@settings(max_examples=80, deadline=None)
+@given(seeds_strategy, st.integers(0, 20), st.integers(1, 9),
+       st.lists(st.sampled_from(["valid", "final", "retry"]), min_size=300, max_size=300), st.randoms())
+def test_the_first_open_obligation_is_found_however_a_batch_is_reported(seed_moves, rng_seed, size, outcomes, order):
+    """Drawn in batches and reported in any order, the search for the next obligation, which resumes where the last
+    one ended, finds what a walk of the whole queue finds: an obligation out of flight again is not passed over."""
+    s = _Naive(random.Random(rng_seed), SchedulerConfig(attempts=2, spread=False))
+    for i, moves in enumerate(seed_moves):
+        s.add_seed(f"s{i}", f"s{i}", list(moves))
+    s.seal()
+    step = 0
+    while step < 300:
+        batch = [t for t in (s.next() for _ in range(size)) if t is not None]
+        if not batch:
+            break
+        order.shuffle(batch)
+        for task in batch:
+            kind = outcomes[step % len(outcomes)]
+            s.report(task, StepOutcome(kind == "valid", final=kind == "final"))
+            step += 1
+    assert s._next_pending() is None or step >= 300
