@@ -468,22 +468,34 @@ class _Naive(Scheduler):
 
 @settings(max_examples=80, deadline=None)
 @given(seeds_strategy, st.integers(0, 20), st.integers(1, 9),
-       st.lists(st.sampled_from(["valid", "final", "retry"]), min_size=300, max_size=300), st.randoms())
-def test_the_first_open_obligation_is_found_however_a_batch_is_reported(seed_moves, rng_seed, size, outcomes, order):
-    """Drawn in batches and reported in any order, the search for the next obligation, which resumes where the last
+       st.lists(st.sampled_from(["valid", "final", "retry", "retained", "retire"]), min_size=300, max_size=300),
+       st.randoms(), st.sampled_from([0.0, 0.25]))
+def test_the_first_open_obligation_is_found_however_a_batch_is_reported(seed_moves, rng_seed, size, outcomes, order,
+                                                                         share):
+    """Drawn in batches and reported in any order, some only after the next batch is drawn — mutants retained
+    (follow-ups, phase-2 picks), cases retired — the search for the next obligation, which resumes where the last
     one ended, finds what a walk of the whole queue finds: an obligation out of flight again is not passed over."""
-    s = _Naive(random.Random(rng_seed), SchedulerConfig(attempts=2, spread=False))
+    s = _Naive(random.Random(rng_seed), SchedulerConfig(attempts=2, spread=False, explore_share=share))
     for i, moves in enumerate(seed_moves):
         s.add_seed(f"s{i}", f"s{i}", list(moves))
     s.seal()
-    step = 0
+    step, held = 0, []  # held: tasks drawn and not reported yet (a batch in flight while the next is drawn)
     while step < 300:
         batch = [t for t in (s.next() for _ in range(size)) if t is not None]
-        if not batch:
+        if not batch and not held:
             break
+        batch += held
         order.shuffle(batch)
+        cut = order.randrange(len(batch) + 1) if batch else 0
+        batch, held = batch[:cut], batch[cut:]
+        if not batch and held:  # nothing reported and nothing new: report them all
+            batch, held = held, []
         for task in batch:
             kind = outcomes[step % len(outcomes)]
-            s.report(task, StepOutcome(kind == "valid", final=kind == "final"))
+            if kind == "retire":
+                s.retire(task.case_id)
+            keep = kind == "retained"
+            s.report(task, StepOutcome(kind in ("valid", "retained"), final=kind == "final", retained=keep,
+                                       new_case_id=f"m{step}" if keep else None,
+                                       moves=(("paraphrase", "x"),) if keep else ()))
             step += 1
-    assert s._next_pending() is None or step >= 300

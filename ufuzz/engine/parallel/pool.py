@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from ufuzz._util.lru import LRU
+from ufuzz.engine.parallel.batching import MAX_BATCH
 from ufuzz.engine.parallel.core import LaneJob, LaneResult
 from ufuzz.engine.parallel.lane import Lane, LaneDied
 from ufuzz.model import FuzzCase
@@ -20,8 +21,10 @@ from ufuzz.model import FuzzCase
 TASKS_PER_LANE = 4
 
 
-#: parent jobs' outcomes a pool remembers (their tasks come in the same or the next batch)
-GATES = 4096
+#: parent jobs' outcomes a pool remembers (their tasks come in the same or the next batch): room for two whole
+#: batches of parent jobs, the most that can be in flight, so that no gate a waiting task needs is ever evicted
+#: (with 4,096 a batch near --batch's maximum could evict a running parent's gate and let its task start first)
+GATES = 2 * MAX_BATCH
 
 
 # -- a seed's lane ------------------------------------------------------------------------------------------
