@@ -134,8 +134,9 @@ class LanePool:
         # each queued job's gate read once: sending a job changes none (a scan of the queue per free lane made feeding
         # many lanes quadratic in the jobs queued)
         gates = [(t, self._blocked(t)) for t in self._queue]
-        if any(g is False for _, g in gates):  # their parent is no use: skipped
-            for t, _ in (x for x in gates if x[1] is False):
+        skipped = [t for t, g in gates if g is False]  # their parent is no use
+        if skipped:
+            for t in skipped:
                 self._done[t] = (-1, LaneResult(skipped=True))
             self._queue = [t for t, g in gates if g is not False]
         free = [lane for lane in range(len(self.lanes)) if lane not in self._busy]

@@ -189,7 +189,8 @@ def latest_text(memories: Sequence[Memory], ids: Sequence[str]) -> str | None:
 
 def latest_memory(memories: Sequence[Memory], ids: Sequence[str]) -> Memory | None:
     """The latest (by timestamp) of the memories ``ids``; None when none of them is among ``memories``."""
-    chosen = [m for m in memories if m.id in set(ids)]
+    wanted = set(ids)
+    chosen = [m for m in memories if m.id in wanted]
     return max(chosen, key=lambda m: (m.timestamp, m.id)) if chosen else None
 
 

@@ -802,12 +802,18 @@ def in_gap(old: str, new: str, told_days: Sequence[date], told_at: str | None, q
     telling days."""
     if not told_days:
         return True
-    gap, was, period = _gap(old, told_days, told_at, question), _period(old), _period(new)
-    if gap is None or period is None or not (gap[0] <= period[0] and period[1] <= gap[1]):
+    return _fits(_gap(old, told_days, told_at, question), _period(old), _period(new), set(told_days))
+
+
+def _fits(gap: tuple[date, date] | None, was: tuple[date, date] | None, period: tuple[date, date] | None,
+          talks: set[date]) -> bool:
+    """:func:`in_gap`'s rule on the days already read: ``period`` lies in ``gap``, is no single day of ``talks``,
+    and names other days than ``was`` (the old date's)."""
+    if gap is None or was is None or period is None or not (gap[0] <= period[0] and period[1] <= gap[1]):
         return False
-    if period[0] == period[1] and period[0] in set(told_days):
+    if period[0] == period[1] and period[0] in talks:
         return False
-    return period[1] < was[0] or was[1] < period[0]  # other days than the old date's
+    return period[1] < was[0] or was[1] < period[0]
 
 
 def gap_days(old: str, told_days: Sequence[date], told_at: str | None, question: str, *,
@@ -823,7 +829,8 @@ def gap_days(old: str, told_days: Sequence[date], told_at: str | None, question:
     lo = max(gap[0], period[0] - timedelta(days=60))
     hi = min(gap[1], until, period[1] + timedelta(days=60))
     days = [lo + timedelta(days=n) for n in range((hi - lo).days + 1)]
-    days = [d for d in days if in_gap(old, _day(d), told_days, told_at, question)]  # the one rule
+    talks = set(told_days)
+    days = [d for d in days if _fits(gap, period, (d, d), talks)]  # in_gap's rule, the gap read once
     days.sort(key=lambda d: (min(abs((d - period[0]).days), abs((d - period[1]).days)), d))
     return [_day(d) for d in days]
 
