@@ -225,6 +225,36 @@ def test_one_or_two_out_of_date_memories_above_the_current_one_are_one_cause():
     assert cause_key(t, "stale_ranked_above_valid", "selection", ("p1-m9", "p1-m3")) != first
 
 
+def test_memories_drawn_by_an_unsupported_question_are_not_its_cause():
+    """Hand count (mem0, LoCoMo dev): one question about an absent person drew one of Melanie's memories above the
+    threshold worded with one absent name and another with another name. Which memories a threshold lets through
+    is the wording's doing: one cause per question (its fact), the unique failures stay apart; another question's
+    fact is another cause, and a delete's cause is still the memory it deleted."""
+    from dataclasses import replace
+
+    from ufuzz.model import StateOp
+
+    farid = _case("x1", "s1", "unsupported", "entity=Farid", "Farid")
+    ingrid = _case("x2", "s1", "unsupported", "entity=Ingrid", "Ingrid")
+    a = cause_key(farid, "unsupported_retrieved", "selection", ("p1-m3",))
+    b = cause_key(ingrid, "unsupported_retrieved", "selection", ("p1-m7", "p1-m9"))
+    assert a == b
+    assert len({failure_key("s1", "unsupported", t, "unsupported_retrieved", "selection", o)
+                for t, o in (("entity=Farid", ("p1-m3",)), ("entity=Ingrid", ("p1-m7", "p1-m9")))}) == 2
+    other = _case("x3", "s2", "unsupported", "entity=Farid", "Farid", attribute="employer")
+    assert cause_key(other, "unsupported_retrieved", "selection", ("p1-m3",)) != a
+    # the missing-evidence causes of one question still differ by the memory at fault
+    assert cause_key(farid, "missing_evidence", "selection", ("p1-m3",)) != \
+        cause_key(farid, "missing_evidence", "selection", ("p1-m7",))
+    # a delete: the memory it deleted, whatever the memories returned after it
+    d1 = replace(_case("x4", "s1", "delete", "p1-m3"), ops=(StateOp("delete", "p1-m3"),))
+    d2 = replace(_case("x5", "s1", "delete", "p1-m4"), ops=(StateOp("delete", "p1-m4"),))
+    assert cause_key(d1, "unsupported_retrieved", "selection", ("p1-m5",)) == \
+        cause_key(d1, "unsupported_retrieved", "selection", ("p1-m6",))
+    assert cause_key(d1, "unsupported_retrieved", "selection", ("p1-m5",)) != \
+        cause_key(d2, "unsupported_retrieved", "selection", ("p1-m5",))
+
+
 def test_failure_records_carry_level_cause_and_responder():
     m = _case("x1", "s1", "update", "value=Brask")
     e = ex(["m0", "m1"], "Brask", responder="reader:top-evidence")

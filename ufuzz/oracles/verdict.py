@@ -7,8 +7,8 @@ its parent passes; :func:`failure` names it with the two keys:
 * the **unique-failure key** (the paper's unit, counted by UF@B): seed, operator, obligation target, kind,
   level and the offending memory ids with the random part of mutation-generated ids stripped;
 * the **cause key**: operator, kind, level, the offending memories reduced to the memories they descend from
-  (:func:`root_id`; or, when none, the mutation's own state operation — none for a question mutant, whatever its
-  ancestors did) and the answer-affecting fields other than the one the
+  (:func:`root_id`; or, when none — and always for memories returned to a question nothing supports — the
+  mutation's own state operation: none for a question mutant, whatever its ancestors did) and the answer-affecting fields other than the one the
   operator swapped — so repeats of one defect across update values, paraphrase wordings, replacement targets or
   the steps of a chain of updates (the first version and the second both outranking the third) are one cause
   with N occurrences.
@@ -33,6 +33,9 @@ MUTANT, BASELINE = "mutant", "baseline"
 #: the kinds the system probes find (:mod:`ufuzz.engine.probes`): a short result list, a stored memory its own
 #: words do not find — baseline failures that no reference judged
 SHORT_LIST, UNREACHABLE = "short_result_list", "memory_unreachable"
+#: memories returned as relevant to a question nothing supports: which ones is the wording's doing, not the
+#: defect's (a cause of this kind is its question's fact, see :func:`cause_key`)
+UNSUPPORTED_RETRIEVED = "unsupported_retrieved"
 PROBE_KINDS = (SHORT_LIST, UNREACHABLE)
 
 
@@ -165,10 +168,14 @@ def cause_key(case: FuzzCase, kind: str, stage: str, offending: tuple[str, ...],
     a failure with no offending memory is about. A question mutant of a state its ancestors changed is about its
     question: the same rewording missing the same fact's evidence is one cause whatever route of operations led
     to it (hand audit, LoCoMo: "when did Melanie go to the park?" reworded on the checkpoint and on a state where
-    an ancestor had deleted another fact's evidence counted as two causes)."""
+    an ancestor had deleted another fact's evidence counted as two causes). Memories returned as relevant to a
+    question nothing supports (``unsupported_retrieved``) are not part of the cause: which ones a threshold lets
+    through is the wording's doing (mem0, LoCoMo dev: one question asked of two absent people drew different
+    memories above its threshold and counted as two causes, where a developer sees one question that should
+    have drawn nothing)."""
     operator = case.operator or ""
     target = case.obligation.target if case.obligation else ""
-    what = _roots(offending)
+    what = "" if kind == UNSUPPORTED_RETRIEVED else _roots(offending)
     if kind == "stale_ranked_above_valid" and offending:
         # one out-of-date memory or two above the current one is one defect (hand audit, LongMemEval: an echo of
         # the old value rising beside the rewritten memory split one update into two causes): an update's is the
@@ -236,7 +243,8 @@ def baseline_failure(seed: FuzzCase, out: Outcome, ex: Execution, reason: str) -
     return Failure(
         key=_sha(["baseline", seed.seed_id, kind, stage, _ids(out.offending), *asked]), case_id=seed.id,
         seed_id=seed.seed_id, operator="", target="", kind=kind, stage=stage, offending=out.offending,
-        cause=_sha(["baseline", kind, stage, _ids(out.offending), seed.query.fields.entity,
+        cause=_sha(["baseline", kind, stage, "" if kind == UNSUPPORTED_RETRIEVED else _ids(out.offending),
+                    seed.query.fields.entity,
                     seed.query.fields.attribute, seed.query.fields.scope]),
         responder=ex.responder if stage != SELECTION else None, origin=BASELINE,
         detail={**out.detail, "query": ex.query, "reason": reason, "top_scores": list(ex.top_scores), **_cited(ex)})
