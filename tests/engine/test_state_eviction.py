@@ -37,3 +37,35 @@ def test_evicting_states_changes_nothing_but_memory(tmp_path, monkeypatch):
     qa = [m.query.text for m in small.store.mutants(small.campaign_id)]
     qb = [m.query.text for m in big.store.mutants(big.campaign_id)]
     assert qa == qb
+
+
+def test_an_executor_tells_which_states_it_let_go():
+    """The pool keeps sending a lane the jobs on states it holds (:mod:`ufuzz.engine.parallel.pool`): a lane says
+    which states its executor evicted, once each, and not a state that is live again."""
+    import tempfile
+    from dataclasses import replace
+
+    from ufuzz.backends.adapters.embedded import EmbeddedBackend
+    from ufuzz.model import Checkpoint, FuzzCase, Memory, StateOp
+
+    suite = synthesize(personas=1, seed=5)
+    seed = suite.seeds[0]
+    cp: Checkpoint = suite.checkpoints[seed.checkpoint_id]
+    base = FuzzCase.from_seed(seed, cp)
+    cases = [replace(base, id=f"c{i}", ops=(StateOp("add", None, Memory(f"new{i}", f"Note {i}.", "2030-01-01")),))
+             for i in range(3)]
+    be = EmbeddedBackend(tempfile.mkdtemp(), {"db": "memory", "retrieval": "bm25"})
+    ex = Executor(be, dict(suite.checkpoints), max_live_states=1)
+    try:
+        ex.state_of(cases[0])
+        assert ex.take_evicted() == ()
+        ex.state_of(cases[1])  # one mutated state at most: the first goes
+        ex.state_of(cases[2])
+        assert ex.take_evicted() == (cases[0].state_key, cases[1].state_key)
+        assert ex.take_evicted() == ()
+        ex.state_of(cases[0])  # evicts the third, and the first is live again before it is asked
+        ex.state_of(cases[2])
+        assert ex.take_evicted() == (cases[0].state_key,)
+    finally:
+        ex.close()
+        be.close()

@@ -103,6 +103,7 @@ class Executor:
         self._pinned: set[str] = set()
         self.max_live_states = max(1, int(max_live_states))
         self.evictions = 0
+        self._evicted: list[str] = []  # state keys let go since take_evicted() last asked
         self._cache: LRU[tuple[str, str], Execution] = LRU(max_parent_executions)
         self.listings: LRU[str, tuple[StoredMemory, ...]] = LRU(MAX_LISTINGS)
         self.forks = 0
@@ -151,7 +152,14 @@ class Executor:
             handle = self._states.pop(victim)
             self._live.discard(handle)
             self.evictions += 1
+            self._evicted.append(victim)
             self._release_quietly(handle)
+
+    def take_evicted(self) -> tuple[str, ...]:
+        """The state keys let go (evicted) since the last call and not live again: a lane tells the pool, so that
+        the pool does not keep sending work to a lane for a state it would have to rebuild."""
+        gone, self._evicted = self._evicted, []
+        return tuple(dict.fromkeys(k for k in gone if k not in self._states))
 
     def _release_quietly(self, handle: StateHandle) -> None:
         """Release ``handle``; a failure is kept in :attr:`faults` (the campaign records it) and not raised,

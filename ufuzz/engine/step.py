@@ -79,6 +79,7 @@ class Steps:
         size = min(size, self.budget.left(s.progress, len(s.inflight.tasks) if s.inflight else 0))
         tasks: list[tuple[Task, int]] = []
         while len(tasks) < size:
+            self.lanes.poll()  # the lanes go on with the batch in flight while this one is drawn
             task = s.scheduler.next()
             if task is None:
                 break
@@ -127,7 +128,10 @@ class Steps:
             with ThreadPoolExecutor(min(len(work), self.config.max_concurrency)) as pool:
                 made = list(pool.map(make, work))
         else:
-            made = [make(item) for item in work]
+            made = []
+            for item in work:
+                self.lanes.poll()
+                made.append(make(item))
         return {counter: p for (_, counter), p in zip(work, made, strict=True)}
 
     # -- applying ------------------------------------------------------------------------------------------
@@ -140,6 +144,7 @@ class Steps:
         parents: dict[tuple[str, str], Any] = {}  # the batch's parent runs, by (state, query)
         tasks = iter(batch.tasks)
         for job, (lane, res) in zip(batch.jobs, results, strict=True):
+            self.lanes.poll()  # the lanes go on with the next batch while this one is applied
             self._count_lane_llm(res.llm)
             if job.task is None:
                 parents[(job.parent.state_key, job.parent.query.text)] = res

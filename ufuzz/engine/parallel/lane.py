@@ -60,6 +60,9 @@ class LaneBase:
     """What every lane does the same way."""
 
     index: int
+    #: its jobs run apart from the campaign's thread (a thread, a process, an actor): the pool looks for its
+    #: answers while the campaign works (:meth:`ufuzz.engine.parallel.pool.LanePool.poll`)
+    apart = True
 
     def call(self, method: str, *args: Any) -> Any:
         self.submit(method, *args)  # type: ignore[attr-defined]
@@ -92,6 +95,9 @@ class InProcessLane(LaneBase):
     """A lane in the campaign's own thread, over the campaign's backend and LLM client: the campaign of
     ``--workers 1``. A request is run when its answer is asked for (:meth:`result`), so nothing runs while the
     campaign draws; there is nothing to start, wait for or kill."""
+
+    #: its jobs run in the campaign's thread, when their answer is asked for (the pool never polls it)
+    apart = False
 
     def __init__(self, index: int, core: Any) -> None:
         self.index = index
