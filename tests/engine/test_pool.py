@@ -109,6 +109,34 @@ def test_a_state_a_lane_evicted_is_no_longer_held_there():
     assert [job.counter for job in _sent(log, 1)] == [2, 4]
 
 
+def test_a_lane_holding_many_states_does_not_keep_all_their_jobs():
+    """Second read: one busy lane holding 8 states with 4 jobs queued on each kept all 32 while the others waited
+    (no single state had more than its share waiting). Each holder with more than its share of jobs queued on its
+    states: a free lane rebuilds instead."""
+    log: list = []
+    pool = LanePool([_Lane(i, log) for i in range(2)])
+    states = [f"S{i}" for i in range(8)]
+    for k, name in enumerate(states):  # lane 0 builds and holds every state, one after another
+        pool.submit([_task(k + 1, name, ("w",))])
+        _finish(pool, 0)
+    pool.submit([_task(100, "cp2")])  # lane 0 busy
+    assert [job.counter for job in _sent(log, 0)][-1] == 100
+    pool.submit([_task(200 + i, name, ("w",)) for name in states for i in range(TASKS_PER_LANE)])
+    assert len(_sent(log, 1)) == 1  # lane 1 did not wait for lane 0's backlog
+
+
+def test_a_job_the_oracle_waits_for_goes_first():
+    """Second read: ``execute`` (a seed's or a control's run, queued first) waited behind hundreds of queued
+    rebuilds; it is sent before any of them."""
+    log: list = []
+    pool = LanePool([_Lane(i, log) for i in range(1)])
+    pool.submit([_task(1, "cp")])
+    pool.submit([_task(10 + i, f"R{i}", ("w",)) for i in range(5)])
+    pool.submit([_parent("seed-state")], first=True)
+    _finish(pool, 0)
+    assert _sent(log, 0)[1].task is None  # the parent's job queued first, not a rebuild queued before it
+
+
 def test_poll_feeds_free_lanes_without_waiting():
     log: list = []
     pool = LanePool([_Lane(i, log) for i in range(2)])

@@ -69,3 +69,30 @@ def test_an_executor_tells_which_states_it_let_go():
     finally:
         ex.close()
         be.close()
+
+
+def test_a_lane_tells_the_pool_which_states_it_no_longer_holds(tmp_path):
+    """A lane's answer carries the states its executor let go (``LaneResult.evicted``), so that the pool stops
+    treating that lane as their holder."""
+    import tempfile
+    from dataclasses import replace
+
+    from ufuzz.backends.adapters.embedded import EmbeddedBackend
+    from ufuzz.engine.parallel.core import LaneCore, LaneJob, LaneSpec
+    from ufuzz.model import FuzzCase, Memory, StateOp
+
+    suite = synthesize(personas=1, seed=5)
+    seed = suite.seeds[0]
+    base = FuzzCase.from_seed(seed, suite.checkpoints[seed.checkpoint_id])
+    cases = [replace(base, id=f"c{i}", ops=(StateOp("add", None, Memory(f"new{i}", f"Note {i}.", "2030-01-01")),))
+             for i in range(2)]
+    be = EmbeddedBackend(tempfile.mkdtemp(), {"db": "memory", "retrieval": "bm25"})
+    cfg = CampaignConfig(out=str(tmp_path / "c"), max_live_states=1)
+    core = LaneCore(LaneSpec.of(cfg, EmbeddedBackend, dict(suite.checkpoints)), tmp_path, backend=be)
+    try:
+        first, second = (core.run([LaneJob(0, None, case, run_parent=True)])[0] for case in cases)
+        assert first.parent_ex.error is None and first.evicted == ()
+        assert second.evicted == (cases[0].state_key,)
+    finally:
+        core.close()
+        be.close()

@@ -155,6 +155,10 @@ class Executor:
             self._evicted.append(victim)
             self._release_quietly(handle)
 
+    def live(self, key: str) -> bool:
+        """Whether the state ``key`` is held here (built and not evicted)."""
+        return key in self._states
+
     def take_evicted(self) -> tuple[str, ...]:
         """The state keys let go (evicted) since the last call and not live again: a lane tells the pool, so that
         the pool does not keep sending work to a lane for a state it would have to rebuild."""

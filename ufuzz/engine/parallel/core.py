@@ -83,7 +83,7 @@ class LaneResult:
     testable: bool | None = None  # a parent job: whether the parent passes a level it is judged at
     skipped: bool = False  # not run: its parent's job found the parent failing, or untestable
     llm: dict[str, int] | None = None  # what the lane's own LLM client did for this job (calls, tokens …)
-    evicted: tuple[str, ...] = ()  # state keys the lane let go since its last answer (the pool's to know)
+    evicted: tuple[str, ...] = ()  # state keys the lane does not hold (let go, or never kept): the pool's to know
 
 
 def _import(spec: str) -> Any:
@@ -204,6 +204,9 @@ class LaneCore:
         res.seconds = time.perf_counter() - t0
         res.llm = self.meter.take() if self.meter is not None else None
         res.evicted = self.executor.take_evicted()
+        parent = job.parent
+        if parent.ops and not self.executor.live(parent.state_key):  # e.g. rebuilt only to be forked, not kept
+            res.evicted += (parent.state_key,)
         return res
 
     def _work(self, job: LaneJob, res: LaneResult) -> None:

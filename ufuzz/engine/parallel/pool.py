@@ -11,6 +11,7 @@ import time
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from ufuzz._util.lru import LRU
 from ufuzz.engine.parallel.batching import MAX_BATCH
@@ -46,6 +47,15 @@ def home_lane(seed_id: str, lanes: int) -> int:
 
 
 
+@dataclass
+class _Feed:
+    """What one feeding of the lanes knows of the queue: the runnable jobs per state key (lowered as jobs are
+    sent), and — built only when a lane considers rebuilding a state — the queued jobs per lane on states it holds."""
+
+    waiting: Counter[str]
+    backlog: Counter[int] | None = None
+
+
 # -- the lanes of a campaign -----------------------------------------------------------------------------------
 class LanePool:
     """A campaign's lanes, fed from one queue of jobs: :meth:`submit` queues a batch's jobs, :meth:`collect`
@@ -78,6 +88,7 @@ class LanePool:
         self._open_parents: Counter[tuple[str, str]] = Counter()
         # whether the lanes work apart from the campaign's thread (poll has anything to take in)
         self._apart = all(getattr(lane, "apart", True) for lane in self.lanes)
+        self._urgent: set[int] = set()  # tickets queued with first=True (the oracle waits for them): sent first
         self._polled = 0.0
 
     def __len__(self) -> int:
@@ -106,6 +117,8 @@ class LanePool:
             if job.task is None and job.reference is not None:
                 self._gate[(job.parent.state_key, job.parent.query.text)] = None
         self._queue = tickets + self._queue if first else self._queue + tickets
+        if first:
+            self._urgent.update(tickets)
         self._feed()
         return tickets
 
@@ -156,15 +169,15 @@ class LanePool:
         if not free:
             return
         runnable = [t for t, g in gates if g is None]
-        waiting = Counter(self._jobs[t].parent.state_key for t in runnable)
+        feed = _Feed(Counter(self._jobs[t].parent.state_key for t in runnable))
         for lane in free:
             if not runnable:
                 break
-            t = self._pick(lane, runnable, waiting)
+            t = self._pick(lane, runnable, feed)
             if t is None:
                 continue
             runnable.remove(t)
-            waiting[self._jobs[t].parent.state_key] -= 1
+            feed.waiting[self._jobs[t].parent.state_key] -= 1
             self._send(lane, t)
 
     def _blocked(self, t: int) -> bool | None:
@@ -179,16 +192,19 @@ class LanePool:
         """Whether a parent job for ``key`` is queued or running."""
         return self._open_parents[key] > 0
 
-    def _pick(self, lane: int, runnable: list[int], waiting: Counter[str]) -> int | None:
+    def _pick(self, lane: int, runnable: list[int], feed: _Feed) -> int | None:
         """The job ``lane`` takes next, or None: it waits rather than rebuild a state another lane holds.
 
         Rebuilding a mutated state replays its checkpoint and operations: on a product over HTTP a second or more,
         against a few tens of milliseconds for a question on a state a lane holds. Such rebuilds were the longest
-        job of most batches, and the campaign cannot apply a batch before its longest job is in; so a job on a
-        mutated state no lane holds goes first (it is built wherever it runs), a lane takes the jobs on states it
-        holds wherever they are queued, and a job on a state only other lanes hold waits for them unless more
-        jobs wait on that state than its holders would soon run."""
+        job of most batches, and the campaign cannot apply a batch before its longest job is in; so a job queued
+        with ``first`` (the oracle waits for it) goes first, then a job on a mutated state no lane holds (it is
+        built wherever it runs), then the jobs on states this lane holds, wherever they are queued; a job on a
+        state only busy lanes hold waits for them, unless more jobs wait on that state than its holders would
+        soon run or every holder has more than its share of other jobs queued (:meth:`_worth_rebuilding`)."""
         jobs, held = self._jobs, self._held[lane]
+        if runnable[0] in self._urgent:
+            return runnable[0]
         ahead = runnable[:max(LOOKAHEAD, TASKS_PER_LANE * len(self.lanes))]
         for t in ahead:  # the longest first
             parent = jobs[t].parent
@@ -205,12 +221,27 @@ class LanePool:
         for t in window:
             if not jobs[t].parent.ops:
                 return t
-        for t in window:  # a mutated state other lanes hold: rebuilt here from its recipe, if they are busy
-            key = jobs[t].parent.state_key
-            if waiting[key] > TASKS_PER_LANE * self._holders[key] and not any(
-                    key in self._held[other] for other in range(len(self.lanes)) if other not in self._busy):
+        for t in window:  # a mutated state other lanes hold: rebuilt here from its recipe, if worth it
+            if self._worth_rebuilding(jobs[t].parent.state_key, ahead, feed):
                 return t
         return None
+
+    def _worth_rebuilding(self, key: str, ahead: list[int], feed: _Feed) -> bool:
+        """Whether a free lane should rebuild the state ``key`` that other lanes hold: none of them is free (a free
+        holder takes the job itself), and either more jobs wait on ``key`` than its holders would soon run, or
+        each holder has more than its share of jobs queued on the states it holds (a lane holding many states
+        would otherwise run all their jobs while the others wait)."""
+        holders = [other for other in range(len(self.lanes)) if key in self._held[other]]
+        if any(other not in self._busy for other in holders):
+            return False
+        if feed.waiting[key] > TASKS_PER_LANE * len(holders):
+            return True
+        if feed.backlog is None:  # once per feed, and only when asked: the queued jobs each lane holds the state of
+            feed.backlog = Counter()
+            for t in ahead:
+                k = self._jobs[t].parent.state_key
+                feed.backlog.update(other for other in range(len(self.lanes)) if k in self._held[other])
+        return all(feed.backlog[other] > 2 * TASKS_PER_LANE for other in holders)
 
     def _hold(self, lane: int, key: str) -> None:
         """``lane`` holds the state ``key`` from now on (counted once per lane in ``_holders``)."""
@@ -229,6 +260,7 @@ class LanePool:
 
     def _send(self, lane: int, t: int) -> None:
         self._queue.remove(t)
+        self._urgent.discard(t)
         job = self._jobs[t]
         self._hold(lane, job.parent.state_key)
         keep, drop = self._keep[lane], self._drop[lane]
