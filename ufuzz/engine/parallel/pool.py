@@ -250,7 +250,8 @@ class LanePool:
             self._holders[key] += 1
 
     def _let_go(self, lane: int, keys: Sequence[str]) -> None:
-        """``lane`` no longer holds the states ``keys`` (its executor evicted them: a job on one there rebuilds it)."""
+        """``lane`` no longer holds the states ``keys`` (its executor evicted them, or never kept them: a job on one
+        there rebuilds it)."""
         for key in keys:
             if key in self._held[lane]:
                 self._held[lane].discard(key)
