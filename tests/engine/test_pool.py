@@ -23,11 +23,13 @@ class _Lane:
         self.job: LaneJob | None = None
         self.done = self.die = False
         self.evict: tuple[str, ...] = ()
+        self.decisions: list[tuple[list[str], list[str]]] = []  # (kept, dropped) sent with each job
 
     def submit(self, method, jobs, keep, drop):
         assert self.job is None, "a lane is sent one job at a time"
         self.job = jobs[0]
         self.log.append((self.index, jobs[0]))
+        self.decisions.append(([c.id for c in keep], list(drop)))
 
     def result(self):
         job, self.job, self.done = self.job, None, False
@@ -135,6 +137,33 @@ def test_a_job_the_oracle_waits_for_goes_first():
     pool.submit([_parent("seed-state")], first=True)
     _finish(pool, 0)
     assert _sent(log, 0)[1].task is None  # the parent's job queued first, not a rebuild queued before it
+
+
+def test_the_campaigns_decisions_travel_with_the_holding_lanes_next_job():
+    """A kept mutant's fork becomes its state in the lane that made it (and that lane then holds the state); a
+    dropped one is released there — each with that lane's next request, never another lane's."""
+    log: list = []
+    pool = LanePool([_Lane(i, log) for i in range(2)])
+    pool.submit([_task(1, "cp"), _task(2, "cp")])
+    _finish(pool, 0, 1)
+    kept = _case("K", ("w",))
+    pool.decide(1, kept, keep=True)
+    pool.decide(0, _case("D", ("w",)), keep=False)
+    pool.submit([_task(3, "cp"), _task(4, "K", ("w",))])
+    assert [job.counter for job in _sent(log, 1)] == [2, 4]  # lane 1 holds K now: K's job is its own
+    assert pool.lanes[1].decisions[-1] == (["K"], [])
+    assert pool.lanes[0].decisions[-1] == ([], ["D"])
+
+
+def test_a_dead_lane_holds_nothing():
+    log: list = []
+    pool = LanePool([_Lane(i, log) for i in range(2)])
+    pool.submit([_task(1, "A", ("w",))])
+    pool.lanes[0].die = True
+    pool._pump()  # lane 0 died with its job: it holds nothing now
+    pool.submit([_task(2, "cp")])  # lane 0 (restarted) busy again
+    pool.submit([_task(3, "A", ("w",))])
+    assert [job.counter for job in _sent(log, 1)] == [3]  # no lane holds A: lane 1 builds it at once
 
 
 def test_poll_feeds_free_lanes_without_waiting():
